@@ -1,0 +1,33 @@
+# Two commands for a fresh machine: `make demo` and `make test` (both run `make setup`).
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed-stamp
+DEMO   := demo-output
+
+.PHONY: setup demo test lint bench clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@if [ ! -x $(PY) ] || ! $(PY) -c 'import sys; sys.exit(sys.version_info < (3, 12))' 2>/dev/null; then \
+		python=$$(sh .ci/find-python) || exit 1; \
+		echo "creating $(VENV) with $$python"; \
+		rm -rf $(VENV); "$$python" -m venv $(VENV); \
+	fi
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	@touch $(STAMP)
+
+demo: setup
+	@mkdir -p $(DEMO)
+	$(VENV)/bin/mzpeak-dask convert tests/data/small.mzML $(DEMO)/small.mzpeak --overwrite --workers 2
+	$(VENV)/bin/mzpeak-dask info $(DEMO)/small.mzpeak
+
+test: setup
+	$(PY) -m pytest -q
+
+lint: setup
+	$(VENV)/bin/ruff check mzpeak_dask tests workflows
+
+clean:
+	rm -rf $(VENV) $(DEMO) .pytest_cache .hypothesis

@@ -1,0 +1,119 @@
+"""The two container forms of an mzPeak archive — an uncompressed ZIP or a directory — written
+atomically: everything goes to a temporary name beside the output, which is renamed into place
+only when the archive is complete, so a failed or interrupted run leaves nothing at OUTPUT.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO
+
+from ..errors import OutputError
+
+
+def check_output(output: Path, overwrite: bool) -> None:
+    """Fail early when the output exists (without ``overwrite``) or its folder is unwritable."""
+    if output.exists() and not overwrite:
+        raise OutputError(f"{output}: already exists (use --overwrite to replace it)")
+    parent = output.parent if str(output.parent) else Path(".")
+    if not parent.is_dir():
+        raise OutputError(f"{output}: the folder {parent} does not exist")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise OutputError(f"{output}: the folder {parent} is not writable")
+
+
+class Staging:
+    """A private scratch folder next to the output (same filesystem, so renames are atomic and
+    cluster workers on shared storage can read decompressed inputs staged here)."""
+
+    def __init__(self, output: Path):
+        parent = output.parent if str(output.parent) else Path(".")
+        try:
+            self.path = Path(tempfile.mkdtemp(prefix=f".{output.name}.", suffix=".tmp", dir=parent))
+        except OSError as exc:
+            raise OutputError(
+                f"{output}: cannot create a temporary folder ({exc.strerror})"
+            ) from None
+
+    def file(self, name: str) -> Path:
+        return self.path / name
+
+    def cleanup(self) -> None:
+        shutil.rmtree(self.path, ignore_errors=True)
+
+
+class Container:
+    """Members are added in order; :meth:`commit` makes the archive appear at ``output``."""
+
+    def __init__(self, output: Path, staging: Staging, unpacked: bool):
+        self.output = output
+        self.unpacked = unpacked
+        self.members: list[tuple[str, int]] = []
+        if unpacked:
+            self._dir = staging.file("archive")
+            self._dir.mkdir()
+            self._zip = None
+        else:
+            self._zip_path = staging.file("archive.mzpeak")
+            self._zip = zipfile.ZipFile(self._zip_path, "w", compression=zipfile.ZIP_STORED)
+
+    @contextlib.contextmanager
+    def stream(self, name: str) -> Iterator[IO[bytes]]:
+        """A writable file object for member ``name`` (streamed straight into the ZIP)."""
+        if self._zip is None:
+            with open(self._dir / name, "wb") as f:
+                yield f
+            self.members.append((name, (self._dir / name).stat().st_size))
+        else:
+            with self._zip.open(name, "w", force_zip64=True) as f:
+                yield f
+            self.members.append((name, self._zip.getinfo(name).file_size))
+
+    def add_file(self, name: str, path: Path) -> None:
+        if self._zip is None:
+            os.replace(path, self._dir / name)
+        else:
+            self._zip.write(path, name)
+            path.unlink()
+        self.members.append((name, self._size(name)))
+
+    def add_bytes(self, name: str, data: bytes) -> None:
+        if self._zip is None:
+            (self._dir / name).write_bytes(data)
+        else:
+            self._zip.writestr(zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0)), data)
+        self.members.append((name, len(data)))
+
+    def _size(self, name: str) -> int:
+        if self._zip is None:
+            return (self._dir / name).stat().st_size
+        return self._zip.getinfo(name).file_size
+
+    def commit(self, overwrite: bool) -> None:
+        """Close the container and rename it into place (replacing ``output`` if allowed)."""
+        source = self._dir if self._zip is None else self._zip_path
+        if self._zip is not None:
+            self._zip.close()
+        if self.output.exists():
+            if not overwrite:
+                raise OutputError(f"{self.output}: appeared during the conversion; not replaced")
+            _remove(self.output)
+        os.replace(source, self.output)
+
+    def abort(self) -> None:
+        if self._zip is not None:
+            with contextlib.suppress(Exception):
+                self._zip.close()
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    else:
+        path.unlink()

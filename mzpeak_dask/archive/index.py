@@ -1,0 +1,61 @@
+"""``mzpeak_index.json``: the member list every reader starts from (format doc section 1.2).
+
+Written last, with ``metadata.version`` and ``cv_list`` (the specification requires them; the
+reference writer leaves ``metadata`` empty) and a copy of the file-level metadata. Reading is
+tolerant: ``data_arrays`` and ``data arrays`` mean the same, unknown keys are ignored.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from .. import cv
+from .. import vocabulary as V
+
+
+@dataclass(frozen=True, slots=True)
+class IndexEntry:
+    name: str
+    entity_type: str
+    data_kind: str
+
+
+def normalise_kind(value: str | None) -> str:
+    text = (value or "").lower().replace("_", " ").strip()
+    return text or V.OTHER
+
+
+def entries_for(names: list[str]) -> list[IndexEntry]:
+    """Index entries for the members written, in the order written."""
+    by_name = {name: key for key, name in V.MEMBER_NAMES.items()}
+    return [IndexEntry(n, *by_name[n]) for n in names if n in by_name]
+
+
+def build(members: list[str], file_metadata: dict[str, Any]) -> bytes:
+    versions = cv.versions()
+    cv_list = [dict(entry, version=versions.get(entry["id"])) for entry in V.CV_LIST]
+    doc = {
+        "files": [
+            {"name": e.name, "entity_type": e.entity_type, "data_kind": e.data_kind}
+            for e in entries_for(members)
+        ],
+        "metadata": {"version": V.FORMAT_VERSION, "cv_list": cv_list, **file_metadata},
+    }
+    return json.dumps(doc, indent=2).encode("utf-8")
+
+
+def parse(data: bytes | str) -> tuple[list[IndexEntry], dict[str, Any]]:
+    doc = json.loads(data)
+    files = [
+        IndexEntry(
+            str(f.get("name")),
+            normalise_kind(f.get("entity_type")),
+            normalise_kind(f.get("data_kind")),
+        )
+        for f in doc.get("files", [])
+        if f.get("name")
+    ]
+    metadata = doc.get("metadata") or {}
+    return files, metadata if isinstance(metadata, dict) else {}

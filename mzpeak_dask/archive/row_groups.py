@@ -1,0 +1,78 @@
+"""Streaming a signal data member as row groups of a fixed size in points, cut at item
+boundaries.
+
+Row groups hold whole spectra (so reading one spectrum touches one row group) of about
+``target`` points: a row group ends at the last spectrum boundary at or before ``target``
+points, or after the first spectrum when that one alone is larger. The cut depends only on the
+sequence of spectra, never on how the run was partitioned, so any number of workers produces the
+same file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+Weights = Callable[[pa.Table], np.ndarray]
+
+
+def point_weights(table: pa.Table) -> np.ndarray:
+    return np.ones(table.num_rows, dtype=np.int64)
+
+
+class RowGroupWriter:
+    """Buffers ordered tables and writes them as item-aligned row groups."""
+
+    def __init__(
+        self,
+        writer: pq.ParquetWriter,
+        index_path: tuple[str, str],
+        target: int,
+        weights: Weights = point_weights,
+    ):
+        self.writer = writer
+        self.index_path = index_path  # (struct column, index child)
+        self.target = target
+        self.weights = weights
+        self._tables: list[pa.Table] = []
+        self._rows = 0
+        self._weight = 0
+        self.row_groups = 0
+
+    def write(self, table: pa.Table) -> None:
+        """Append ``table`` (whose last item is complete) and flush full row groups."""
+        if table.num_rows == 0:
+            return
+        self._tables.append(table)
+        self._rows += table.num_rows
+        self._weight += int(self.weights(table).sum())
+        while self._weight >= self.target:
+            self._flush_one()
+
+    def close(self) -> None:
+        while self._rows:
+            self._flush_one(final=True)
+
+    def _flush_one(self, final: bool = False) -> None:
+        buffered = pa.concat_tables(self._tables)
+        index = pc.struct_field(buffered.column(self.index_path[0]), self.index_path[1])
+        index = index.to_numpy()
+        weight = np.cumsum(self.weights(buffered))
+        # item boundaries: row positions where a new item starts, plus the end
+        boundaries = np.flatnonzero(np.diff(index)) + 1
+        boundaries = np.append(boundaries, len(index))
+        if final and weight[-1] < self.target:
+            cut = len(index)
+        else:
+            fits = boundaries[weight[boundaries - 1] <= self.target]
+            cut = int(fits[-1]) if len(fits) else int(boundaries[0])
+        self.writer.write_table(buffered.slice(0, cut), row_group_size=cut)
+        self.row_groups += 1
+        rest = buffered.slice(cut)
+        self._tables = [rest] if rest.num_rows else []
+        self._rows = rest.num_rows
+        self._weight = int(weight[-1] - weight[cut - 1])

@@ -1,0 +1,190 @@
+"""The ``mzpeak-dask`` command: thin subcommands over the public API.
+
+Errors print one line (``error: FILE: [spectrum ID: ]what``) and exit non-zero; ``--verbose``
+adds tracebacks. Options follow one precedence rule: command line > ``--config`` > defaults.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import traceback
+from pathlib import Path
+from typing import Any
+
+from .errors import MzPeakDaskError
+from .options import ClusterOptions, ConvertOptions, load_config, resolve
+
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+
+def _add_convert_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("encoding (defaults: configs/default.toml)")
+    g.add_argument("--layout", choices=["point", "chunked"])
+    g.add_argument("--chunk-encoding", choices=["delta", "basic", "numpress"])
+    g.add_argument("--chunk-width", type=float, help="chunk width in main-axis units (m/z, min)")
+    g.add_argument("--numpress-intensity", choices=["slof", "pic"],
+                   help="store intensities with an MS-Numpress transform (lossy)")
+    g.add_argument("--peaks", action="store_const", const=True,
+                   help="also store centroid peak lists in spectra_peaks.parquet")
+    g.add_argument("--no-strip-zero-runs", dest="strip_zero_runs", action="store_const",
+                   const=False, help="keep runs of zero intensities")
+    g.add_argument("--no-null-marking", dest="null_marking", action="store_const", const=False,
+                   help="store zero-intensity points as values instead of nulls")
+    g.add_argument("--compression", choices=["zstd", "snappy", "gzip", "lz4", "brotli", "none"])
+    g.add_argument("--compression-level", type=int)
+    g.add_argument("--data-page-size", type=int, help="Parquet data page size in bytes")
+    g.add_argument("--row-group-points", type=int, help="points per row group")
+    g.add_argument("--partition-bytes", type=int, help="input bytes per worker task")
+    g.add_argument("--partition-items", type=int, help="spectra per worker task (at most)")
+    g.add_argument("--unpacked", action="store_const", const=True,
+                   help="write the directory form instead of a ZIP")
+    g.add_argument("--overwrite", action="store_const", const=True,
+                   help="replace existing outputs")
+
+
+def _add_cluster_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("cluster")
+    g.add_argument("--workers", type=int, help="local worker processes (default: CPU cores); "
+                   "SLURM jobs with --cluster slurm")
+    g.add_argument("--threads-per-worker", type=int)
+    g.add_argument("--memory-limit", help="per local worker, e.g. 4GB (default: auto)")
+    g.add_argument("--scheduler", help="address of a running Dask scheduler (tcp://HOST:PORT)")
+    g.add_argument("--cluster", choices=["local", "slurm", "inline"],
+                   help="local: embedded LocalCluster; slurm: dask-jobqueue; inline: no Dask")
+    g.add_argument("--window", type=int, help="partitions in flight (bounds memory)")
+    g.add_argument("--no-dashboard", dest="dashboard", action="store_const", const=False)
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--config", help="TOML config file (see configs/)")
+    p.add_argument("-v", "--verbose", action="store_true", help="tracebacks and debug logging")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress output")
+
+
+def _picked(args: argparse.Namespace, cls: type) -> dict[str, Any]:
+    names = cls.defaults().keys()
+    return {k: getattr(args, k) for k in names if getattr(args, k, None) is not None}
+
+
+def _options(args: argparse.Namespace) -> tuple[ConvertOptions, ClusterOptions]:
+    config = load_config(args.config)
+    return (resolve(ConvertOptions, config, _picked(args, ConvertOptions)),
+            resolve(ClusterOptions, config, _picked(args, ClusterOptions)))
+
+
+def cmd_convert(args: argparse.Namespace) -> int:
+    from .convert import convert_many
+    from .parallel.progress import ProgressReporter
+
+    options, cluster = _options(args)
+    inputs = [Path(p) for p in args.inputs]
+    output = Path(args.output)
+    if len(inputs) == 1 and not output.is_dir():
+        jobs = [(inputs[0], output)]
+    else:
+        if not output.is_dir():
+            raise MzPeakDaskError(f"{output}: with several inputs, OUTPUT must be an existing "
+                                  "directory")
+        jobs = [(i, output / (_stem(i) + ".mzpeak")) for i in inputs]
+    progress = None if args.quiet else ProgressReporter(len(jobs))
+    try:
+        results = convert_many(jobs, options, cluster=cluster, progress=progress,
+                               fail_fast=len(jobs) == 1)
+    finally:
+        if progress:
+            progress.close()
+    failed = 0
+    for result in results:
+        if isinstance(result, BaseException):
+            failed += 1
+            print(f"error: {result}", file=sys.stderr)
+        elif args.json:
+            print(json.dumps(result.to_dict()))
+        elif not args.quiet:
+            print(f"{result.input} -> {result.output}: {result.spectra:,} spectra, "
+                  f"{result.points:,} points, {result.output_bytes:,} bytes "
+                  f"({result.output_bytes / max(result.input_bytes, 1):.2f}x input) "
+                  f"in {result.seconds:.1f} s")
+    return EXIT_FAILED if failed else 0
+
+
+def _stem(path: Path) -> str:
+    name = path.name
+    for suffix in (".gz", ".bz2"):
+        name = name.removesuffix(suffix)
+    return Path(name).stem
+
+
+def cmd_info(args: argparse.Namespace) -> int:
+    from .read.archive import open_archive
+    from .read.summary import format_summary, summarize
+
+    for path in args.archives:
+        with open_archive(path) as archive:
+            summary = summarize(archive)
+        print(json.dumps(summary, indent=2) if args.json else format_summary(summary))
+    return 0
+
+
+def cmd_cluster_script(args: argparse.Namespace) -> int:
+    from .parallel.cluster import job_script
+
+    _, cluster = _options(args)
+    print(job_script(cluster))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="mzpeak-dask", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("convert", help="convert MS runs into mzPeak archives")
+    p.add_argument("inputs", nargs="+", metavar="INPUT", help="mzML, mzXML, MGF or mzMLb")
+    p.add_argument("output", metavar="OUTPUT", help="archive path, or a directory for several")
+    p.add_argument("--json", action="store_true", help="print results as JSON lines")
+    _add_convert_options(p)
+    _add_cluster_options(p)
+    _common(p)
+    p.set_defaults(func=cmd_convert)
+    p = sub.add_parser("info", help="summarize mzPeak archives")
+    p.add_argument("archives", nargs="+", metavar="ARCHIVE")
+    p.add_argument("--json", action="store_true")
+    _common(p)
+    p.set_defaults(func=cmd_info)
+    p = sub.add_parser("cluster-script", help="print the SLURM batch script --cluster slurm "
+                       "would submit")
+    _add_cluster_options(p)
+    _common(p)
+    p.set_defaults(func=cmd_cluster_script)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
+                        format="%(levelname)s %(name)s: %(message)s")
+    try:
+        return args.func(args)
+    except MzPeakDaskError as exc:
+        if args.verbose:
+            traceback.print_exc()
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE if type(exc).__name__ == "OptionsError" else EXIT_FAILED
+    except KeyboardInterrupt:
+        print("interrupted: partial outputs removed", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except Exception as exc:  # a bug, not bad input: still one line unless --verbose
+        if args.verbose:
+            traceback.print_exc()
+        print(f"error: internal error {type(exc).__name__}: {exc} (rerun with --verbose)",
+              file=sys.stderr)
+        return EXIT_FAILED
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,173 @@
+"""Converting runs: plan on the coordinator, encode partitions on workers, assemble in order.
+
+:func:`convert` converts one run; :func:`convert_many` converts several side by side on one
+cluster (parallel across files and within each file). Both run on Dask by default — an embedded
+LocalCluster, a running scheduler, a SLURM cluster, or a ``distributed.Client`` you pass in —
+and ``ClusterOptions(cluster="inline")`` runs everything in this process without Dask.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import vocabulary as V
+from .archive.assembler import RunAssembler
+from .archive.container import Container, Staging, check_output
+from .encode import EncodedPartition
+from .errors import InputError, MzPeakDaskError
+from .options import ClusterOptions, ConvertOptions
+from .partition import RunPlan, plan_run
+from .tables.file_metadata import Checksums, footer_metadata
+
+Progress = Callable[[str, int, int], None]  # (input, items done, items total)
+
+
+@dataclass
+class ConversionResult:
+    """What one conversion produced."""
+
+    input: str
+    output: str
+    format: str
+    spectra: int
+    chromatograms: int
+    wavelength_spectra: int
+    points: int
+    input_bytes: int
+    output_bytes: int
+    seconds: float
+    input_sha256: str
+    members: dict[str, int] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def check_input(source: Path) -> None:
+    if not source.exists():
+        raise InputError(f"{source}: no such file")
+    if source.is_dir():
+        raise InputError(f"{source}: is a directory, not an MS data file")
+    if not os.access(source, os.R_OK):
+        raise InputError(f"{source}: permission denied")
+
+
+class RunJob:
+    """One run's conversion state on the coordinator, fed encoded partitions in order."""
+
+    def __init__(self, source: Path, output: Path, options: ConvertOptions):
+        self.source, self.output, self.options = source, output, options
+        self.started = time.perf_counter()
+        check_input(source)
+        check_output(output, options.overwrite)
+        self.staging = Staging(output)
+        self.container: Container | None = None
+        self.assembler: RunAssembler | None = None
+        try:
+            self.plan: RunPlan = plan_run(source, self.staging.path, options)
+            self.checksums = Checksums(source)
+            self.container = Container(output, self.staging, options.unpacked)
+            self.assembler = RunAssembler(self.plan.spec, self.container, self.staging)
+        except BaseException:
+            self.abort()
+            raise
+        self.items_total = sum(len(p.items) for p in self.plan.partitions)
+        self.items_done = 0
+
+    def add(self, part: EncodedPartition) -> None:
+        self.assembler.add(part)
+        self.items_done += sum(part.counts.values())
+
+    def finish(self) -> ConversionResult:
+        try:
+            checksums = self.checksums.result()
+            footer = footer_metadata(
+                self.plan.survey.run_metadata,
+                source=self.source,
+                file_format=self.plan.format.file_format,
+                native_id_format=self.plan.format.native_id_format,
+                checksums=checksums,
+                options=self.options.to_dict(),
+            )
+            counts = self.assembler.finish(footer)
+            members = dict(self.container.members)
+            self.container.commit(self.options.overwrite)
+        except BaseException:
+            self.abort()
+            raise
+        self.staging.cleanup()
+        return ConversionResult(
+            input=str(self.source),
+            output=str(self.output),
+            format=self.plan.format.name,
+            spectra=counts.get(V.SPECTRUM, {}).get("count", 0),
+            chromatograms=counts.get(V.CHROMATOGRAM, {}).get("count", 0),
+            wavelength_spectra=counts.get(V.WAVELENGTH_SPECTRUM, {}).get("count", 0),
+            points=sum(c["points"] for c in counts.values()),
+            input_bytes=self.source.stat().st_size,
+            output_bytes=_size(self.output),
+            seconds=time.perf_counter() - self.started,
+            input_sha256=checksums["sha256"],
+            members=members,
+        )
+
+    def abort(self) -> None:
+        """Remove everything this job wrote (nothing is left at OUTPUT)."""
+        if self.assembler is not None:
+            self.assembler.abort()
+        if self.container is not None:
+            self.container.abort()
+        self.staging.cleanup()
+
+
+def _size(path: Path) -> int:
+    if path.is_dir():
+        return sum(p.stat().st_size for p in path.iterdir())
+    return path.stat().st_size
+
+
+def convert(
+    input: str | os.PathLike,
+    output: str | os.PathLike,
+    options: ConvertOptions | None = None,
+    *,
+    cluster: ClusterOptions | None = None,
+    client: Any = None,
+    progress: Progress | None = None,
+) -> ConversionResult:
+    """Convert one MS run into an mzPeak archive (see :func:`convert_many`)."""
+    results = convert_many(
+        [(input, output)], options, cluster=cluster, client=client, progress=progress
+    )
+    outcome = results[0]
+    if isinstance(outcome, BaseException):
+        raise outcome
+    return outcome
+
+
+def convert_many(
+    jobs: list[tuple[str | os.PathLike, str | os.PathLike]],
+    options: ConvertOptions | None = None,
+    *,
+    cluster: ClusterOptions | None = None,
+    client: Any = None,
+    progress: Progress | None = None,
+    fail_fast: bool = True,
+) -> list[ConversionResult | MzPeakDaskError]:
+    """Convert several runs side by side on one cluster.
+
+    Returns one entry per job, in order: the result, or (with ``fail_fast=False``) the error
+    that stopped that job — one bad input then does not stop the others.
+    """
+    from .parallel.scheduler import run_jobs
+
+    options = options or ConvertOptions()
+    cluster = cluster or ClusterOptions()
+    return run_jobs(
+        [(Path(i), Path(o)) for i, o in jobs], options, cluster, client, progress, fail_fast
+    )

@@ -1,0 +1,197 @@
+"""The worker side of a conversion: one partition of a run -> Arrow tables.
+
+:func:`encode_partition` reads its item range itself (it receives only plain data), routes each
+spectrum to its entity (MS spectra, or UV/DAD wavelength spectra), prepares the signal
+(zero-run stripping, null marking, the spacing model; profile spectra only), and lays it out
+(point or chunked). Indices in the returned tables are *local* to the partition; the coordinator
+rebases them. No Dask and no file output here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+
+from . import layouts
+from . import vocabulary as V
+from .layouts.point import PreparedSignal
+from .layouts.schema import SignalSchema
+from .options import ConvertOptions
+from .readers import CHROMATOGRAMS, FORMATS, ItemRange
+from .records import ChromatogramRecord, SignalArray, SpectrumRecord
+from .tables.chromatogram_metadata import ChromatogramTables
+from .tables.spectrum_metadata import SpectrumTables
+from .transforms.null_marking import fit_delta_model, null_pair_mask
+from .transforms.zero_runs import zero_run_keep_mask
+
+
+@dataclass(frozen=True)
+class EncodeSpec:
+    """Everything a worker needs besides its item range (fixed for the whole run)."""
+
+    options: ConvertOptions
+    schemas: dict[str, SignalSchema]  # entity -> data columns
+    instrument_ids: dict[str, int]
+
+
+@dataclass(frozen=True)
+class Partition:
+    """A unit of work: plain data, cheap to pickle."""
+
+    sequence: int
+    path: str
+    format: str
+    items: ItemRange
+    hints: dict[str, object] = field(default_factory=dict)
+
+
+@dataclass
+class EncodedPartition:
+    """A partition's tables, with entity indices local to the partition (0-based per entity)."""
+
+    sequence: int
+    kind: str
+    counts: dict[str, int] = field(default_factory=dict)  # entity -> items
+    points: dict[str, int] = field(default_factory=dict)  # entity -> stored points
+    data: dict[str, pa.Table] = field(default_factory=dict)  # entity -> layout table
+    peaks: pa.Table | None = None
+    metadata: dict[str, dict[str, pa.Array]] = field(default_factory=dict)
+    selected_ion_refs: dict[str, list] = field(default_factory=dict)
+
+
+def entity_of(record: SpectrumRecord) -> str:
+    return V.WAVELENGTH_SPECTRUM if record.is_wavelength_spectrum else V.SPECTRUM
+
+
+def _castable(values: np.ndarray, dtype: np.dtype) -> np.ndarray | None:
+    """``values`` in ``dtype`` if that holds them exactly, else None."""
+    if values.dtype == dtype:
+        return values
+    if values.dtype.kind == dtype.kind and values.dtype.itemsize <= dtype.itemsize:
+        return values.astype(dtype)
+    cast = values.astype(dtype)
+    with np.errstate(invalid="ignore", over="ignore"):
+        back = cast.astype(values.dtype)
+    same = np.array_equal(back, values, equal_nan=values.dtype.kind == "f")
+    return cast if same else None
+
+
+def route_arrays(
+    schema: SignalSchema, arrays: list[SignalArray]
+) -> tuple[dict[str, np.ndarray], list[SignalArray], int]:
+    """Assign arrays to data columns; the rest become auxiliary. Returns (columns, aux, n)."""
+    main = next((a for a in arrays if schema.column_for(a) is schema.main), None)
+    n = len(main.values) if main is not None else 0
+    columns: dict[str, np.ndarray] = {}
+    auxiliary: list[SignalArray] = []
+    for a in arrays:
+        column = schema.column_for(a) if main is not None else None
+        values = None
+        if column is not None and column.name not in columns and len(a.values) == n:
+            values = _castable(np.asarray(a.values), np.dtype(column.dtype))
+        if values is None:
+            auxiliary.append(a)
+        else:
+            columns[column.name] = values
+    return columns, auxiliary, n
+
+
+def prepare_signal(
+    schema: SignalSchema,
+    index: int,
+    arrays: list[SignalArray],
+    *,
+    profile: bool,
+    options: ConvertOptions,
+) -> tuple[PreparedSignal, list[SignalArray]]:
+    """Zero-run stripping and null marking (profile spectra only), per format doc 5.1-5.2."""
+    columns, auxiliary, n = route_arrays(schema, arrays)
+    intensity_column = schema.intensity
+    intensity = columns.get(intensity_column.name) if intensity_column else None
+    main_values = columns.get(schema.main.name)
+    valid = model = None
+    if profile and intensity is not None and main_values is not None and n > 0:
+        if options.null_marking:
+            model = fit_delta_model(main_values, intensity).tolist()
+        if options.strip_zero_runs:
+            keep = zero_run_keep_mask(intensity)
+            if not keep.all():
+                columns = {k: v[keep] for k, v in columns.items()}
+                intensity = columns[intensity_column.name]
+                n = int(keep.sum())
+        if options.null_marking:
+            marked = null_pair_mask(intensity)
+            valid = ~marked if marked.any() else None
+    return PreparedSignal(index, columns, valid, n, profile, model), auxiliary
+
+
+def _encode_spectra(records: list[SpectrumRecord], spec: EncodeSpec, out: EncodedPartition) -> None:
+    by_entity: dict[str, list[SpectrumRecord]] = {}
+    for r in records:
+        by_entity.setdefault(entity_of(r), []).append(r)
+    for entity, group in by_entity.items():
+        schema = spec.schemas[entity]
+        tables = SpectrumTables(spec.instrument_ids)
+        prepared = []
+        for local, record in enumerate(group):
+            signal, auxiliary = prepare_signal(
+                schema,
+                local,
+                record.arrays,
+                profile=record.is_profile and entity == V.SPECTRUM,
+                options=spec.options,
+            )
+            tables.add(
+                local,
+                record,
+                number_of_data_points=signal.length,
+                auxiliary=auxiliary,
+                mz_delta_model=signal.model,
+            )
+            prepared.append(signal)
+        _store(out, entity, schema, prepared, tables.finish(), tables.selected_ion_refs, spec)
+
+
+def _encode_chromatograms(
+    records: list[ChromatogramRecord], spec: EncodeSpec, out: EncodedPartition
+) -> None:
+    schema = spec.schemas[V.CHROMATOGRAM]
+    tables = ChromatogramTables()
+    prepared = []
+    for local, record in enumerate(records):
+        signal, auxiliary = prepare_signal(
+            schema, local, record.arrays, profile=False, options=spec.options
+        )
+        tables.add(local, record, number_of_data_points=signal.length, auxiliary=auxiliary)
+        prepared.append(signal)
+    _store(out, V.CHROMATOGRAM, schema, prepared, tables.finish(), tables.selected_ion_refs, spec)
+
+
+def _store(
+    out: EncodedPartition,
+    entity: str,
+    schema: SignalSchema,
+    prepared: list[PreparedSignal],
+    metadata: dict[str, pa.Array],
+    refs: list,
+    spec: EncodeSpec,
+) -> None:
+    out.counts[entity] = len(prepared)
+    out.points[entity] = sum(p.length for p in prepared)
+    out.data[entity] = layouts.encode(schema, prepared, spec.options)
+    out.metadata[entity] = metadata
+    out.selected_ion_refs[entity] = refs
+
+
+def encode_partition(partition: Partition, spec: EncodeSpec) -> EncodedPartition:
+    """Read and encode one partition (runs on a worker)."""
+    fmt = FORMATS[partition.format]
+    records = list(fmt.read(partition.path, partition.items, partition.hints))
+    out = EncodedPartition(partition.sequence, partition.items.kind)
+    if partition.items.kind == CHROMATOGRAMS:
+        _encode_chromatograms(records, spec, out)  # type: ignore[arg-type]
+    else:
+        _encode_spectra(records, spec, out)  # type: ignore[arg-type]
+    return out

@@ -1,0 +1,53 @@
+"""Errors raised by mzpeak_dask.
+
+Every error the package raises on purpose derives from :class:`MzPeakDaskError`, and each
+subclass also inherits the builtin exception a caller would naturally catch, so that
+``except ValueError`` keeps working. Messages are one line a user can act on and name the file
+(and the spectrum, where one is involved).
+"""
+
+from __future__ import annotations
+
+
+class MzPeakDaskError(Exception):
+    """Root of every error raised by mzpeak_dask."""
+
+
+class InputError(MzPeakDaskError, ValueError):
+    """The input file cannot be read as MS data (missing, not MS data, truncated, corrupt)."""
+
+
+class UnsupportedFormatError(InputError):
+    """The input's format could not be detected or is not supported."""
+
+
+class SpectrumDecodeError(InputError):
+    """One spectrum's (or chromatogram's) binary data could not be decoded."""
+
+
+class NumpressDecodeError(MzPeakDaskError, ValueError):
+    """An MS-Numpress buffer is malformed."""
+
+
+class OutputError(MzPeakDaskError, OSError):
+    """The output cannot be written (exists, unwritable location, disk full)."""
+
+
+class ArchiveError(MzPeakDaskError, ValueError):
+    """An mzPeak archive is malformed or uses something this reader does not understand."""
+
+
+class OptionsError(MzPeakDaskError, ValueError):
+    """An option or configuration value is invalid."""
+
+
+class ClusterError(MzPeakDaskError, RuntimeError):
+    """The Dask cluster could not be started or reached, or lost work it cannot recover."""
+
+
+def describe(path: object, message: str, *, item: str | None = None) -> str:
+    """Format the one-line message convention: ``PATH: [spectrum ID: ]message``."""
+    where = f"{path}"
+    if item:
+        where += f": {item}"
+    return f"{where}: {message}"

@@ -1,0 +1,91 @@
+"""The array index: the JSON in the data file footer that says what every column holds
+(format doc section 3). Readers find columns through it, never by name."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from .. import vocabulary as V
+from .schema import SignalColumn, SignalSchema
+
+
+@dataclass(frozen=True, slots=True)
+class ArrayIndexEntry:
+    context: str
+    path: str
+    data_type: str
+    array_type: str
+    array_name: str
+    unit: str | None
+    buffer_format: str
+    transform: str | None = None
+    data_processing_id: str | None = None
+    buffer_priority: str | None = V.PRIMARY
+    sorting_rank: int | None = None
+
+    @classmethod
+    def for_column(
+        cls,
+        schema: SignalSchema,
+        column: SignalColumn,
+        path: str,
+        buffer_format: str,
+        transform: str | None = None,
+    ) -> ArrayIndexEntry:
+        if transform is None and column.null_marked:
+            is_main = column.sorting_rank == 0
+            transform = V.NULL_MARKED_MAIN_AXIS if is_main else V.NULL_MARKED_INTENSITY
+        return cls(
+            context=V.CONTEXT[schema.entity],
+            path=path,
+            data_type=column.data_type,
+            array_type=column.array_type,
+            array_name=column.array_name,
+            unit=column.unit,
+            buffer_format=buffer_format,
+            transform=transform,
+            buffer_priority=V.PRIMARY if column.primary else V.SECONDARY,
+            sorting_rank=column.sorting_rank,
+        )
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> ArrayIndexEntry:
+        names = cls.__dataclass_fields__
+        return cls(**{k: v for k, v in d.items() if k in names})
+
+    @property
+    def column(self) -> str:
+        """The child name under the layout struct (the path without its prefix)."""
+        return self.path.split(".", 1)[1] if "." in self.path else self.path
+
+
+def dumps(prefix: str, entries: list[ArrayIndexEntry]) -> str:
+    return json.dumps({"prefix": prefix, "entries": [asdict(e) for e in entries]}, indent=2)
+
+
+def loads(text: str | bytes) -> tuple[str, list[ArrayIndexEntry]]:
+    data = json.loads(text)
+    return data.get("prefix", "point"), [ArrayIndexEntry.from_json(e) for e in data["entries"]]
+
+
+def field_metadata(
+    schema: SignalSchema, column: SignalColumn, buffer_format: str, transform: str | None = None
+) -> dict[str, str]:
+    """The same descriptors as Arrow field metadata (redundant, as the reference writes them)."""
+    entry = ArrayIndexEntry.for_column(schema, column, "", buffer_format, transform)
+    meta = {
+        "context": entry.context,
+        "array_accession": entry.array_type,
+        "array_name": entry.array_name,
+        "buffer_format": entry.buffer_format,
+        "buffer_priority": entry.buffer_priority or "",
+        "data_type_accession": entry.data_type,
+        "unit": entry.unit or "",
+    }
+    if entry.sorting_rank is not None:
+        meta["sorting_rank"] = str(entry.sorting_rank)
+    if entry.transform:
+        meta["transform"] = entry.transform
+    return meta

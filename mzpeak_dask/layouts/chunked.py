@@ -1,0 +1,238 @@
+"""The chunked layout: one row per chunk of the main axis (format doc sections 2.2, 5.3-5.5).
+
+Each item's main axis is cut into chunks ``chunk_width`` axis units wide (null-aware: a null
+never leaves the value it flanks). Per row: ``<axis>_chunk_start`` / ``_chunk_end`` (the real
+first and last values), ``<axis>_chunk_values`` encoded per ``chunk_encoding``, and every other
+array as a plain list (``chunk_secondary``) or as MS-Numpress bytes (``chunk_transform``).
+
+Encoding choice per row: profile items use the selected encoding, centroid items ``basic``;
+a delta chunk that would not round-trip bit for bit falls back to ``basic``; a Numpress chunk of
+a single value (which reference readers cannot decode) falls back to ``delta``/``basic``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .. import vocabulary as V
+from ..codecs import basic, delta, numpress
+from ..errors import ArchiveError
+from ..options import ConvertOptions
+from ..transforms.chunking import chunk_boundaries, chunk_bounds
+from ..transforms.null_marking import fill_nulls
+from .array_index import ArrayIndexEntry, field_metadata
+from .point import PreparedSignal, index_column
+from .schema import SignalColumn, SignalSchema
+
+PREFIX = "chunk"
+ENCODINGS = {"delta": V.DELTA_ENCODING, "basic": V.NO_COMPRESSION, "numpress": V.NUMPRESS_LINEAR}
+INTENSITY_TRANSFORMS = {"slof": V.NUMPRESS_SLOF, "pic": V.NUMPRESS_PIC}
+_BYTES = pa.large_list(pa.field("item", pa.uint8(), nullable=False))
+
+
+def _list_type(column: SignalColumn) -> pa.DataType:
+    return pa.large_list(pa.field("item", pa.from_numpy_dtype(np.dtype(column.dtype))))
+
+
+def _transform_of(column: SignalColumn, options: ConvertOptions) -> str | None:
+    if column.array_type == V.INTENSITY_ARRAY and column.primary:
+        return INTENSITY_TRANSFORMS.get(options.numpress_intensity or "")
+    return None
+
+
+def _field_names(schema: SignalSchema, options: ConvertOptions) -> list[tuple[str, str]]:
+    """``(field name, role)`` in column order."""
+    axis = schema.main.name
+    fields = [(f"{axis}_chunk_start", V.CHUNK_START), (f"{axis}_chunk_end", V.CHUNK_END),
+              (f"{axis}_chunk_values", V.CHUNK_VALUES), ("chunk_encoding", V.CHUNK_ENCODING)]
+    for c in schema.columns[1:]:
+        transform = _transform_of(c, options)
+        if transform is None:
+            fields.append((c.name, V.CHUNK_SECONDARY))
+        else:
+            fields.append((f"{c.name}_{V.TRANSFORM_COLUMN_SUFFIX[transform]}_bytes", transform))
+    if options.chunk_encoding == "numpress":
+        fields.append((f"{axis}_numpress_linear_bytes", V.NUMPRESS_LINEAR))
+    return fields
+
+
+def struct_type(schema: SignalSchema, options: ConvertOptions) -> pa.StructType:
+    main = schema.main
+    out = [pa.field(index_column(schema.entity), pa.uint64())]
+    by_name = {c.name: c for c in schema.columns}
+    for name, role in _field_names(schema, options):
+        if role in (V.CHUNK_START, V.CHUNK_END):
+            out.append(pa.field(name, pa.float64(), metadata=field_metadata(schema, main, role)))
+        elif role == V.CHUNK_VALUES:
+            out.append(pa.field(name, pa.large_list(pa.field("item", pa.float64())),
+                                metadata=field_metadata(schema, main, role)))
+        elif role == V.CHUNK_ENCODING:
+            out.append(pa.field(name, pa.string(), metadata=field_metadata(schema, main, role)))
+        elif role == V.CHUNK_SECONDARY:
+            c = by_name[name]
+            out.append(pa.field(name, _list_type(c), metadata=field_metadata(schema, c, role)))
+        else:
+            c = main if role == V.NUMPRESS_LINEAR else by_name[name.rsplit("_numpress_", 1)[0]]
+            meta = field_metadata(schema, c, V.CHUNK_TRANSFORM, role)
+            out.append(pa.field(name, _BYTES, metadata=meta))
+    return pa.struct(out)
+
+
+def array_index(schema: SignalSchema, options: ConvertOptions) -> list[ArrayIndexEntry]:
+    main = schema.main
+    by_name = {c.name: c for c in schema.columns}
+    entries = []
+    for name, role in _field_names(schema, options):
+        path = f"{PREFIX}.{name}"
+        if role in (V.CHUNK_START, V.CHUNK_END, V.CHUNK_VALUES, V.CHUNK_ENCODING):
+            entries.append(ArrayIndexEntry.for_column(schema, main, path, role))
+        elif role == V.CHUNK_SECONDARY:
+            entries.append(ArrayIndexEntry.for_column(schema, by_name[name], path, role))
+        else:
+            c = main if role == V.NUMPRESS_LINEAR else by_name[name.rsplit("_numpress_", 1)[0]]
+            entries.append(ArrayIndexEntry.for_column(schema, c, path, V.CHUNK_TRANSFORM, role))
+    return entries
+
+
+# -- encoding ---------------------------------------------------------------------------------
+@dataclass
+class _Rows:
+    index: list
+    start: list
+    end: list
+    values: list  # per row: (values, valid) or None (numpress rows)
+    encoding: list
+    numpress: list  # per row: uint8 buffer or None
+    secondary: dict  # field -> list of (values, valid)
+    transforms: dict  # field -> list of uint8 buffers
+
+
+def _encode_axis(values: np.ndarray, valid: np.ndarray, encoding: str
+                 ) -> tuple[str, tuple | None, np.ndarray | None]:
+    """One chunk's main axis: (encoding CURIE, (values, valid) or None, numpress bytes)."""
+    if encoding == V.NUMPRESS_LINEAR and len(values) > 1:
+        return encoding, None, numpress.encode_linear(np.where(valid, values, 0.0))
+    if encoding in (V.NUMPRESS_LINEAR, V.DELTA_ENCODING) and delta.round_trips(values, valid):
+        _, out, out_valid = delta.encode(values, valid)
+        return V.DELTA_ENCODING, (out, out_valid), None
+    _, out, out_valid = basic.encode(values, valid)
+    return V.NO_COMPRESSION, (out, out_valid), None
+
+
+def _encode_item(item: PreparedSignal, schema: SignalSchema, options: ConvertOptions,
+                 rows: _Rows, fields: list[tuple[str, str]]) -> None:
+    main = item.values.get(schema.main.name)
+    if main is None or item.length == 0:
+        return
+    main = main.astype(np.float64, copy=False)
+    valid = item.valid if item.valid is not None else np.ones(item.length, dtype=bool)
+    offsets = chunk_boundaries(main, valid, options.chunk_width, min_points=2)
+    starts, ends = chunk_bounds(main, valid, offsets)
+    encoding = ENCODINGS[options.chunk_encoding] if item.profile else V.NO_COMPRESSION
+    if encoding == V.NUMPRESS_LINEAR and item.valid is not None:
+        # Numpress has no nulls: store the reconstructed positions (as the reference does), so
+        # the predictor sees a smooth axis; the intensity there stays 0.
+        main = fill_nulls(main, valid, np.asarray(item.model) if item.model else None)
+    for k in range(len(offsets) - 1):
+        a, b = int(offsets[k]), int(offsets[k + 1])
+        chunk_valid = valid[a:b] if encoding != V.NUMPRESS_LINEAR else np.ones(b - a, bool)
+        curie, stored, packed = _encode_axis(main[a:b], chunk_valid, encoding)
+        if packed is None and encoding == V.NUMPRESS_LINEAR:  # a one-point fallback chunk
+            curie, stored, packed = _encode_axis(main[a:b], valid[a:b], V.DELTA_ENCODING)
+        rows.index.append(item.index)
+        rows.start.append(starts[k])
+        rows.end.append(ends[k])
+        rows.encoding.append(curie)
+        rows.values.append(stored)
+        rows.numpress.append(packed)
+        for name, role in fields[4:]:
+            if role == V.NUMPRESS_LINEAR:
+                continue
+            column = name if role == V.CHUNK_SECONDARY else name.rsplit("_numpress_", 1)[0]
+            values = item.values.get(column)
+            part = None if values is None else values[a:b]
+            if role == V.CHUNK_SECONDARY:
+                null_marked = next(c for c in schema.columns if c.name == column).null_marked
+                part_valid = valid[a:b] if null_marked else None
+                rows.secondary[name].append(None if part is None else (part, part_valid))
+            else:
+                encoded = None if part is None else numpress.ENCODERS[role](
+                    np.where(valid[a:b], part, 0).astype(np.float64))
+                rows.transforms[name].append(encoded)
+
+
+def _list_array(parts: list, list_type: pa.DataType) -> pa.Array:
+    """A large_list column from per-row (values, valid) pairs (None = null row)."""
+    value_type = list_type.value_type
+    lengths = np.array([0 if p is None else len(p[0]) for p in parts], dtype=np.int64)
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    dtype = value_type.to_pandas_dtype()
+    present = [p for p in parts if p is not None]
+    flat = np.concatenate([p[0] for p in present]) if present else np.zeros(0, dtype)
+    masks = [np.ones(len(p[0]), bool) if p[1] is None else p[1] for p in present]
+    valid = np.concatenate(masks) if masks else np.zeros(0, bool)
+    items = pa.array(flat.astype(dtype, copy=False), type=value_type,
+                     mask=None if valid.all() else ~valid)
+    row_mask = pa.array([p is None for p in parts], type=pa.bool_())
+    return pa.LargeListArray.from_arrays(pa.array(offsets), items, type=list_type,
+                                         mask=row_mask if any(p is None for p in parts) else None)
+
+
+def encode(schema: SignalSchema, items: list[PreparedSignal], options: ConvertOptions
+           ) -> pa.Table:
+    fields = _field_names(schema, options)
+    rows = _Rows([], [], [], [], [], [], {n: [] for n, r in fields if r == V.CHUNK_SECONDARY},
+                 {n: [] for n, r in fields[4:] if r not in (V.CHUNK_SECONDARY,
+                                                             V.NUMPRESS_LINEAR)})
+    for item in items:
+        _encode_item(item, schema, options, rows, fields)
+    stype = struct_type(schema, options)
+    children = {index_column(schema.entity): pa.array(rows.index, pa.uint64())}
+    axis = schema.main.name
+    children[f"{axis}_chunk_start"] = pa.array(rows.start, pa.float64())
+    children[f"{axis}_chunk_end"] = pa.array(rows.end, pa.float64())
+    children[f"{axis}_chunk_values"] = _list_array(rows.values, stype.field(
+        f"{axis}_chunk_values").type)
+    children["chunk_encoding"] = pa.array(rows.encoding, pa.string())
+    for name, parts in rows.secondary.items():
+        children[name] = _list_array(parts, stype.field(name).type)
+    for name, buffers in rows.transforms.items():
+        children[name] = _list_array([None if b is None else (b, None) for b in buffers], _BYTES)
+    if options.chunk_encoding == "numpress":
+        name = f"{axis}_numpress_linear_bytes"
+        children[name] = _list_array([None if b is None else (b, None) for b in rows.numpress],
+                                     _BYTES)
+    struct = pa.StructArray.from_arrays([children[f.name] for f in stype], fields=list(stype))
+    return pa.table({PREFIX: struct})
+
+
+def row_weights(table: pa.Table) -> np.ndarray:
+    """Points per chunk row: the length of the first secondary list (or of the main values)."""
+    struct = table.column(PREFIX)
+    names = [f.name for f in struct.type]
+    secondary = next((n for n in names[5:] if not n.endswith("_bytes")), None)
+    column = pc.struct_field(struct, secondary or names[3])
+    lengths = pc.fill_null(pc.list_value_length(column), 1).to_numpy()
+    return lengths.astype(np.int64) + (0 if secondary else 1)
+
+
+# -- decoding ---------------------------------------------------------------------------------
+def decode_axis(start: float, encoding: str, values: np.ndarray | None, valid: np.ndarray | None,
+                packed: np.ndarray | None, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """One chunk's main axis back to ``(values, valid)`` of length ``size``."""
+    if encoding == V.NUMPRESS_LINEAR:
+        if packed is None:
+            raise ArchiveError("a Numpress chunk without its byte column")
+        decoded = numpress.decode_linear(packed)
+        return decoded, decoded != 0.0
+    values = np.zeros(0) if values is None else values
+    valid = np.ones(len(values), bool) if valid is None else valid
+    if encoding == V.DELTA_ENCODING:
+        return delta.decode(start, values, valid, size=size)
+    if encoding in (V.NO_COMPRESSION, None):
+        return basic.decode(start, values, valid, size=size)
+    raise ArchiveError(f"unsupported chunk encoding {encoding}")

@@ -1,0 +1,118 @@
+"""Planning a run before any worker starts: detect and stage the input, survey it, fix the data
+columns from a deterministic sample, and cut the work into partitions.
+
+Partitions are cut by input bytes (when the format has byte offsets) or by item count, never by
+anything that depends on the cluster, and they only decide how work is spread: the archive's
+row groups are cut by the coordinator independently of them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from . import vocabulary as V
+from .encode import EncodeSpec, Partition, entity_of
+from .layouts.schema import SignalSchema
+from .options import ConvertOptions
+from .readers import (
+    CHROMATOGRAMS,
+    SPECTRA,
+    InputFormat,
+    ItemRange,
+    Survey,
+    decompress_to,
+    detect_format,
+)
+from .records import SignalArray
+
+SAMPLE_HEAD = 16
+SAMPLE_SPREAD = 16
+
+
+@dataclass
+class RunPlan:
+    source: Path  # the input as given
+    readable: str  # the file workers open (a decompressed copy for .gz / .bz2 inputs)
+    format: type[InputFormat]
+    survey: Survey
+    spec: EncodeSpec
+    partitions: list[Partition]
+
+    @property
+    def spectrum_count(self) -> int:
+        return self.survey.spectrum_count
+
+
+def sample_positions(n: int) -> list[int]:
+    """The first items and items spread evenly over the run (depends only on ``n``)."""
+    head = set(range(min(n, SAMPLE_HEAD)))
+    spread = set(np.linspace(0, n - 1, num=min(n, SAMPLE_SPREAD), dtype=np.int64).tolist())
+    return sorted(head | spread) if n else []
+
+
+def item_range(survey: Survey, kind: str, start: int, stop: int) -> ItemRange:
+    offsets = survey.offsets(kind)
+    if offsets is None:
+        return ItemRange(kind, start, stop)
+    return ItemRange(kind, start, stop, int(offsets[start]), int(offsets[stop]))
+
+
+def cut(survey: Survey, kind: str, options: ConvertOptions) -> list[ItemRange]:
+    """Split one kind of item into ranges of at most ``partition_items`` items and about
+    ``partition_bytes`` input bytes."""
+    n = survey.count(kind)
+    offsets = survey.offsets(kind)
+    ranges, start = [], 0
+    while start < n:
+        stop = min(n, start + options.partition_items)
+        if offsets is not None:
+            limit = offsets[start] + options.partition_bytes
+            by_bytes = int(np.searchsorted(offsets, limit, side="right")) - 1
+            stop = max(start + 1, min(stop, by_bytes))
+        ranges.append(item_range(survey, kind, start, stop))
+        start = stop
+    return ranges
+
+
+def _sample(fmt: type[InputFormat], path: str, survey: Survey, kind: str) -> list:
+    records = []
+    for k in sample_positions(survey.count(kind)):
+        records.extend(fmt.read(path, item_range(survey, kind, k, k + 1), survey.hints))
+    return records
+
+
+def _schemas(
+    fmt: type[InputFormat], path: str, survey: Survey, options: ConvertOptions
+) -> dict[str, SignalSchema]:
+    spectra = _sample(fmt, path, survey, SPECTRA)
+    by_entity: dict[str, list[list[SignalArray]]] = {V.SPECTRUM: [], V.WAVELENGTH_SPECTRUM: []}
+    for r in spectra:
+        by_entity[entity_of(r)].append(r.arrays)
+    chromatograms = [r.arrays for r in _sample(fmt, path, survey, CHROMATOGRAMS)]
+    return {
+        V.SPECTRUM: SignalSchema.from_sample(
+            V.SPECTRUM, by_entity[V.SPECTRUM], null_marking=options.null_marking
+        ),
+        V.WAVELENGTH_SPECTRUM: SignalSchema.from_sample(
+            V.WAVELENGTH_SPECTRUM, by_entity[V.WAVELENGTH_SPECTRUM]
+        ),
+        V.CHROMATOGRAM: SignalSchema.from_sample(V.CHROMATOGRAM, chromatograms),
+    }
+
+
+def plan_run(source: Path, staging_dir: Path, options: ConvertOptions) -> RunPlan:
+    """Everything the coordinator decides before the workers start."""
+    fmt = detect_format(str(source))
+    readable = decompress_to(str(source), str(staging_dir))
+    survey = fmt.survey(readable)
+    spec = EncodeSpec(
+        options, _schemas(fmt, readable, survey, options), dict(survey.run_metadata.instrument_ids)
+    )
+    partitions = []
+    for kind in (SPECTRA, CHROMATOGRAMS):
+        for items in cut(survey, kind, options):
+            partitions.append(Partition(len(partitions), readable, fmt.name, items, survey.hints))
+    return RunPlan(source, readable, fmt, survey, spec, partitions)

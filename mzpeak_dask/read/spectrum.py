@@ -1,0 +1,88 @@
+"""What the reader hands out: a spectrum or chromatogram with its arrays and metadata."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .. import vocabulary as V
+from ..records import Param
+
+_EMPTY = np.zeros(0, dtype=np.float64)
+
+
+@dataclass
+class Precursor:
+    """One precursor of a spectrum (isolation window, activation, selected ions)."""
+
+    precursor_index: int | None
+    precursor_id: str | None
+    isolation_window: dict[str, Any]
+    activation: list[Param]
+    selected_ions: list[dict[str, Any]]
+
+    @property
+    def mz(self) -> float | None:
+        """The m/z of the first selected ion (or the isolation window target)."""
+        if self.selected_ions and self.selected_ions[0].get("mz") is not None:
+            return self.selected_ions[0]["mz"]
+        return self.isolation_window.get("target")
+
+    @property
+    def charge(self) -> int | None:
+        return self.selected_ions[0].get("charge") if self.selected_ions else None
+
+
+@dataclass
+class Spectrum:
+    index: int
+    id: str
+    ms_level: int | None
+    time: float | None  # minutes
+    arrays: dict[str, np.ndarray]
+    params: list[Param] = field(default_factory=list)
+    scans: list[dict[str, Any]] = field(default_factory=list)
+    precursors: list[Precursor] = field(default_factory=list)
+    polarity: int | None = None
+    representation: str | None = None  # "MS:1000127" centroid / "MS:1000128" profile
+
+    @property
+    def mz(self) -> np.ndarray:
+        return self.arrays.get("m/z array", _EMPTY)
+
+    @property
+    def intensity(self) -> np.ndarray:
+        return self.arrays.get("intensity array", _EMPTY)
+
+    @property
+    def is_centroid(self) -> bool:
+        return self.representation == V.CENTROID_SPECTRUM
+
+    def __len__(self) -> int:
+        return len(self.mz)
+
+    def __repr__(self) -> str:
+        return (f"Spectrum(index={self.index}, id={self.id!r}, ms_level={self.ms_level}, "
+                f"time={self.time}, points={len(self)})")
+
+
+@dataclass
+class Chromatogram:
+    index: int
+    id: str
+    arrays: dict[str, np.ndarray]
+    params: list[Param] = field(default_factory=list)
+    chromatogram_type: str | None = None
+
+    @property
+    def time(self) -> np.ndarray:
+        return self.arrays.get("time array", _EMPTY)
+
+    @property
+    def intensity(self) -> np.ndarray:
+        return self.arrays.get("intensity array", _EMPTY)
+
+    def __repr__(self) -> str:
+        return f"Chromatogram(index={self.index}, id={self.id!r}, points={len(self.time)})"

@@ -1,0 +1,116 @@
+"""A short human (and JSON) summary of an archive, for ``mzpeak-dask info``."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import pyarrow.compute as pc
+
+from .. import vocabulary as V
+from .archive import MzPeakArchive
+from .metadata import find_column
+
+_LOSSY = {V.NUMPRESS_LINEAR: "MS-Numpress linear", V.NUMPRESS_SLOF: "MS-Numpress SLOF",
+          V.NUMPRESS_PIC: "MS-Numpress PIC"}
+
+
+def _layout(archive: MzPeakArchive) -> dict[str, Any]:
+    signal = archive._spectra.signal
+    if signal is None:
+        return {"layout": None, "arrays": [], "lossy": [], "encodings": {}}
+    arrays, lossy = [], []
+    for view in signal.views:
+        code = V.DTYPE_CODE.get(view.data_type, view.data_type)
+        arrays.append(f"{view.array_name} ({code}{', null-marked' if view.null_marked else ''})")
+        for entry in view.columns.values():
+            if entry.transform in _LOSSY:
+                lossy.append(f"{entry.path}: {_LOSSY[entry.transform]}")
+    encodings: dict[str, int] = {}
+    if signal.chunked:
+        column = signal.main.columns[V.CHUNK_ENCODING].path
+        table = signal.file.read(columns=[column], use_threads=False)
+        values = pc.struct_field(table.column(0), column.split(".", 1)[1])
+        encodings = {str(k): int(v) for k, v in Counter(values.to_pylist()).items()}
+        if encodings.get(V.NUMPRESS_LINEAR):
+            lossy.append(f"{signal.main.columns[V.CHUNK_ENCODING].path}: MS-Numpress linear "
+                         f"({encodings[V.NUMPRESS_LINEAR]} chunks)")
+    return {"layout": "chunked" if signal.chunked else "point", "arrays": arrays,
+            "lossy": sorted(set(lossy)), "encodings": encodings,
+            "row_groups": signal.row_groups}
+
+
+def summarize(archive: MzPeakArchive) -> dict[str, Any]:
+    spectra = archive.spectra
+    level_column = find_column(spectra.column_names, V.MS_LEVEL)
+    levels = Counter(spectra.column(level_column).to_pylist()) if level_column else Counter()
+    points_column = find_column(spectra.column_names, V.NUMBER_OF_DATA_POINTS)
+    times = spectra.column("time") if "time" in spectra.column_names else None
+    meta = archive.file_metadata
+    chromatogram_types = Counter()
+    if archive.chromatogram_count:
+        column = find_column(archive.chromatograms.column_names, V.CHROMATOGRAM_TYPE)
+        if column:
+            chromatogram_types = Counter(archive.chromatograms.column(column).to_pylist())
+    return {
+        "path": str(archive.path),
+        "container": "directory" if archive.storage.is_directory else "zip",
+        "format_version": archive.index_metadata.get("version"),
+        "spectra": len(archive),
+        "ms_levels": {str(k): v for k, v in sorted(levels.items(), key=lambda kv: str(kv[0]))},
+        "points": int(pc.sum(spectra.column(points_column)).as_py() or 0) if points_column else None,
+        "time_range": [pc.min(times).as_py(), pc.max(times).as_py()] if times is not None
+        and len(times) else None,
+        "chromatograms": archive.chromatogram_count,
+        "chromatogram_types": {str(k): v for k, v in chromatogram_types.items()},
+        "wavelength_spectra": archive.wavelength_spectrum_count,
+        **_layout(archive),
+        "members": archive.members,
+        "instruments": [_instrument(ic) for ic in meta.get("instrument_configuration_list", [])],
+        "source_files": [sf.get("name") for sf in
+                         meta.get("file_description", {}).get("source_files", [])],
+    }
+
+
+def _instrument(ic: dict[str, Any]) -> str:
+    names = [p.get("name") if p.get("value") in (None, "") else f"{p.get('name')} {p.get('value')}"
+             for p in ic.get("parameters", [])]
+    for component in ic.get("components", []):
+        names += [p.get("name") for p in component.get("parameters", [])]
+    return ", ".join(str(n) for n in names if n)
+
+
+def format_summary(s: dict[str, Any]) -> str:
+    levels = ", ".join(f"MS{k} {v}" for k, v in s["ms_levels"].items()) or "none"
+    lines = [f"{s['path']}  ({s['container']}, mzPeak {s['format_version'] or 'unversioned'})"]
+    points = f"{s['points']:,} points" if s["points"] is not None else "points unknown"
+    lines.append(f"spectra        {s['spectra']:,} ({levels}); {points}")
+    if s["time_range"]:
+        lines.append(f"retention time {s['time_range'][0]:.4g} - {s['time_range'][1]:.4g} min")
+    if s["wavelength_spectra"]:
+        lines.append(f"UV spectra     {s['wavelength_spectra']:,}")
+    kinds = ", ".join(f"{V.CHROMATOGRAM_TYPES.get(k, k)} {v}"
+                      for k, v in s["chromatogram_types"].items())
+    lines.append(f"chromatograms  {s['chromatograms']:,}" + (f" ({kinds})" if kinds else ""))
+    layout = s["layout"] or "none"
+    if s["encodings"]:
+        layout += " (" + ", ".join(f"{V.COMPRESSIONS.get(k, k)} {v}"
+                                   for k, v in s["encodings"].items()) + " chunks)"
+    lines.append(f"layout         {layout}; {s.get('row_groups', 0)} row groups")
+    lines.append(f"arrays         {'; '.join(s['arrays']) or 'none'}")
+    if s["lossy"]:
+        lines.append("lossy          " + "; ".join(s["lossy"]))
+    elif any("null-marked" in a for a in s["arrays"]):
+        lines.append("lossy          no (non-zero points exact; m/z of null-marked zero-intensity "
+                     "points reconstructed from the spacing model)")
+    else:
+        lines.append("lossy          no")
+    for i, instrument in enumerate(s["instruments"]):
+        lines.append(f"instrument {i:<3} {instrument}")
+    if s["source_files"]:
+        lines.append(f"source files   {', '.join(str(f) for f in s['source_files'])}")
+    lines.append("members")
+    width = max((len(n) for n in s["members"]), default=0)
+    for name, size in s["members"].items():
+        lines.append(f"  {name:<{width}}  {size:>12,} B")
+    return "\n".join(lines)

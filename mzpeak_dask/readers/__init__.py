@@ -1,0 +1,38 @@
+"""Input readers: one module per format, all producing :mod:`mzpeak_dask.records`.
+
+:func:`detect_format` recognises a file by its content; each format class implements the
+:class:`~mzpeak_dask.readers.base.InputFormat` contract (``survey`` on the coordinator,
+``read`` on workers).
+"""
+
+from __future__ import annotations
+
+from .base import CHROMATOGRAMS, SPECTRA, InputFormat, ItemRange, Survey
+from .detect import compression_of, decompress_to
+from .detect import detect_format as _detect
+from .mgf import MGFFormat
+from .mzml import MzMLFormat
+from .mzmlb import MzMLbFormat
+from .mzxml import MzXMLFormat
+
+FORMATS: dict[str, type[InputFormat]] = {
+    f.name: f for f in (MzMLbFormat, MzMLFormat, MzXMLFormat, MGFFormat)
+}
+
+
+def detect_format(path: str) -> type[InputFormat]:
+    """The format of ``path``, from its content (gzip/bzip2 are looked through)."""
+    return _detect(path, list(FORMATS.values()))
+
+
+__all__ = [
+    "CHROMATOGRAMS",
+    "FORMATS",
+    "SPECTRA",
+    "InputFormat",
+    "ItemRange",
+    "Survey",
+    "compression_of",
+    "decompress_to",
+    "detect_format",
+]

@@ -1,0 +1,88 @@
+"""The contract every input format implements.
+
+The coordinator calls :meth:`InputFormat.survey` once (counts, byte offsets, file-level
+metadata); workers call :meth:`InputFormat.read` with an :class:`ItemRange` — plain data, so a
+worker opens the file itself and nothing unpicklable crosses the network.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+import numpy as np
+
+from ..errors import InputError, SpectrumDecodeError
+from ..records import ChromatogramRecord, Param, RunMetadata, SpectrumRecord
+
+SPECTRA = "spectrum"
+CHROMATOGRAMS = "chromatogram"
+
+
+@dataclass(frozen=True, slots=True)
+class ItemRange:
+    """Items ``[start, stop)`` of one kind; byte offsets when the format has them."""
+
+    kind: str
+    start: int
+    stop: int
+    byte_start: int | None = None
+    byte_stop: int | None = None
+
+    def __len__(self) -> int:
+        return self.stop - self.start
+
+
+@dataclass(slots=True)
+class Survey:
+    """What the coordinator learns about an input before any spectrum is parsed."""
+
+    spectrum_count: int
+    chromatogram_count: int
+    run_metadata: RunMetadata
+    # n+1 byte offsets (the last is the end of the list), when the format can seek
+    spectrum_offsets: np.ndarray | None = None
+    chromatogram_offsets: np.ndarray | None = None
+    # format-specific facts workers need (plain, picklable values)
+    hints: dict[str, object] = field(default_factory=dict)
+
+    def count(self, kind: str) -> int:
+        return self.spectrum_count if kind == SPECTRA else self.chromatogram_count
+
+    def offsets(self, kind: str) -> np.ndarray | None:
+        return self.spectrum_offsets if kind == SPECTRA else self.chromatogram_offsets
+
+
+class InputFormat(ABC):
+    """One input format (mzML, mzXML, MGF, mzMLb)."""
+
+    name: ClassVar[str]
+    file_format: ClassVar[Param]  # the PSI-MS file format term of the source file
+    native_id_format: ClassVar[Param | None] = None
+
+    @classmethod
+    @abstractmethod
+    def sniff(cls, head: bytes) -> bool:
+        """True when the first bytes of a (decompressed) file look like this format."""
+
+    @classmethod
+    @abstractmethod
+    def survey(cls, path: str) -> Survey:
+        """Counts, offsets and file-level metadata (run on the coordinator)."""
+
+    @classmethod
+    @abstractmethod
+    def read(
+        cls, path: str, items: ItemRange, hints: dict[str, object]
+    ) -> Iterator[SpectrumRecord | ChromatogramRecord]:
+        """Yield the records of ``items`` in order (run on workers)."""
+
+
+def spectrum_error(path: str, item: str, message: str) -> SpectrumDecodeError:
+    return SpectrumDecodeError(f"{path}: {item}: {message}")
+
+
+def input_error(path: str, message: str) -> InputError:
+    return InputError(f"{path}: {message}")

@@ -1,0 +1,91 @@
+"""Recognising an input by its content (magic bytes first, the suffix never decides), and
+decompressing gzip/bzip2 inputs into a staging file that workers can seek in."""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import os
+import shutil
+import zlib
+from pathlib import Path
+
+from ..errors import InputError, OutputError, UnsupportedFormatError
+from .base import InputFormat
+
+GZIP_MAGIC = b"\x1f\x8b"
+BZIP2_MAGIC = b"BZh"
+HDF5_MAGIC = b"\x89HDF\r\n\x1a\n"
+_SNIFF_BYTES = 1 << 16
+
+
+def _head(path: str, n: int = _SNIFF_BYTES) -> bytes:
+    try:
+        with open(path, "rb") as f:
+            return f.read(n)
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise InputError(f"{path}: is a directory, not an MS data file") from None
+    except PermissionError:
+        raise InputError(f"{path}: permission denied") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
+
+
+def compression_of(path: str) -> str | None:
+    """``"gzip"``, ``"bzip2"`` or None, from the magic bytes."""
+    head = _head(path, 4)
+    if head.startswith(GZIP_MAGIC):
+        return "gzip"
+    if head.startswith(BZIP2_MAGIC):
+        return "bzip2"
+    return None
+
+
+def _decompressed_head(path: str, compression: str) -> bytes:
+    opener = gzip.open if compression == "gzip" else bz2.open
+    try:
+        with opener(path, "rb") as f:
+            return f.read(_SNIFF_BYTES)
+    except (OSError, EOFError, ValueError) as exc:
+        raise InputError(f"{path}: corrupt {compression} data ({exc})") from None
+
+
+def detect_format(path: str, formats: list[type[InputFormat]]) -> type[InputFormat]:
+    """The input format of ``path`` (decompressing gzip/bzip2 on the fly to look inside)."""
+    head = _head(path)
+    compression = compression_of(path)
+    if compression is not None:
+        head = _decompressed_head(path, compression)
+    for fmt in formats:
+        if fmt.sniff(head):
+            if compression is not None and fmt.name == "mzMLb":
+                break
+            return fmt
+    raise UnsupportedFormatError(
+        f"{path}: not a recognised MS data file (expected mzML, mzXML, MGF or mzMLb)"
+    )
+
+
+def decompress_to(path: str, staging_dir: str) -> str:
+    """Decompress a gzip/bzip2 input into ``staging_dir``; returns the new path."""
+    compression = compression_of(path)
+    if compression is None:
+        return path
+    opener = gzip.open if compression == "gzip" else bz2.open
+    name = Path(path).name
+    for suffix in (".gz", ".bz2", ".gzip"):
+        if name.lower().endswith(suffix):
+            name = name[: -len(suffix)]
+    target = os.path.join(staging_dir, "input-" + name)
+    try:
+        with opener(path, "rb") as src, open(target, "wb") as dst:
+            shutil.copyfileobj(src, dst, 1 << 20)
+    except OSError as exc:
+        if exc.errno is not None:  # the staging file could not be written
+            raise OutputError(f"{target}: cannot write ({exc.strerror})") from None
+        raise InputError(f"{path}: corrupt {compression} data ({exc})") from None
+    except (EOFError, ValueError, zlib.error) as exc:
+        raise InputError(f"{path}: corrupt {compression} data ({exc})") from None
+    return target

@@ -1,0 +1,170 @@
+"""MGF input through :func:`pyteomics.mgf.read`.
+
+Partitions are byte ranges between ``BEGIN IONS`` lines (found by one scan of the file), so a
+worker parses only its own spectra. Spectrum ids follow the PSI "multiple peak list nativeID
+format" (``index=N``); the MGF ``TITLE`` is kept as the spectrum title. Global parameters before
+the first spectrum are file-level metadata, not repeated on every spectrum.
+"""
+
+from __future__ import annotations
+
+import io
+import mmap
+import os
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+from pyteomics import mgf
+from pyteomics.auxiliary import PyteomicsError
+
+from .. import vocabulary as V
+from ..records import (
+    Param,
+    PrecursorRecord,
+    RunMetadata,
+    ScanRecord,
+    SelectedIonRecord,
+    SignalArray,
+    SpectrumRecord,
+)
+from .base import InputFormat, ItemRange, Survey, input_error, spectrum_error
+
+_BEGIN = re.compile(rb"^[ \t]*BEGIN IONS", re.M)
+_END = re.compile(rb"^[ \t]*END IONS[^\n]*\n?", re.M)
+_HANDLED = {"title", "pepmass", "charge", "rtinseconds", "mslevel"}
+
+
+def _offsets(path: str) -> np.ndarray:
+    with open(path, "rb") as f:
+        if os.fstat(f.fileno()).st_size == 0:
+            return np.zeros(1, dtype=np.int64)
+        with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+            starts = [m.start() for m in _BEGIN.finditer(mm)]
+            end = len(mm)
+            if starts:
+                last_end = _END.search(mm, starts[-1])
+                if last_end is None:
+                    raise input_error(
+                        path, "the MGF file is truncated (no END IONS after the last BEGIN IONS)"
+                    )
+                end = last_end.end()
+    return np.array([*starts, end], dtype=np.int64)
+
+
+def _spectrum(info: dict[str, Any], position: int) -> SpectrumRecord:
+    p = info.get("params", {})
+    level = int(p.get("mslevel", 2))
+    params = [
+        Param("ms level", V.MS_LEVEL, level),
+        Param("MSn spectrum", V.MSN_SPECTRUM)
+        if level > 1
+        else Param("MS1 spectrum", V.MS1_SPECTRUM),
+        Param("centroid spectrum", V.CENTROID_SPECTRUM),
+    ]
+    if "title" in p:
+        params.append(Param("spectrum title", V.SPECTRUM_TITLE, str(p["title"])))
+    params.extend(Param(k.upper(), None, _plain(v)) for k, v in p.items() if k not in _HANDLED)
+    scan_params = []
+    if p.get("rtinseconds") is not None:
+        scan_params.append(
+            Param("scan start time", V.SCAN_START_TIME, float(p["rtinseconds"]), V.UNIT_SECOND)
+        )
+    return SpectrumRecord(
+        position=position,
+        id=f"index={position}",
+        params=params,
+        scans=[ScanRecord(scan_params)],
+        precursors=_precursors(p),
+        arrays=_arrays(info),
+    )
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, (list, tuple)):
+        return " ".join(str(v) for v in value)
+    return value if isinstance(value, (int, float, str, bool)) else str(value)
+
+
+def _precursors(p: dict[str, Any]) -> list[PrecursorRecord]:
+    pepmass = p.get("pepmass")
+    if not pepmass or pepmass[0] is None:
+        return []
+    mz, intensity = pepmass[0], pepmass[1] if len(pepmass) > 1 else None
+    ion = [Param("selected ion m/z", V.SELECTED_ION_MZ, float(mz), V.UNIT_MZ)]
+    charges = [int(c) for c in (p.get("charge") or [])]
+    if charges:
+        ion.append(Param("charge state", V.CHARGE_STATE, charges[0]))
+        ion.extend(Param("possible charge state", "MS:1000633", c) for c in charges[1:])
+    if intensity is not None:
+        ion.append(
+            Param("peak intensity", V.PEAK_INTENSITY, float(intensity), V.UNIT_DETECTOR_COUNTS)
+        )
+    return [PrecursorRecord(selected_ions=[SelectedIonRecord(ion)])]
+
+
+def _arrays(info: dict[str, Any]) -> list[SignalArray]:
+    out = [
+        SignalArray(V.MZ_ARRAY, "m/z array", V.UNIT_MZ, np.asarray(info["m/z array"])),
+        SignalArray(
+            V.INTENSITY_ARRAY,
+            "intensity array",
+            V.UNIT_DETECTOR_COUNTS,
+            np.asarray(info["intensity array"]),
+        ),
+    ]
+    charges = info.get("charge array")
+    if charges is not None and np.ma.count(charges):
+        out.append(
+            SignalArray(
+                V.CHARGE_ARRAY, "charge array", None, np.ma.filled(charges, 0).astype(np.int64)
+            )
+        )
+    return out
+
+
+def _run_metadata(path: str, header: bytes) -> RunMetadata:
+    meta = RunMetadata()
+    meta.file_description["contents"] = [Param("MSn spectrum", V.MSN_SPECTRUM).to_json()]
+    params = []
+    for line in header.decode("utf-8", "replace").splitlines():
+        key, sep, value = line.partition("=")
+        if sep and key.strip() and not line.lstrip().startswith(("#", ";", "!", "/")):
+            params.append(Param(key.strip(), None, value.strip()).to_json())
+    meta.run = {"id": os.path.basename(path), "parameters": params}
+    return meta
+
+
+class MGFFormat(InputFormat):
+    name = "MGF"
+    file_format = Param("Mascot MGF format", V.MGF_FORMAT)
+    native_id_format = Param("multiple peak list nativeID format", "MS:1000774")
+
+    @classmethod
+    def sniff(cls, head: bytes) -> bool:
+        return _BEGIN.search(head) is not None and not head.lstrip().startswith(b"<")
+
+    @classmethod
+    def survey(cls, path: str) -> Survey:
+        offsets = _offsets(path)
+        with open(path, "rb") as f:
+            header = f.read(int(offsets[0]))
+        return Survey(len(offsets) - 1, 0, _run_metadata(path, header), spectrum_offsets=offsets)
+
+    @classmethod
+    def read(
+        cls, path: str, items: ItemRange, hints: dict[str, object]
+    ) -> Iterator[SpectrumRecord]:
+        with open(path, "rb") as f:
+            raw = os.pread(f.fileno(), items.byte_stop - items.byte_start, items.byte_start)
+        text = io.StringIO(raw.decode("utf-8", "replace"))
+        position = items.start
+        try:
+            for info in mgf.read(text, use_header=False, convert_arrays=2, read_charges=True):
+                yield _spectrum(info, position)
+                position += 1
+        except (PyteomicsError, ValueError, IndexError) as exc:
+            raise spectrum_error(
+                path, f"spectrum index={position}", f"malformed MGF ({exc})"
+            ) from None

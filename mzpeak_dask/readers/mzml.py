@@ -1,0 +1,186 @@
+"""mzML input (plain or indexed; gzip/bzip2 inputs are decompressed to a staging file first).
+
+Partitioning uses byte offsets: the embedded ``<indexList>`` when every offset in it points at
+the element it names, otherwise a scan of the file for ``<spectrum``/``<chromatogram`` start
+tags (the broken-index case). A worker parses its range as a small self-contained document —
+the file's header, its byte range, and the closing tags — with pyteomics, so it never needs the
+whole index.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import re
+from collections.abc import Iterator
+from functools import lru_cache
+
+import numpy as np
+
+from .. import vocabulary as V
+from ..records import ChromatogramRecord, Param, SpectrumRecord
+from .base import CHROMATOGRAMS, SPECTRA, InputFormat, ItemRange, Survey, input_error
+from .mzml_header import run_metadata_from_xml
+from .mzml_parser import parse_records
+
+_INDEX_LIST_OFFSET = re.compile(rb"<indexListOffset>\s*(\d+)\s*</indexListOffset>")
+_INDEX = re.compile(rb'<index\s+name="(\w+)"\s*>(.*?)</index>', re.S)
+_OFFSET = re.compile(rb"<offset\b[^>]*>\s*(\d+)\s*</offset>")
+_ITEM_START = {
+    SPECTRA: re.compile(rb"<spectrum[\s>]"),
+    CHROMATOGRAMS: re.compile(rb"<chromatogram[\s>]"),
+}
+_LIST_END = {SPECTRA: b"</spectrumList>", CHROMATOGRAMS: b"</chromatogramList>"}
+_LIST_START = {SPECTRA: b"<spectrumList", CHROMATOGRAMS: b"<chromatogramList"}
+_ITEM_TAG = {SPECTRA: b"<spectrum", CHROMATOGRAMS: b"<chromatogram"}
+_CLOSED_ROOT = re.compile(rb"</(indexedmzML|mzML)>\s*$")
+
+
+class XmlText:
+    """Random access to an mzML document's bytes (a memory-mapped file)."""
+
+    def __init__(self, path: str):
+        self.path = path
+        with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            self.data = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+    def close(self) -> None:
+        if isinstance(self.data, mmap.mmap):
+            self.data.close()
+
+
+def _embedded_offsets(text: bytes | mmap.mmap, kind: str) -> np.ndarray | None:
+    """Item start offsets from the ``<indexList>``, or None if absent or not trustworthy."""
+    tail = text[max(0, len(text) - 4096) :]
+    m = _INDEX_LIST_OFFSET.search(tail)
+    if not m:
+        return None
+    start = int(m.group(1))
+    if start >= len(text):
+        return None
+    for name, body in _INDEX.findall(text[start:]):
+        if name.decode() == kind:
+            offsets = np.array([int(o) for o in _OFFSET.findall(body)], dtype=np.int64)
+            return offsets if _points_at(text, offsets, _ITEM_TAG[kind]) else None
+    return None
+
+
+def _points_at(text: bytes | mmap.mmap, offsets: np.ndarray, tag: bytes) -> bool:
+    if len(offsets) and (np.any(np.diff(offsets) <= 0) or offsets[-1] >= len(text)):
+        return False
+    n = len(tag)
+    return all(
+        text[o : o + n + 1][:n] == tag and text[o + n : o + n + 1] in b" \t\r\n>"
+        for o in offsets.tolist()
+    )
+
+
+def _scanned_offsets(text: bytes | mmap.mmap, kind: str) -> np.ndarray:
+    return np.array([m.start() for m in _ITEM_START[kind].finditer(text)], dtype=np.int64)
+
+
+def _list_end(text: bytes | mmap.mmap, kind: str, after: int) -> int:
+    end = text.find(_LIST_END[kind], after)
+    return end if end >= 0 else len(text)
+
+
+def _header_stop(text: bytes | mmap.mmap) -> int:
+    """Where the run's content starts: the first list start tag, or ``</run>``."""
+    candidates = [text.find(t) for t in (*_LIST_START.values(), b"</run>")]
+    found = [c for c in candidates if c >= 0]
+    return min(found) if found else len(text)
+
+
+def _closing(prefix: bytes) -> bytes:
+    closing = b"</run></mzML>"
+    if b"<indexedmzML" in prefix:
+        closing += b"</indexedmzML>"
+    return closing
+
+
+class MzMLFormat(InputFormat):
+    name = "mzML"
+    file_format = Param("mzML format", V.MZML_FORMAT)
+
+    @classmethod
+    def sniff(cls, head: bytes) -> bool:
+        return b"<mzML" in head or b"<indexedmzML" in head
+
+    @classmethod
+    def survey(cls, path: str) -> Survey:
+        text = XmlText(path)
+        try:
+            return cls.survey_text(path, text.data)
+        finally:
+            text.close()
+
+    @classmethod
+    def survey_text(cls, path: str, data: bytes | mmap.mmap) -> Survey:
+        tail = data[max(0, len(data) - 4096) :].rstrip()
+        if not _CLOSED_ROOT.search(tail):
+            raise input_error(path, "the mzML document is truncated (no closing </mzML>)")
+        header_stop = _header_stop(data)
+        prefix = bytes(data[:header_stop])
+        offsets = {}
+        for kind in (SPECTRA, CHROMATOGRAMS):
+            starts = _embedded_offsets(data, kind)
+            if starts is None:
+                starts = _scanned_offsets(data, kind)
+            end = _list_end(data, kind, int(starts[-1]) if len(starts) else header_stop)
+            offsets[kind] = np.append(starts, end).astype(np.int64)
+        list_tags = bytes(data[header_stop : header_stop + 512])
+        chrom_start = data.find(_LIST_START[CHROMATOGRAMS], header_stop)
+        if chrom_start >= 0:
+            list_tags += bytes(data[chrom_start : chrom_start + 512])
+        meta = run_metadata_from_xml(prefix + _closing(prefix), list_tags)
+        return Survey(
+            spectrum_count=len(offsets[SPECTRA]) - 1,
+            chromatogram_count=len(offsets[CHROMATOGRAMS]) - 1,
+            run_metadata=meta,
+            spectrum_offsets=offsets[SPECTRA],
+            chromatogram_offsets=offsets[CHROMATOGRAMS],
+            hints={"header_stop": header_stop},
+        )
+
+    @classmethod
+    def read(
+        cls, path: str, items: ItemRange, hints: dict[str, object]
+    ) -> Iterator[SpectrumRecord | ChromatogramRecord]:
+        stat = os.stat(path)
+        prefix = _prefix(path, int(hints["header_stop"]), stat.st_mtime_ns, stat.st_size)
+        document = range_document(prefix, items, lambda a, b: _read_bytes(path, a, b))
+        yield from parse_records(document, items.kind, items.start, path)
+
+
+def range_document(prefix: bytes, items: ItemRange, read_bytes) -> bytes:  # noqa: ANN001
+    """A self-contained mzML document holding only ``items``."""
+    list_tag = b"chromatogramList" if items.kind == CHROMATOGRAMS else b"spectrumList"
+    body = read_bytes(items.byte_start, items.byte_stop)
+    return b"".join(
+        [
+            prefix,
+            b"<",
+            list_tag,
+            b' count="%d">' % len(items),
+            body,
+            b"</",
+            list_tag,
+            b">",
+            _closing(prefix),
+        ]
+    )
+
+
+@lru_cache(maxsize=8)
+def _prefix(path: str, header_stop: int, mtime_ns: int, size: int) -> bytes:
+    """The document header, cached per worker process (keyed on the file's identity)."""
+    return _read_bytes(path, 0, header_stop)
+
+
+def _read_bytes(path: str, start: int, stop: int) -> bytes:
+    with open(path, "rb") as f:
+        return os.pread(f.fileno(), stop - start, start)

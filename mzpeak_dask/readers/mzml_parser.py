@@ -1,0 +1,148 @@
+"""pyteomics' mzML parser, adapted to keep every binaryDataArray whole and undecoded, and the
+conversion of its dicts into :class:`SpectrumRecord` / :class:`ChromatogramRecord`.
+
+pyteomics flattens each binaryDataArray into its spectrum under a guessed name and drops the
+array's own params; the subclass below instead hands back :class:`RawArray` objects with all
+params, so that non-standard arrays, units and mzMLb external references survive, and so that
+decoding (and its errors) happens where the spectrum is known.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable, Iterator
+
+import numpy as np
+from lxml import etree
+from pyteomics import mzml, xml
+
+from .. import cv
+from ..records import ChromatogramRecord, SpectrumRecord
+from .base import CHROMATOGRAMS, input_error, spectrum_error
+from .binary import BinaryDecodeError, RawArray, to_signal_array
+from .pyteomics_records import params_of, precursor_of, precursors_of, product_of, scans_of
+
+RAW_ARRAYS = "__raw_arrays__"
+_RAW = "__raw__"
+_EXTERNAL_NAMES = {"external HDF5 dataset", "external dataset"}
+_EXTERNAL_OFFSET = "external offset"
+_EXTERNAL_LENGTH = "external array length"
+
+
+class RecordMzML(mzml.MzML):
+    """An :class:`pyteomics.mzml.MzML` that yields raw arrays instead of decoded ones."""
+
+    def __init__(self, source: io.BytesIO):
+        super().__init__(
+            source,
+            use_index=False,
+            decode_binary=False,
+            read_schema=False,
+            huge_tree=True,
+            iterative=True,
+            cv=cv.psi_ms(),
+        )
+
+    def _get_info_smart(self, element, **kwargs):  # noqa: ANN001 - pyteomics signature
+        name = xml._local_name(element)
+        if name in ("binaryDataArray", "binaryDataArrayList"):
+            kwargs.pop("recursive", None)
+            info = self._get_info(element, recursive=True, **kwargs)
+            if name == "binaryDataArray":
+                return {_RAW: _raw_array(info)}
+            return {RAW_ARRAYS: [a[_RAW] for a in info.get("binaryDataArray", [])]}
+        return super()._get_info_smart(element, **kwargs)
+
+
+def _raw_array(info: dict) -> RawArray:
+    params = [
+        p
+        for p in params_of(info)
+        if p.name not in _EXTERNAL_NAMES and p.name not in (_EXTERNAL_OFFSET, _EXTERNAL_LENGTH)
+    ]
+    external = None
+    dataset = next((info[k] for k in info if k in _EXTERNAL_NAMES), None)
+    if dataset is not None:
+        external = (str(dataset), int(info[_EXTERNAL_OFFSET]), int(info[_EXTERNAL_LENGTH]))
+    payload = info.get("binary")
+    return RawArray(
+        params=params,
+        payload=payload if isinstance(payload, str) else None,
+        external=external,
+        data_processing_ref=info.get("dataProcessingRef"),
+    )
+
+
+FetchExternal = Callable[[str, int, int], np.ndarray] | None
+
+
+def _arrays(info: dict, path: str, item: str, fetch: FetchExternal) -> list:
+    out = []
+    for raw in info.pop(RAW_ARRAYS, []):
+        try:
+            out.append(to_signal_array(raw, fetch))
+        except BinaryDecodeError as exc:
+            raise spectrum_error(path, item, str(exc)) from None
+        except (ValueError, OverflowError) as exc:  # numpress and numpy conversion errors
+            raise spectrum_error(path, item, f"cannot decode binary data ({exc})") from None
+    return out
+
+
+def spectrum_record(
+    info: dict, position: int, path: str, fetch: FetchExternal = None
+) -> SpectrumRecord:
+    item = f"spectrum {info.get('id', position)!s}"
+    arrays = _arrays(info, path, item, fetch)
+    scans, scan_list_params = scans_of(info)
+    return SpectrumRecord(
+        position=position,
+        id=str(info.get("id", position)),
+        params=params_of(info) + scan_list_params,
+        scans=scans,
+        precursors=precursors_of(info),
+        arrays=arrays,
+        data_processing_ref=info.get("dataProcessingRef"),
+    )
+
+
+def chromatogram_record(
+    info: dict, position: int, path: str, fetch: FetchExternal = None
+) -> ChromatogramRecord:
+    item = f"chromatogram {info.get('id', position)!s}"
+    arrays = _arrays(info, path, item, fetch)
+    precursor = info.get("precursor")
+    precursors = [
+        precursor_of(p)
+        for p in (
+            precursor
+            if isinstance(precursor, list)
+            else [precursor]
+            if isinstance(precursor, dict)
+            else []
+        )
+    ]
+    return ChromatogramRecord(
+        position=position,
+        id=str(info.get("id", position)),
+        params=params_of(info),
+        precursors=precursors,
+        product=product_of(info),
+        arrays=arrays,
+        data_processing_ref=info.get("dataProcessingRef"),
+    )
+
+
+def parse_records(
+    document: bytes, kind: str, first_position: int, path: str, fetch: FetchExternal = None
+) -> Iterator[SpectrumRecord | ChromatogramRecord]:
+    """Parse a self-contained mzML document and yield its spectra or chromatograms."""
+    tag = "chromatogram" if kind == CHROMATOGRAMS else "spectrum"
+    convert = chromatogram_record if kind == CHROMATOGRAMS else spectrum_record
+    position = first_position
+    try:
+        infos = RecordMzML(io.BytesIO(document)).iterfind(tag)
+        for info in infos:
+            yield convert(info, position, path, fetch)
+            position += 1
+    except etree.XMLSyntaxError as exc:
+        raise input_error(path, f"malformed XML in {tag} {position} (0-based): {exc}") from None

@@ -1,0 +1,88 @@
+"""mzMLb input: an HDF5 file holding the mzML document as a byte dataset (``mzML``), its
+offset indexes (``mzML_spectrumIndex``, ``mzML_chromatogramIndex``, n+1 entries) and the
+signal arrays as separate datasets that binaryDataArrays reference by name, offset and length.
+
+The XML is handled exactly like mzML (same byte-range documents, same pyteomics parser); only
+the array payloads come from HDF5 instead of base64 text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from functools import lru_cache
+
+import h5py
+import numpy as np
+
+from .. import vocabulary as V
+from ..records import ChromatogramRecord, Param, SpectrumRecord
+from .base import CHROMATOGRAMS, SPECTRA, InputFormat, ItemRange, Survey, input_error
+from .detect import HDF5_MAGIC
+from .mzml import MzMLFormat, range_document
+from .mzml_parser import parse_records
+
+_INDEX = {SPECTRA: "mzML_spectrumIndex", CHROMATOGRAMS: "mzML_chromatogramIndex"}
+
+
+def _open(path: str) -> h5py.File:
+    try:
+        return h5py.File(path, "r")
+    except OSError as exc:
+        raise input_error(path, f"cannot open as HDF5 ({exc})") from None
+
+
+@lru_cache(maxsize=4)
+def _cached_file(path: str, mtime_ns: int) -> h5py.File:
+    """One open HDF5 handle per worker process and input (h5py handles are not picklable)."""
+    return _open(path)
+
+
+def _file(path: str) -> h5py.File:
+    import os
+
+    return _cached_file(path, os.stat(path).st_mtime_ns)
+
+
+class MzMLbFormat(InputFormat):
+    name = "mzMLb"
+    file_format = Param("mzMLb format", V.MZMLB_FORMAT)
+
+    @classmethod
+    def sniff(cls, head: bytes) -> bool:
+        return head.startswith(HDF5_MAGIC)
+
+    @classmethod
+    def survey(cls, path: str) -> Survey:
+        h5 = _open(path)
+        try:
+            if "mzML" not in h5:
+                raise input_error(path, "HDF5 file without an 'mzML' dataset is not mzMLb")
+            text = h5["mzML"][:].tobytes()
+            survey = MzMLFormat.survey_text(path, text)
+            for kind in (SPECTRA, CHROMATOGRAMS):
+                if _INDEX[kind] in h5:
+                    offsets = np.asarray(h5[_INDEX[kind]][:], dtype=np.int64)
+                    if len(offsets) == survey.count(kind) + 1:
+                        if kind == SPECTRA:
+                            survey.spectrum_offsets = offsets
+                        else:
+                            survey.chromatogram_offsets = offsets
+            return survey
+        finally:
+            h5.close()
+
+    @classmethod
+    def read(
+        cls, path: str, items: ItemRange, hints: dict[str, object]
+    ) -> Iterator[SpectrumRecord | ChromatogramRecord]:
+        h5 = _file(path)
+        text = h5["mzML"]
+        prefix = text[: int(hints["header_stop"])].tobytes()
+        document = range_document(prefix, items, lambda a, b: text[a:b].tobytes())
+
+        def fetch(dataset: str, offset: int, length: int) -> np.ndarray:
+            if dataset not in h5:
+                raise ValueError(f"external dataset {dataset!r} is missing")
+            return np.asarray(h5[dataset][offset : offset + length])
+
+        yield from parse_records(document, items.kind, items.start, path, fetch)

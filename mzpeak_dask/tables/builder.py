@@ -1,0 +1,50 @@
+"""Column-wise accumulation of struct rows into one Arrow struct array."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow as pa
+
+
+class StructBuilder:
+    """Collects rows (dicts keyed by field name) column by column.
+
+    Column-wise lists convert to Arrow faster than a list of row dicts, and a missing key simply
+    becomes a null. Columns given to :meth:`finish` as ready Arrow arrays (e.g. the auxiliary
+    arrays, built from numpy buffers) bypass the Python lists.
+    """
+
+    def __init__(self, type: pa.StructType):
+        self.type = type
+        self._names = [f.name for f in type]
+        self._data: dict[str, list[Any]] = {n: [] for n in self._names}
+        self.length = 0
+
+    def append(self, row: dict[str, Any]) -> None:
+        get = row.get
+        for name in self._names:
+            self._data[name].append(get(name))
+        self.length += 1
+
+    def finish(self, prebuilt: dict[str, pa.Array] | None = None) -> pa.StructArray:
+        prebuilt = prebuilt or {}
+        children = []
+        for f in self.type:
+            if f.name in prebuilt:
+                children.append(prebuilt[f.name])
+            else:
+                children.append(pa.array(self._data[f.name], type=f.type))
+        return pa.StructArray.from_arrays(children, fields=list(self.type))
+
+
+def pad_struct(array: pa.StructArray, length: int) -> pa.StructArray:
+    """Extend a struct array to ``length`` rows with valid structs whose fields are all null —
+    the padding of the packed metadata tables (format doc section 2.4)."""
+    missing = length - len(array)
+    if missing <= 0:
+        return array
+    children = [
+        pa.concat_arrays([child, pa.nulls(missing, type=child.type)]) for child in array.flatten()
+    ]
+    return pa.StructArray.from_arrays(children, fields=list(array.type))

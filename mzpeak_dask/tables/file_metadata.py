@@ -1,0 +1,116 @@
+"""File-level metadata for the footers: the source's own, plus what this conversion adds — the
+converted file as a source file (with its checksums and format), this software, and a data
+processing entry recording the conversion options."""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+from .. import vocabulary as V
+from .._version import __version__
+from ..records import Param, RunMetadata
+
+SOFTWARE_ID = "mzpeak_dask"
+PROCESSING_ID = "mzpeak_dask_conversion"
+
+
+class Checksums:
+    """SHA-1 and SHA-256 of a file, computed in a background thread (hashlib releases the GIL)
+    while the conversion runs."""
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = path
+        self._result: dict[str, str] = {}
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="checksums", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        sha1, sha256 = hashlib.sha1(), hashlib.sha256()
+        try:
+            with open(self.path, "rb") as f:
+                while block := f.read(1 << 22):
+                    sha1.update(block)
+                    sha256.update(block)
+        except BaseException as exc:  # reported by result()
+            self._error = exc
+            return
+        self._result = {"sha1": sha1.hexdigest(), "sha256": sha256.hexdigest()}
+
+    def result(self) -> dict[str, str]:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._result
+
+
+def footer_metadata(
+    meta: RunMetadata,
+    *,
+    source: Path,
+    file_format: Param,
+    native_id_format: Param | None,
+    checksums: dict[str, str],
+    options: dict[str, Any],
+) -> dict[str, Any]:
+    """The six file-level JSON objects, with this conversion recorded."""
+    footer = copy.deepcopy(meta.footer())
+    params = [
+        Param("SHA-1", V.SHA1, checksums["sha1"]),
+        Param("SHA-256", V.SHA256, checksums["sha256"]),
+        file_format,
+    ]
+    if native_id_format is not None:
+        params.append(native_id_format)
+    sources = footer["file_description"].setdefault("source_files", [])
+    sources.append(
+        {
+            "id": "mzpeak_dask_input",
+            "name": source.name,
+            "location": source.resolve().parent.as_uri(),
+            "parameters": [p.to_json() for p in params],
+        }
+    )
+    footer["software_list"].append(
+        {
+            "id": SOFTWARE_ID,
+            "version": __version__,
+            "parameters": [
+                Param("custom unreleased software tool", V.CUSTOM_SOFTWARE, "mzpeak_dask").to_json()
+            ],
+        }
+    )
+    order = 1 + max(
+        (
+            m.get("order") or 0
+            for dp in footer["data_processing_method_list"]
+            for m in dp.get("methods", [])
+        ),
+        default=-1,
+    )
+    options_text = " ".join(f"{k}={v}" for k, v in sorted(options.items()))
+    footer["data_processing_method_list"].append(
+        {
+            "id": PROCESSING_ID,
+            "methods": [
+                {
+                    "order": order,
+                    "software_reference": SOFTWARE_ID,
+                    "parameters": [
+                        Param("Conversion to mzML", V.CONVERSION_TO_MZPEAK).to_json(),
+                        Param("conversion options", None, options_text).to_json(),
+                    ],
+                }
+            ],
+        }
+    )
+    run = footer["run"]
+    run.setdefault("id", source.name)
+    if not run.get("default_source_file_id"):
+        run["default_source_file_id"] = "mzpeak_dask_input"
+    return footer
