@@ -23,7 +23,7 @@ from .readers import CHROMATOGRAMS, FORMATS, ItemRange
 from .records import ChromatogramRecord, SignalArray, SpectrumRecord
 from .tables.chromatogram_metadata import ChromatogramTables
 from .tables.spectrum_metadata import SpectrumTables
-from .transforms.null_marking import fit_delta_model, null_pair_mask
+from .transforms.null_marking import fit_delta_model, verified_null_mask
 from .transforms.zero_runs import zero_run_keep_mask
 
 
@@ -122,7 +122,9 @@ def prepare_signal(
                 intensity = columns[intensity_column.name]
                 n = int(keep.sum())
         if options.null_marking:
-            marked = null_pair_mask(intensity)
+            main_values = columns[schema.main.name]
+            marked = verified_null_mask(main_values, intensity, np.asarray(model),
+                                        options.null_marking_ppm)
             valid = ~marked if marked.any() else None
     return PreparedSignal(index, columns, valid, n, profile, model), auxiliary
 

@@ -54,6 +54,7 @@ _LOW_MASK = ((np.uint64(1) << (4 * _HEAD_DATA.astype(np.uint64))) - 1).astype(np
 _FILL = np.where(np.arange(16) > 8, ~_LOW_MASK, 0).astype(np.uint32)
 _TWO63 = 2.0**63
 _quiet = np.errstate(all="ignore")  # NaN/inf/overflow follow the C++ without warnings
+_CHUNK = 1 << 16  # values per encoding pass
 _DOUBLING_MAX_BYTES = 16384  # shorter half-byte streams are walked by pointer doubling
 
 
@@ -130,23 +131,35 @@ def _nibble_reverse(v: np.ndarray) -> np.ndarray:
     return ((v & 0x0F0F0F0F) << 4) | ((v >> 4) & 0x0F0F0F0F)
 
 
-def _pack_ints(x: np.ndarray) -> np.ndarray:
-    """Half-byte-encode uint32 ``x`` into bytes, as the C++ ``encodeInt`` + packing loop."""
-    negative = x.view(np.int32) < 0
-    z = np.where(negative, ~x, x)  # leading F nibbles of x are leading 0 nibbles of z
+def _add_codes(x: np.ndarray, offset: int, words: np.ndarray) -> int:
+    """Add the half-byte codes of ``x``, from bit ``offset`` on, into 32-bit ``words``."""
+    signed = x.view(np.int32)
+    negative = signed < 0
+    z = x ^ (signed >> 31).view(np.uint32)  # leading F nibbles of x are leading 0 nibbles of z
     lead = np.minimum(8 - ((np.frexp(z)[1] + 3) >> 2), 8 - negative)  # an all-F int keeps one
     head = np.where(lead > 0, lead + 8 * negative, 0).astype(np.uint64)
     data_bits = (32 - 4 * lead).astype(np.uint64)
     code = (head << data_bits) | (_nibble_reverse(x).astype(np.uint64) >> (32 - data_bits))
     bits = data_bits + 4
-    end = np.cumsum(bits)
+    end = np.cumsum(bits) + offset
     start = end - bits
-    aligned = code << (64 - (start & 31) - bits)  # code left-aligned in its two 32-bit words
-    word = (start >> 5).astype(np.intp)
-    count = int(end[-1]) // 32 + 2 if x.size else 1
-    words = np.bincount(word, (aligned >> 32).astype(np.float64), count)  # disjoint bits: + is |
-    words[1:] += np.bincount(word, (aligned & 0xFFFFFFFF).astype(np.float64), count - 1)
-    return words.astype(">u4").view(np.uint8)[: (int(end[-1]) + 7) // 8 if x.size else 0]
+    aligned = code << (64 - (start & 31) - bits)  # the code left-aligned in its two words
+    first = offset >> 5
+    word = (start >> 5).astype(np.intp) - first
+    count = int(end[-1]) // 32 + 2 - first
+    part = np.bincount(word, (aligned >> 32).astype(np.float64), count)  # disjoint bits: + is |
+    part[1:] += np.bincount(word, (aligned & 0xFFFFFFFF).astype(np.float64), count - 1)
+    words[first : first + count] += part
+    return int(end[-1])
+
+
+def _pack_ints(x: np.ndarray) -> np.ndarray:
+    """Half-byte-encode uint32 ``x`` into bytes, as the C++ ``encodeInt`` + packing loop."""
+    words = np.zeros(x.size * 36 // 32 + 3, dtype=np.float64)
+    end = 0
+    for lo in range(0, x.size, _CHUNK):  # chunks keep the temporaries in cache
+        end = _add_codes(x[lo : lo + _CHUNK], end, words)
+    return words[: end // 32 + 1].astype(">u4").view(np.uint8)[: (end + 7) // 8]
 
 
 @functools.cache

@@ -56,7 +56,9 @@ class _Entity:
 
     def position(self, native_id: str) -> int:
         if self._by_id is None:
-            self._by_id = {v: i for i, v in enumerate(self.ids)}
+            self._by_id = {}
+            for i, v in enumerate(self.ids):
+                self._by_id.setdefault(v, i)  # duplicated ids (seen in real files): the first
         try:
             return self._by_id[native_id]
         except KeyError:
@@ -189,12 +191,28 @@ class MzPeakArchive:
     def _precursor_rows(self) -> dict[int, list[dict[str, Any]]]:
         return self._spectra.grouped("precursor")
 
+    @cached_property
+    def _window_bounds(self) -> bool:
+        """Whether isolation windows hold absolute bounds in their offset columns: the
+        reference prototype writer does that (format doc 9 #10); the specification and this
+        package write offsets."""
+        for software in self.file_metadata.get("software_list", []):
+            texts = [str(software.get("id"))] + [str(p.get("value")) for p in
+                                                 software.get("parameters", [])]
+            if any(t.startswith("mzpeak_prototyping") for t in texts):
+                return True
+        return False
+
     def _precursors(self, i: int) -> list[Precursor]:
-        out = []
+        rows = self._precursor_rows.get(i, [])
         ions = self._selected_ions.get(i, [])
-        for row in self._precursor_rows.get(i, []):
+        if len(ions) == len(rows):  # one ion per precursor, in order (the usual case, SPS too)
+            return [precursor_from_rows(row, [ion], self._window_bounds)
+                    for row, ion in zip(rows, ions, strict=True)]
+        out = []
+        for row in rows:
             mine = [ion for ion in ions if ion.get("precursor_index") == row.get("precursor_index")]
-            out.append(precursor_from_rows(row, mine or ions))
+            out.append(precursor_from_rows(row, mine, self._window_bounds))
         return out
 
     # -- tables -----------------------------------------------------------------------------------
@@ -274,7 +292,8 @@ def _ms_level(row: dict[str, Any]) -> int | None:
     return None if value is None else int(value)
 
 
-def precursor_from_rows(row: dict[str, Any], ions: list[dict[str, Any]]) -> Precursor:
+def precursor_from_rows(row: dict[str, Any], ions: list[dict[str, Any]],
+                        bounds: bool = False) -> Precursor:
     window_row = row.get("isolation_window") or {}
     window = {
         "target": _value(window_row, V.ISOLATION_WINDOW_TARGET_MZ),
@@ -282,7 +301,8 @@ def precursor_from_rows(row: dict[str, Any], ions: list[dict[str, Any]]) -> Prec
         "upper_offset": _value(window_row, V.ISOLATION_WINDOW_UPPER_OFFSET),
         "parameters": params_from_rows(window_row.get("parameters")),
     }
-    _absolute_bounds_to_offsets(window)
+    if bounds:
+        _absolute_bounds_to_offsets(window)
     activation = params_from_rows((row.get("activation") or {}).get("parameters"))
     selected = [{"mz": _value(ion, V.SELECTED_ION_MZ), "charge": _value(ion, V.CHARGE_STATE),
                  "intensity": _value(ion, V.PEAK_INTENSITY),
@@ -295,8 +315,8 @@ def precursor_from_rows(row: dict[str, Any], ions: list[dict[str, Any]]) -> Prec
 
 
 def _absolute_bounds_to_offsets(window: dict[str, Any]) -> None:
-    """The reference writer stores absolute bounds in the offset columns (format doc 9 #10):
-    when the "lower offset" exceeds half the target, read the values as bounds."""
+    """Turn absolute bounds back into offsets; when the "lower offset" is below half the
+    target the values already are offsets (format doc 9 #10)."""
     target, lower, upper = window["target"], window["lower_offset"], window["upper_offset"]
     if target and lower is not None and upper is not None and lower > target / 2:
         window["lower_offset"] = target - lower

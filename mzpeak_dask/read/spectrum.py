@@ -25,10 +25,13 @@ class Precursor:
 
     @property
     def mz(self) -> float | None:
-        """The m/z of the first selected ion (or the isolation window target)."""
-        if self.selected_ions and self.selected_ions[0].get("mz") is not None:
-            return self.selected_ions[0]["mz"]
-        return self.isolation_window.get("target")
+        """The m/z of the first selected ion (None when the precursor names no ion)."""
+        return self.selected_ions[0].get("mz") if self.selected_ions else None
+
+    @property
+    def target_mz(self) -> float | None:
+        """The selected ion m/z, else the isolation window target (e.g. DIA windows)."""
+        return self.mz if self.mz is not None else self.isolation_window.get("target")
 
     @property
     def charge(self) -> int | None:

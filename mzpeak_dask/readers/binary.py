@@ -87,6 +87,8 @@ def decode_bytes(raw: bytes, compressions: list[str], data_type: str) -> np.ndar
     dtype = np.dtype(np.uint8) if data_type == V.ASCII else V.DTYPE_OF.get(data_type)
     if dtype is None:
         raise BinaryDecodeError(f"unsupported binary data type {data_type}")
+    if not raw:  # an empty <binary/> is an empty array, whatever the compression says
+        return np.zeros(0, dtype=dtype)
     numpress_codec = None
     for c in compressions:
         if c == V.NO_COMPRESSION:

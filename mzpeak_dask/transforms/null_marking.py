@@ -35,6 +35,7 @@ __all__ = [
     "null_pair_mask",
     "predict_delta",
     "second_median",
+    "verified_null_mask",
 ]
 
 MAX_MODEL_DELTA = 1.0  # spacings above this are gaps, not sampling steps (reference threshold)
@@ -209,3 +210,31 @@ def fill_intensity(values: np.ndarray, valid: np.ndarray) -> np.ndarray:
     """Null intensities of a null-marked array become 0.0 (the dtype is kept)."""
     values = np.asarray(values)
     return np.where(np.asarray(valid, dtype=bool), values, np.zeros((), dtype=values.dtype))
+
+
+def verified_null_mask(
+    mz: np.ndarray, intensity: np.ndarray, model: np.ndarray | None, max_ppm: float
+) -> np.ndarray:
+    """:func:`null_pair_mask`, keeping only the pairs whose m/z :func:`fill_nulls` rebuilds
+    within ``max_ppm``.
+
+    Null marking assumes evenly sampled flanks; where the source skips samples next to a peak
+    (seen in real Orbitrap data) the rebuilt position can be off by several ppm. Those pairs stay
+    real zeros, so reading the archive always gives every zero point back within ``max_ppm``.
+    Unmarking a pair lengthens its neighbouring segments, which can move their spacing, so the
+    check repeats until nothing changes (each round removes at least one pair).
+    """
+    mz = np.asarray(mz, dtype=np.float64)
+    mask = null_pair_mask(intensity)
+    while mask.any():
+        filled = fill_nulls(mz, ~mask, model)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            error = np.abs(filled - mz) / np.abs(mz) * 1e6
+        bad = mask & ~(error <= max_ppm)
+        if not bad.any():
+            break
+        grown = bad.copy()  # a null pair goes together
+        grown[1:] |= bad[:-1] & mask[1:]
+        grown[:-1] |= bad[1:] & mask[:-1]
+        mask &= ~grown
+    return mask

@@ -220,6 +220,8 @@ EDGE_CASES = [  # (pynumpress function, payload, fixed point or "opt", expectati
     ("encode_linear", [1.0, np.nan, 3.0], "opt", "same"),  # C++ throws: residual overflow
     ("encode_linear", [0.0, 0.0, 1e30], "10", "same"),  # C++ throws: LLONG_MAX
     ("encode_linear", [0.0, 0.0, 3e8], "10", "same"),  # C++ throws: INT_MAX
+    ("encode_linear", [0.0, 0.0, np.nan], "1", "same"),  # C++ throws: NaN -> INT64_MIN
+    ("encode_linear", [np.nan, np.nan, 2.0**63], "1", "same"),  # 2**63 is not > LLONG_MAX
     ("encode_linear", [1e10], "opt", "ours raises"),  # fixed point 0: C++ writes junk
     ("encode_linear", [np.nan, 1.0, 2.0], "opt", "ours raises"),  # fixed point NaN
     ("encode_slof", [], "opt", "same"),
