@@ -29,6 +29,10 @@ class NumpressDecodeError(MzPeakDaskError, ValueError):
     """An MS-Numpress buffer is malformed."""
 
 
+class NumpressEncodeError(MzPeakDaskError, ValueError):
+    """Values MS-Numpress cannot encode (the C++ reference throws, or would write junk)."""
+
+
 class OutputError(MzPeakDaskError, OSError):
     """The output cannot be written (exists, unwritable location, disk full)."""
 

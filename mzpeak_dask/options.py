@@ -62,7 +62,7 @@ class ConvertOptions(_Options):
     numpress_intensity: str | None = None
     strip_zero_runs: bool = True
     null_marking: bool = True
-    null_marking_ppm: float = 0.01  # a zero pair is null-marked only if rebuilt within this
+    null_marking_ppm: float = 0.02  # a zero pair is null-marked only if rebuilt within this
     peaks: bool = False
     compression: str = "zstd"
     compression_level: int = 3

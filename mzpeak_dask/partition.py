@@ -28,8 +28,8 @@ from .readers import (
 )
 from .records import SignalArray
 
-SAMPLE_HEAD = 16
-SAMPLE_SPREAD = 16
+SAMPLE_HEAD = 8
+SAMPLE_SPREAD = 8
 
 
 @dataclass
@@ -78,9 +78,18 @@ def cut(survey: Survey, kind: str, options: ConvertOptions) -> list[ItemRange]:
 
 
 def _sample(fmt: type[InputFormat], path: str, survey: Survey, kind: str) -> list:
+    """Read the sampled items; consecutive positions are read as one range."""
+    positions = sample_positions(survey.count(kind))
+    runs: list[list[int]] = []
+    for k in positions:
+        if runs and runs[-1][-1] == k - 1:
+            runs[-1].append(k)
+        else:
+            runs.append([k])
     records = []
-    for k in sample_positions(survey.count(kind)):
-        records.extend(fmt.read(path, item_range(survey, kind, k, k + 1), survey.hints))
+    for run in runs:
+        items = item_range(survey, kind, run[0], run[-1] + 1)
+        records.extend(fmt.read(path, items, survey.hints))
     return records
 
 

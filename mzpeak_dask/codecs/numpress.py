@@ -1,24 +1,24 @@
 """MS-Numpress codecs (linear ``MS:1002312``, pic ``MS:1002313``, slof ``MS:1002314``) in numpy.
 
-Byte-identical to the C++ reference ``MSNumpress.cpp`` as shipped in pynumpress 0.1.5, whose
-encoders leak their output buffer and whose decoders abort the interpreter on corrupt input.
+Byte-identical to the C++ reference ``MSNumpress.cpp`` as shipped in pynumpress 0.1.5 (whose
+encoders leak their output and which aborts the interpreter wherever the C++ throws); malformed
+input raises :class:`NumpressDecodeError`, unencodable values :class:`NumpressEncodeError`.
 
-Byte layouts (the fixed point is an IEEE double stored **big-endian**; every int is little-endian):
+Byte layouts (the fixed point ``fp`` is an IEEE double stored **big-endian**, ints little-endian):
 
-* linear: fixed point (8 bytes); ``round(x[0] * fp)`` and ``round(x[1] * fp)`` as uint32 (4+4
-  bytes); then, for i >= 2, ``int[i] - (2 * int[i-1] - int[i-2])`` as half-byte ints. A buffer of
-  8 bytes holds no value, of 12 bytes one value.
-* slof: fixed point (8 bytes), then ``uint16(log(x + 1) * fp + 0.5)`` per value (2 bytes each).
+* linear: ``fp`` (8 bytes); ``int(x[0] * fp + 0.5)`` and ``int(x[1] * fp + 0.5)`` as uint32 (4 + 4
+  bytes); then, for i >= 2, ``int[i] - (2 * int[i-1] - int[i-2])`` as half-byte ints. 8 bytes
+  hold no value, 12 bytes one value.
+* slof: ``fp`` (8 bytes), then ``uint16(log(x + 1) * fp + 0.5)`` per value (2 bytes each).
 * pic: half-byte ints ``uint32(x + 0.5)``, nothing else.
 
-A half-byte int is a stream of nibbles, high nibble of each byte first: a head nibble ``h`` then
-``k`` data nibbles, least significant first. ``h <= 8``: the top ``h`` nibbles are 0 and
-``k = 8 - h``; ``h >= 9``: the top ``h - 8`` nibbles are 0xF and ``k = 16 - h``. A stream with an
-odd nibble count ends in a 0 nibble. Decoding walks this stream with a 9-state automaton
-(state = nibbles left to skip before the next head) run over 4-nibble units in blocks, all blocks
-in parallel: a few units into a block its 9 possible states usually coincide, which makes the
-blocks independent; blocks where they do not are resolved by composing their state maps
-(O(log n) passes).
+A half-byte int is a head nibble ``h`` followed by ``k`` data nibbles, least significant first,
+high nibble of each byte first: ``h <= 8`` means the top ``h`` nibbles are 0 and ``k = 8 - h``;
+``h >= 9`` means the top ``h - 8`` nibbles are 0xF and ``k = 16 - h``. An odd nibble count ends in a
+0 nibble. To find the heads without a loop over values, streams up to 16 KiB use pointer doubling;
+longer ones run a 9-state automaton (nibbles left before the next head) over 4-nibble units, one
+lane per block of units. A block's 9 possible entry states almost always meet within 64 units,
+which makes blocks independent; blocks where they do not get their state maps prefix-composed.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ import math
 
 import numpy as np
 
-from mzpeak_dask.errors import MzPeakDaskError, NumpressDecodeError
+from mzpeak_dask.errors import NumpressDecodeError, NumpressEncodeError
 
 __all__ = [
     "DECODERS",
@@ -43,10 +43,6 @@ __all__ = [
     "optimal_linear_fixed_point",
     "optimal_slof_fixed_point",
 ]
-
-
-class NumpressEncodeError(MzPeakDaskError, ValueError):
-    """Values MS-Numpress cannot encode (the C++ reference throws, or would write junk)."""
 
 
 _HEAD_DATA = np.array([8, 7, 6, 5, 4, 3, 2, 1, 0, 7, 6, 5, 4, 3, 2, 1], dtype=np.uint8)
@@ -80,10 +76,6 @@ def _cvtt(v: np.ndarray, bits: int) -> np.ndarray:
     out = np.where(ok, v, 0.0).astype(np.int64)
     out[~ok] = -(2 ** (bits - 1))
     return out
-
-
-def _fixed_point_bytes(fixed_point: float) -> np.ndarray:
-    return np.array([fixed_point], dtype=">f8").view(np.uint8)
 
 
 def _check_fixed_point(fixed_point: float, codes: np.ndarray, error: type[Exception]) -> None:
@@ -212,7 +204,7 @@ def _block_entries(cols: np.ndarray, sync: int, heads: np.ndarray) -> tuple[np.n
 
 
 def _heads_by_doubling(stream: np.ndarray) -> np.ndarray:
-    """Head positions by pointer doubling: fewer numpy calls than lanes for short streams."""
+    """Head bits by pointer doubling: fewer numpy calls than lanes for short streams."""
     size = 2 * stream.size
     nibbles = np.empty(size, dtype=np.uint8)
     nibbles[0::2], nibbles[1::2] = stream >> 4, stream & 15
@@ -222,17 +214,17 @@ def _heads_by_doubling(stream: np.ndarray) -> np.ndarray:
     while jump[0] < size:  # seen = {jump^t(0): t < 2^k} while jump = jump^(2^k)
         seen[jump[np.flatnonzero(seen)]] = True
         jump = jump[jump]
-    return np.flatnonzero(seen[:size])
+    return np.packbits(seen[:size])
 
 
-def _head_positions(stream: np.ndarray, padded: np.ndarray) -> np.ndarray:
-    """Nibble positions of every head, in the C++ ``decodeInt`` order."""
+def _head_mask(stream: np.ndarray, padded: np.ndarray) -> np.ndarray:
+    """Bit 7 - j of byte i is set when nibble 8i + j starts an int (C++ ``decodeInt`` order)."""
     if stream.size <= _DOUBLING_MAX_BYTES:
         return _heads_by_doubling(stream)
     units = (stream.size + 1) // 2
     width = 2 * int(np.clip(np.sqrt(units / 2), 4, 256))  # even: units pair up into bytes
     blocks = -(-units // width)
-    cols = padded[: blocks * width * 2].view(">u2").reshape(blocks, width).T.astype(np.intp)
+    cols = padded[: blocks * width * 2].view(">u2").reshape(blocks, width).T.astype(np.uint16)
     heads = np.empty((width, blocks), dtype=np.uint8)
     sync = min(width // 4, 64)
     entry, loose = _block_entries(cols, sync, heads)
@@ -242,30 +234,38 @@ def _head_positions(stream: np.ndarray, padded: np.ndarray) -> np.ndarray:
         _walk(cols[:, loose], after[loose], range(sync, width), rest)
         heads[sync:, loose] = rest[sync:]
     heads = heads.T.ravel()
-    pos = np.flatnonzero(np.unpackbits(heads[0::2] | (heads[1::2] >> 4)).view(bool))
-    return pos[: np.searchsorted(pos, 2 * stream.size)]
+    size = 2 * stream.size
+    mask = (heads[0::2] | (heads[1::2] >> 4))[: -(-size // 8)]
+    mask[-1] &= (0xFF00 >> (size % 8)) & 0xFF if size % 8 else 0xFF  # heads in the padding
+    return mask
 
 
 def _unpack_ints(stream: np.ndarray) -> np.ndarray:
     """Decode a half-byte int stream to uint32, raising where the C++ ``decodeInt`` throws."""
-    nbytes = stream.size
-    if nbytes == 0:
+    size = 2 * stream.size
+    if size == 0:
         return np.empty(0, dtype=np.uint32)
-    padded = np.zeros(nbytes + 2 * 512 + 8, dtype=np.uint8)
-    padded[:nbytes] = stream
-    pos = _head_positions(stream, padded)
-    window = np.ndarray((nbytes,), dtype=">u8", buffer=padded, strides=(1,))[pos >> 1]
-    window = window.astype(np.uint64) << ((pos & 1).astype(np.uint64) << 2)
-    head = (window >> 60).astype(np.intp)
-    last = pos[-1]
-    if last == 2 * nbytes - 1 and head[-1] == 0:  # the pad nibble of an odd-length stream
-        window, head = window[:-1], head[:-1]
-    elif last + _HEAD_DATA[head[-1]] >= 2 * nbytes:
+    padded = np.zeros(stream.size + 2 * 512 + 8, dtype=np.uint8)
+    padded[: stream.size] = stream
+    mask = _head_mask(stream, padded)
+    windows = np.ndarray((stream.size,), dtype=">u8", buffer=padded, strides=(1,))
+    out = np.empty(int(np.bitwise_count(mask).sum()), dtype=np.uint32)
+    done = last = last_head = 0
+    for lo in range(0, mask.size, _CHUNK // 8):  # chunks keep the temporaries in cache
+        pos = np.flatnonzero(np.unpackbits(mask[lo : lo + _CHUNK // 8]).view(bool)) + 8 * lo
+        if pos.size:
+            window = windows[pos >> 1].astype(np.uint64) << ((pos & 1).astype(np.uint64) << 2)
+            head = (window >> 60).astype(np.intp)
+            data = _nibble_reverse(((window >> 28) & 0xFFFFFFFF).astype(np.uint32))
+            out[done : done + pos.size] = (data & _LOW_MASK[head]) | _FILL[head]
+            done, last, last_head = done + pos.size, int(pos[-1]), int(head[-1])
+    if last == size - 1 and last_head == 0:  # the pad nibble of an odd-length stream
+        return out[:-1]
+    if last + int(_HEAD_DATA[last_head]) >= size:
         raise NumpressDecodeError(
             f"corrupt numpress half-byte stream: the int at nibble {last} runs past the end"
         )
-    data = _nibble_reverse(((window >> 28) & 0xFFFFFFFF).astype(np.uint32))
-    return (data & _LOW_MASK[head]) | _FILL[head]
+    return out
 
 
 # -- linear -----------------------------------------------------------------------------------
@@ -288,7 +288,7 @@ def encode_linear(values: np.ndarray, fixed_point: float | None = None) -> np.nd
     """Encode ``values`` (e.g. m/z, retention times) with MS-Numpress linear prediction."""
     x = _as_doubles(values)
     fp = optimal_linear_fixed_point(x) if fixed_point is None else float(fixed_point)
-    head = _fixed_point_bytes(fp)
+    head = np.array([fp], dtype=">f8").view(np.uint8)
     if x.size and (math.isnan(fp) or fp == 0):
         raise NumpressEncodeError(f"no usable linear fixed point for these values ({fp!r})")
     scaled = x * fp + 0.5
@@ -360,7 +360,7 @@ def encode_slof(values: np.ndarray, fixed_point: float | None = None) -> np.ndar
     if np.any(scaled > 65535.0):
         raise NumpressEncodeError("a value overflows the slof fixed point (uint16)")
     codes = (_cvtt(scaled + 0.5, 32) & 0xFFFF).astype("<u2")
-    return np.concatenate((_fixed_point_bytes(fp), codes.view(np.uint8)))
+    return np.concatenate((np.array([fp], dtype=">f8").view(np.uint8), codes.view(np.uint8)))
 
 
 @_quiet

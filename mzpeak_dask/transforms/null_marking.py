@@ -213,28 +213,35 @@ def fill_intensity(values: np.ndarray, valid: np.ndarray) -> np.ndarray:
 
 
 def verified_null_mask(
-    mz: np.ndarray, intensity: np.ndarray, model: np.ndarray | None, max_ppm: float
+    mz: np.ndarray,
+    intensity: np.ndarray,
+    model: np.ndarray | None,
+    max_ppm: float,
+    rounds: int = 3,
 ) -> np.ndarray:
     """:func:`null_pair_mask`, keeping only the pairs whose m/z :func:`fill_nulls` rebuilds
     within ``max_ppm``.
 
     Null marking assumes evenly sampled flanks; where the source skips samples next to a peak
-    (seen in real Orbitrap data) the rebuilt position can be off by several ppm. Those pairs stay
-    real zeros, so reading the archive always gives every zero point back within ``max_ppm``.
-    Unmarking a pair lengthens its neighbouring segments, which can move their spacing, so the
-    check repeats until nothing changes (each round removes at least one pair).
+    (seen in real Orbitrap data) the rebuilt position can be off by several ppm. Such pairs stay
+    real zeros, so reading the archive gives every zero point back within ``max_ppm``.
+    Unmarking a pair merges its neighbouring segments, which can move their spacing, so the
+    check repeats; after ``rounds`` rounds that still find bad pairs the spectrum is left
+    unmarked altogether (cost stays bounded; such spectra are irregularly sampled anyway).
     """
     mz = np.asarray(mz, dtype=np.float64)
     mask = null_pair_mask(intensity)
-    while mask.any():
+    for _ in range(rounds):
+        if not mask.any():
+            return mask
         filled = fill_nulls(mz, ~mask, model)
         with np.errstate(divide="ignore", invalid="ignore"):
             error = np.abs(filled - mz) / np.abs(mz) * 1e6
         bad = mask & ~(error <= max_ppm)
         if not bad.any():
-            break
+            return mask
         grown = bad.copy()  # a null pair goes together
         grown[1:] |= bad[:-1] & mask[1:]
         grown[:-1] |= bad[1:] & mask[:-1]
         mask &= ~grown
-    return mask
+    return np.zeros_like(mask)

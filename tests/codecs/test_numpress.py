@@ -299,6 +299,15 @@ def test_fixed_points_match_pynumpress():
             assert np.array_equal(ours(x), theirs(x), equal_nan=True), (case, ours(x), theirs(x))
 
 
+def test_slof_rounding_ties_match_pynumpress():
+    import pynumpress as pn  # uint16 range, so the C++ cannot throw here
+
+    for fp in (2000.0, 4096.0):  # log(x + 1) * fp lands on k + 0.5: numpy's SIMD log flips some
+        x = np.expm1((np.arange(65000) + 0.5) / fp)
+        x = np.concatenate([x, np.nextafter(x, np.inf), np.nextafter(x, -np.inf)])
+        assert nq.encode_slof(x, fp).tobytes() == pn.encode_slof(x, fp).tobytes()
+
+
 # -- round trips ----------------------------------------------------------------------------
 mz_like = st.lists(st.floats(0.0, 1e6, allow_subnormal=True), max_size=60).map(
     lambda v: np.array(sorted(v), dtype=np.float64)

@@ -1,0 +1,154 @@
+"""Bad input: one clear line naming the file (and spectrum), a non-zero exit without a
+traceback, and nothing left at OUTPUT (nor any temporary file beside it)."""
+
+from __future__ import annotations
+
+import base64
+import re
+import subprocess
+import sys
+import zlib
+from pathlib import Path
+
+import pytest
+
+from mzpeak_dask import (
+    ConvertOptions,
+    InputError,
+    OutputError,
+    SpectrumDecodeError,
+    UnsupportedFormatError,
+    convert,
+    open_archive,
+)
+
+from .conftest import BUNDLED, DATA, INLINE
+
+SMALL = BUNDLED / "small.mzML"
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "mzpeak_dask", *args], capture_output=True,
+                          text=True, timeout=300)
+
+
+def assert_clean(folder: Path, *keep: Path) -> None:
+    """Nothing but the given inputs in ``folder``: no output, no temporary leftovers."""
+    assert sorted(folder.iterdir()) == sorted(keep)
+
+
+def _one_line_error(result: subprocess.CompletedProcess, *fragments: str) -> None:
+    assert result.returncode != 0
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("error: ")
+    assert "Traceback" not in result.stderr
+    for fragment in fragments:
+        assert fragment in lines[0]
+
+
+def _corrupt_binary(tmp_path: Path, spectrum_index: int, replace) -> Path:
+    """small.mzML with the first <binary> of one spectrum replaced by ``replace(text)``."""
+    text = SMALL.read_text()
+    starts = [m.start() for m in re.finditer(r"<spectrum ", text)]
+    at = text.index("<binary>", starts[spectrum_index]) + len("<binary>")
+    end = text.index("</binary>", at)
+    path = tmp_path / "corrupt.mzML"
+    path.write_text(text[:at] + replace(text[at:end]) + text[end:])
+    return path
+
+
+def test_missing_input(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="no such file"):
+        convert(tmp_path / "absent.mzML", tmp_path / "out.mzpeak", cluster=INLINE)
+    result = run_cli("convert", str(tmp_path / "absent.mzML"), str(tmp_path / "out.mzpeak"),
+                     "--cluster", "inline")
+    _one_line_error(result, "absent.mzML", "no such file")
+    assert_clean(tmp_path)
+
+
+def test_directory_as_input(tmp_path: Path) -> None:
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    with pytest.raises(InputError, match="is a directory"):
+        convert(folder, tmp_path / "out.mzpeak", cluster=INLINE)
+    assert_clean(tmp_path, folder)
+
+
+def test_not_ms_data(tmp_path: Path) -> None:
+    path = tmp_path / "notes.mzML"  # the suffix lies; the content decides
+    path.write_text("these are lab notes, not a mass spectrum\n" * 20)
+    with pytest.raises(UnsupportedFormatError, match="not a recognised MS data file"):
+        convert(path, tmp_path / "out.mzpeak", cluster=INLINE)
+    _one_line_error(run_cli("convert", str(path), str(tmp_path / "out.mzpeak"), "--cluster",
+                            "inline"), "notes.mzML", "not a recognised MS data file")
+    assert_clean(tmp_path, path)
+
+
+def test_truncated_mzml(tmp_path: Path) -> None:
+    path = tmp_path / "truncated.mzML"
+    data = SMALL.read_bytes()
+    path.write_bytes(data[: len(data) * 6 // 10])
+    with pytest.raises(InputError, match="truncated"):
+        convert(path, tmp_path / "out.mzpeak", cluster=INLINE)
+    assert_clean(tmp_path, path)
+
+
+def test_corrupt_base64_names_the_spectrum(tmp_path: Path) -> None:
+    path = _corrupt_binary(tmp_path, 5, lambda b64: b64[:40] + "!*?" + b64[43:])
+    with pytest.raises(SpectrumDecodeError, match=r"corrupt\.mzML: spectrum .*scan=6: .*base64"):
+        convert(path, tmp_path / "out.mzpeak", cluster=INLINE)
+    _one_line_error(run_cli("convert", str(path), str(tmp_path / "out.mzpeak"), "--cluster",
+                            "inline"), "corrupt.mzML", "scan=6")
+    assert_clean(tmp_path, path)
+
+
+def test_corrupt_zlib_names_the_spectrum(tmp_path: Path) -> None:
+    garbage = base64.b64encode(zlib.compress(b"x" * 400)[:-7] + b"\x00" * 7).decode()
+    path = _corrupt_binary(tmp_path, 7, lambda _: garbage)
+    with pytest.raises(SpectrumDecodeError, match=r"spectrum .*scan=8: corrupt zlib"):
+        convert(path, tmp_path / "out.mzpeak", cluster=INLINE)
+    assert_clean(tmp_path, path)
+
+
+def test_corrupt_numpress_does_not_abort_the_process(tmp_path: Path) -> None:
+    """pynumpress aborts the interpreter on this payload; the converter reports it."""
+    path = DATA / "openms" / "FileFilter_39_input_corrupt.mzML"
+    with pytest.raises(SpectrumDecodeError, match=r"FileFilter_39_input_corrupt\.mzML: "
+                                                  r"spectrum spectrum=1: .*numpress"):
+        convert(path, tmp_path / "out.mzpeak", cluster=INLINE)
+    _one_line_error(run_cli("convert", str(path), str(tmp_path / "out.mzpeak"), "--cluster",
+                            "inline"), "FileFilter_39_input_corrupt.mzML", "spectrum=1")
+    assert_clean(tmp_path)
+
+
+def test_broken_offset_index_falls_back_to_scanning(tmp_path: Path) -> None:
+    path = DATA / "openms" / "IndexedmzMLFile_2_broken.mzML"
+    result = convert(path, tmp_path / "out.mzpeak", cluster=INLINE)
+    assert result.spectra == 0  # the run is empty; its index points past the end of the file
+    with open_archive(tmp_path / "out.mzpeak") as archive:
+        assert len(archive) == 0
+        assert archive.file_metadata["run"]["id"] == "ru_0"
+
+
+def test_unwritable_output_location(tmp_path: Path) -> None:
+    target = tmp_path / "no" / "such" / "folder" / "out.mzpeak"
+    with pytest.raises(OutputError, match="does not exist"):
+        convert(SMALL, target, cluster=INLINE)
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    _one_line_error(run_cli("convert", str(SMALL), str(blocker / "out.mzpeak"), "--cluster",
+                            "inline"), "out.mzpeak")
+    assert_clean(tmp_path, blocker)
+
+
+def test_existing_output_needs_overwrite(tmp_path: Path) -> None:
+    output = tmp_path / "out.mzpeak"
+    output.write_bytes(b"an older archive")
+    with pytest.raises(OutputError, match="already exists"):
+        convert(SMALL, output, cluster=INLINE)
+    assert output.read_bytes() == b"an older archive"
+    convert(SMALL, output, ConvertOptions(overwrite=True), cluster=INLINE)
+    with open_archive(output) as archive:
+        assert len(archive) == 48
+    assert_clean(tmp_path, output)
