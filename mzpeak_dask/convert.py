@@ -22,7 +22,7 @@ from .encode import EncodedPartition
 from .errors import InputError, MzPeakDaskError
 from .options import ClusterOptions, ConvertOptions
 from .partition import RunPlan, plan_run
-from .tables.file_metadata import Checksums, footer_metadata
+from .tables.file_metadata import file_sha256, footer_metadata
 
 Progress = Callable[[str, int, int], None]  # (input, items done, items total)
 
@@ -60,7 +60,10 @@ def check_input(source: Path) -> None:
 class RunJob:
     """One run's conversion state on the coordinator, fed encoded partitions in order."""
 
-    def __init__(self, source: Path, output: Path, options: ConvertOptions):
+    def __init__(self, source: Path, output: Path, options: ConvertOptions,
+                 background: Callable[..., Any]):
+        """``background(fn, *args)`` runs ``fn`` beside the conversion and returns a future
+        (a cluster task, or a thread for inline runs)."""
         self.source, self.output, self.options = source, output, options
         self.started = time.perf_counter()
         check_input(source)
@@ -70,7 +73,7 @@ class RunJob:
         self.assembler: RunAssembler | None = None
         try:
             self.plan: RunPlan = plan_run(source, self.staging.path, options)
-            self.checksums = Checksums(source)
+            self.sha256 = background(file_sha256, str(source))
             self.container = Container(output, self.staging, options.unpacked)
             self.assembler = RunAssembler(self.plan.spec, self.container, self.staging)
         except BaseException:
@@ -85,13 +88,13 @@ class RunJob:
 
     def finish(self) -> ConversionResult:
         try:
-            checksums = self.checksums.result()
+            sha256 = self.sha256.result()
             footer = footer_metadata(
                 self.plan.survey.run_metadata,
                 source=self.source,
                 file_format=self.plan.format.file_format,
                 native_id_format=self.plan.format.native_id_format,
-                checksums=checksums,
+                sha256=sha256,
                 options=self.options.to_dict(),
             )
             counts = self.assembler.finish(footer)
@@ -112,7 +115,7 @@ class RunJob:
             input_bytes=self.source.stat().st_size,
             output_bytes=_size(self.output),
             seconds=time.perf_counter() - self.started,
-            input_sha256=checksums["sha256"],
+            input_sha256=sha256,
             members=members,
         )
 

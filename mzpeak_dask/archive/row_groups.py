@@ -50,29 +50,35 @@ class RowGroupWriter:
         self._tables.append(table)
         self._rows += table.num_rows
         self._weight += int(self.weights(table).sum())
-        while self._weight >= self.target:
-            self._flush_one()
+        if self._weight >= self.target:
+            self._flush()
 
     def close(self) -> None:
-        while self._rows:
-            self._flush_one(final=True)
+        if self._rows:
+            self._flush(final=True)
 
-    def _flush_one(self, final: bool = False) -> None:
+    def _flush(self, final: bool = False) -> None:
+        """Write every complete row group in the buffer (all of it when ``final``)."""
         buffered = pa.concat_tables(self._tables)
         index = pc.struct_field(buffered.column(self.index_path[0]), self.index_path[1])
         index = index.to_numpy()
         weight = np.cumsum(self.weights(buffered))
         # item boundaries: row positions where a new item starts, plus the end
-        boundaries = np.flatnonzero(np.diff(index)) + 1
-        boundaries = np.append(boundaries, len(index))
-        if final and weight[-1] < self.target:
-            cut = len(index)
-        else:
-            fits = boundaries[weight[boundaries - 1] <= self.target]
-            cut = int(fits[-1]) if len(fits) else int(boundaries[0])
-        self.writer.write_table(buffered.slice(0, cut), row_group_size=cut)
-        self.row_groups += 1
-        rest = buffered.slice(cut)
+        boundaries = np.append(np.flatnonzero(index[1:] != index[:-1]) + 1, len(index))
+        ends = weight[boundaries - 1]  # cumulative weight at each boundary
+        start, consumed = 0, 0
+        while start < len(index):
+            budget = consumed + self.target
+            if not final and weight[-1] - consumed < self.target:
+                break
+            last = int(np.searchsorted(ends, budget, side="right")) - 1
+            first_after = int(np.searchsorted(boundaries, start, side="right"))
+            cut = int(boundaries[max(last, first_after)])
+            self.writer.write_table(buffered.slice(start, cut - start),
+                                    row_group_size=cut - start)
+            self.row_groups += 1
+            start, consumed = cut, int(weight[cut - 1])
+        rest = buffered.slice(start)
         self._tables = [rest] if rest.num_rows else []
         self._rows = rest.num_rows
-        self._weight = int(weight[-1] - weight[cut - 1])
+        self._weight = int(weight[-1] - consumed) if len(index) else 0

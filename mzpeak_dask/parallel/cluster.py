@@ -10,6 +10,7 @@ from typing import Any
 
 from ..errors import ClusterError
 from ..options import ClusterOptions
+from .worker_env import shell_exports, worker_settings
 
 log = logging.getLogger(__name__)
 
@@ -23,6 +24,8 @@ def slurm_cluster(options: ClusterOptions) -> Any:
             "--cluster slurm needs dask-jobqueue (pip install 'mzpeak-dask[jobqueue]')"
         ) from None
     settings = dict(options.slurm)
+    settings["job_script_prologue"] = [*settings.get("job_script_prologue", []),
+                                       *shell_exports()]
     settings.setdefault("cores", 1)
     settings.setdefault("memory", "4GB")
     settings.setdefault("processes", settings["cores"])
@@ -56,13 +59,14 @@ def start_client(options: ClusterOptions) -> Iterator[Any]:
                 cluster = slurm_cluster(options)
                 cluster.scale(jobs=options.workers or 1)
             else:
-                cluster = LocalCluster(
-                    n_workers=options.worker_count(),
-                    threads_per_worker=options.threads_per_worker,
-                    processes=True,
-                    memory_limit=options.memory_limit,
-                    dashboard_address=":0" if options.dashboard else None,
-                )
+                with worker_settings():
+                    cluster = LocalCluster(
+                        n_workers=options.worker_count(),
+                        threads_per_worker=options.threads_per_worker,
+                        processes=True,
+                        memory_limit=options.memory_limit,
+                        dashboard_address=":0" if options.dashboard else None,
+                    )
             client = Client(cluster)
     except (OSError, TimeoutError) as exc:
         if cluster is not None:

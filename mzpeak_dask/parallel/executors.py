@@ -7,13 +7,16 @@ a plain in-process run.
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import logging
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 from ..errors import ClusterError
 from ..options import ClusterOptions
+from . import handoff
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +35,16 @@ class InlineExecutor:
 
     dashboard_link = None
     worker_threads = 1
+
+    def handoff_folder(self, staging: Path) -> str | None:
+        return None
+
+    def background(self, fn: Callable, *args: Any) -> Any:
+        """A thread beside the conversion (hashing releases the GIL)."""
+        pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
+        future = pool.submit(fn, *args)
+        pool.shutdown(wait=False)
+        return future
 
     def submit(self, tag: Any, fn: Callable, *args: Any) -> Task:
         try:
@@ -65,6 +78,14 @@ class DaskExecutor:
         self.client = client
         self._completed = as_completed([], with_results=False)
         self._done: list[Any] = []
+        self._visible: dict[Path, bool] = {}
+
+    def handoff_folder(self, staging: Path) -> str | None:
+        """``staging`` when every worker can see it (results then travel through files)."""
+        parent = staging.parent
+        if parent not in self._visible:
+            self._visible[parent] = handoff.visible_to_workers(self.client, staging)
+        return str(staging) if self._visible[parent] else None
 
     @property
     def dashboard_link(self) -> str | None:
@@ -77,6 +98,10 @@ class DaskExecutor:
         with contextlib.suppress(Exception):
             return max(1, sum(self.client.nthreads().values()))
         return 1
+
+    def background(self, fn: Callable, *args: Any) -> Any:
+        """A cluster task outside the partition window (its future has ``.result()``)."""
+        return self.client.submit(fn, *args, pure=False, priority=-1)
 
     def submit(self, tag: Any, fn: Callable, *args: Any) -> Task:
         future = self.client.submit(fn, *args, pure=False)

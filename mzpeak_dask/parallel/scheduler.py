@@ -12,6 +12,7 @@ the whole call), and a failed run leaves nothing at its output.
 from __future__ import annotations
 
 import logging
+import os
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +22,7 @@ from ..convert import ConversionResult, Progress, RunJob
 from ..encode import encode_partition
 from ..errors import ClusterError, MzPeakDaskError
 from ..options import ClusterOptions, ConvertOptions
+from . import handoff
 from .executors import Task, open_executor
 
 log = logging.getLogger(__name__)
@@ -29,6 +31,7 @@ log = logging.getLogger(__name__)
 @dataclass
 class _Active:
     job: RunJob
+    handoff: str | None = None  # folder results come back through, when workers see it
     next_partition: int = 0
     buffer: dict[int, Any] = field(default_factory=dict)
     tasks: list[Task] = field(default_factory=list)
@@ -99,24 +102,26 @@ class Coordinator:
         while pending and (not self.active or all(a.submitted_all for a in self.active)):
             number, (source, output) = pending.popleft()
             try:
-                job = RunJob(source, output, self.options)
+                job = RunJob(source, output, self.options, self.executor.background)
             except MzPeakDaskError as exc:
                 if self.fail_fast:
                     raise
                 results[number] = exc
                 continue
             job.number = number  # type: ignore[attr-defined]
-            self.active.append(_Active(job))
+            self.active.append(_Active(job, self.executor.handoff_folder(job.staging.path)))
             self._maybe_finish(self.active[-1], results)
 
     def _fill_window(self) -> None:
         for active in self.active:
             while not active.submitted_all and self.outstanding < self.window:
                 n = active.next_partition
-                partition = active.job.plan.partitions[n]
-                task = self.executor.submit(
-                    (active, n), encode_partition, partition, active.job.plan.spec
-                )
+                args = (encode_partition, active.job.plan.partitions[n], active.job.plan.spec)
+                if active.handoff:
+                    task = self.executor.submit((active, n), handoff.call_to_file,
+                                                active.handoff, *args)
+                else:
+                    task = self.executor.submit((active, n), *args)
                 active.tasks.append(task)
                 active.next_partition += 1
                 self.outstanding += 1
@@ -125,7 +130,11 @@ class Coordinator:
         active, n = task.tag
         active.tasks.remove(task)
         try:
-            active.buffer[n] = self.executor.result(task)
+            result = self.executor.result(task)
+            if active.handoff:
+                path, result = result, handoff.load(result)
+                os.unlink(path)  # the memory map keeps the data until it is written
+            active.buffer[n] = result
         except BaseException as exc:
             if isinstance(exc, KeyboardInterrupt):
                 raise

@@ -89,10 +89,16 @@ def _list_end(text: bytes | mmap.mmap, kind: str, after: int) -> int:
 
 
 def _header_stop(text: bytes | mmap.mmap) -> int:
-    """Where the run's content starts: the first list start tag, or ``</run>``."""
-    candidates = [text.find(t) for t in (*_LIST_START.values(), b"</run>")]
-    found = [c for c in candidates if c >= 0]
-    return min(found) if found else len(text)
+    """Where the run's content starts: the first list start tag, or ``</run>``.
+
+    Each tag is searched only as far as an earlier find, so a large file is not scanned to
+    its end when the spectrum list starts near the top."""
+    stop = len(text)
+    for tag in (_LIST_START[SPECTRA], _LIST_START[CHROMATOGRAMS], b"</run>"):
+        at = text.find(tag, 0, stop)
+        if at >= 0:
+            stop = at
+    return stop
 
 
 def _closing(prefix: bytes) -> bytes:
@@ -133,7 +139,7 @@ class MzMLFormat(InputFormat):
             end = _list_end(data, kind, int(starts[-1]) if len(starts) else header_stop)
             offsets[kind] = np.append(starts, end).astype(np.int64)
         list_tags = bytes(data[header_stop : header_stop + 512])
-        chrom_start = data.find(_LIST_START[CHROMATOGRAMS], header_stop)
+        chrom_start = data.find(_LIST_START[CHROMATOGRAMS], int(offsets[SPECTRA][-1]))
         if chrom_start >= 0:
             list_tags += bytes(data[chrom_start : chrom_start + 512])
         meta = run_metadata_from_xml(prefix + _closing(prefix), list_tags)

@@ -7,7 +7,6 @@ from __future__ import annotations
 import copy
 import hashlib
 import os
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -19,34 +18,14 @@ SOFTWARE_ID = "mzpeak_dask"
 PROCESSING_ID = "mzpeak_dask_conversion"
 
 
-class Checksums:
-    """SHA-1 and SHA-256 of a file, computed in a background thread (hashlib releases the GIL)
-    while the conversion runs."""
-
-    def __init__(self, path: str | os.PathLike):
-        self.path = path
-        self._result: dict[str, str] = {}
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, name="checksums", daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        sha1, sha256 = hashlib.sha1(), hashlib.sha256()
-        try:
-            with open(self.path, "rb") as f:
-                while block := f.read(1 << 22):
-                    sha1.update(block)
-                    sha256.update(block)
-        except BaseException as exc:  # reported by result()
-            self._error = exc
-            return
-        self._result = {"sha1": sha1.hexdigest(), "sha256": sha256.hexdigest()}
-
-    def result(self) -> dict[str, str]:
-        self._thread.join()
-        if self._error is not None:
-            raise self._error
-        return self._result
+def file_sha256(path: str | os.PathLike) -> str:
+    """SHA-256 of a file (it identifies the converted input; mzML's traditional SHA-1 is not
+    computed, to read the file once). Runs on a worker, beside the conversion."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(1 << 22):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def footer_metadata(
@@ -55,16 +34,12 @@ def footer_metadata(
     source: Path,
     file_format: Param,
     native_id_format: Param | None,
-    checksums: dict[str, str],
+    sha256: str,
     options: dict[str, Any],
 ) -> dict[str, Any]:
     """The six file-level JSON objects, with this conversion recorded."""
     footer = copy.deepcopy(meta.footer())
-    params = [
-        Param("SHA-1", V.SHA1, checksums["sha1"]),
-        Param("SHA-256", V.SHA256, checksums["sha256"]),
-        file_format,
-    ]
+    params = [Param("SHA-256", V.SHA256, sha256), file_format]
     if native_id_format is not None:
         params.append(native_id_format)
     sources = footer["file_description"].setdefault("source_files", [])

@@ -1,0 +1,38 @@
+"""Environment and Dask settings for the worker processes this package starts.
+
+Dask's nanny starts workers with ``MALLOC_TRIM_THRESHOLD_=65536``. Setting that variable also
+freezes glibc's mmap threshold at 128 KiB, so every large numpy array becomes an mmap/munmap
+pair with fresh page faults: encoding runs about 1.45x slower (measured: 5.30 s against 3.60 s
+for the same partitions). Raising ``MALLOC_MMAP_THRESHOLD_`` alongside keeps the trimming and
+restores the speed (3.66 s). Dask's statistical profiler is turned off in workers as well: it
+samples the worker's stacks every 10 ms, which costs the GIL in a CPU-bound task.
+
+For workers started elsewhere (``--scheduler``), put the same variables in their environment.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+WORKER_ENVIRON = {"MALLOC_MMAP_THRESHOLD_": str(32 << 20)}
+WORKER_CONFIG = {"distributed.worker.profile.enabled": False}
+
+
+def shell_exports() -> list[str]:
+    """The same settings as ``export`` lines, for batch-job prologues."""
+    lines = [f"export {k}={v}" for k, v in WORKER_ENVIRON.items()]
+    lines.append("export DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED=False")
+    return lines
+
+
+@contextlib.contextmanager
+def worker_settings() -> Iterator[None]:
+    """Dask config under which workers spawned now get :data:`WORKER_ENVIRON`."""
+    import dask
+
+    environ: dict[str, Any] = dict(dask.config.get("distributed.nanny.pre-spawn-environ", {}))
+    environ.update(WORKER_ENVIRON)
+    with dask.config.set({"distributed.nanny.pre-spawn-environ": environ, **WORKER_CONFIG}):
+        yield
