@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 import traceback
 from pathlib import Path
@@ -27,35 +28,61 @@ def _add_convert_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--layout", choices=["point", "chunked"])
     g.add_argument("--chunk-encoding", choices=["delta", "basic", "numpress"])
     g.add_argument("--chunk-width", type=float, help="chunk width in main-axis units (m/z, min)")
-    g.add_argument("--numpress-intensity", choices=["slof", "pic"],
-                   help="store intensities with an MS-Numpress transform (lossy)")
-    g.add_argument("--peaks", action="store_const", const=True,
-                   help="also store centroid peak lists in spectra_peaks.parquet")
-    g.add_argument("--no-strip-zero-runs", dest="strip_zero_runs", action="store_const",
-                   const=False, help="keep runs of zero intensities")
-    g.add_argument("--no-null-marking", dest="null_marking", action="store_const", const=False,
-                   help="store zero-intensity points as values instead of nulls")
+    g.add_argument(
+        "--numpress-intensity",
+        choices=["slof", "pic"],
+        help="store intensities with an MS-Numpress transform (lossy)",
+    )
+    g.add_argument(
+        "--peaks",
+        action="store_const",
+        const=True,
+        help="also store centroid peak lists in spectra_peaks.parquet",
+    )
+    g.add_argument(
+        "--no-strip-zero-runs",
+        dest="strip_zero_runs",
+        action="store_const",
+        const=False,
+        help="keep runs of zero intensities",
+    )
+    g.add_argument(
+        "--no-null-marking",
+        dest="null_marking",
+        action="store_const",
+        const=False,
+        help="store zero-intensity points as values instead of nulls",
+    )
     g.add_argument("--compression", choices=["zstd", "snappy", "gzip", "lz4", "brotli", "none"])
     g.add_argument("--compression-level", type=int)
     g.add_argument("--data-page-size", type=int, help="Parquet data page size in bytes")
     g.add_argument("--row-group-points", type=int, help="points per row group")
     g.add_argument("--partition-bytes", type=int, help="input bytes per worker task")
     g.add_argument("--partition-items", type=int, help="spectra per worker task (at most)")
-    g.add_argument("--unpacked", action="store_const", const=True,
-                   help="write the directory form instead of a ZIP")
-    g.add_argument("--overwrite", action="store_const", const=True,
-                   help="replace existing outputs")
+    g.add_argument(
+        "--unpacked",
+        action="store_const",
+        const=True,
+        help="write the directory form instead of a ZIP",
+    )
+    g.add_argument("--overwrite", action="store_const", const=True, help="replace existing outputs")
 
 
 def _add_cluster_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("cluster")
-    g.add_argument("--workers", type=int, help="local worker processes (default: CPU cores); "
-                   "SLURM jobs with --cluster slurm")
+    g.add_argument(
+        "--workers",
+        type=int,
+        help="local worker processes (default: CPU cores); SLURM jobs with --cluster slurm",
+    )
     g.add_argument("--threads-per-worker", type=int)
     g.add_argument("--memory-limit", help="per local worker, e.g. 4GB (default: auto)")
     g.add_argument("--scheduler", help="address of a running Dask scheduler (tcp://HOST:PORT)")
-    g.add_argument("--cluster", choices=["local", "slurm", "inline"],
-                   help="local: embedded LocalCluster; slurm: dask-jobqueue; inline: no Dask")
+    g.add_argument(
+        "--cluster",
+        choices=["local", "slurm", "inline"],
+        help="local: embedded LocalCluster; slurm: dask-jobqueue; inline: no Dask",
+    )
     g.add_argument("--window", type=int, help="partitions in flight (bounds memory)")
     g.add_argument("--no-dashboard", dest="dashboard", action="store_const", const=False)
 
@@ -73,12 +100,14 @@ def _picked(args: argparse.Namespace, cls: type) -> dict[str, Any]:
 
 def _options(args: argparse.Namespace) -> tuple[ConvertOptions, ClusterOptions]:
     config = load_config(args.config)
-    return (resolve(ConvertOptions, config, _picked(args, ConvertOptions)),
-            resolve(ClusterOptions, config, _picked(args, ClusterOptions)))
+    return (
+        resolve(ConvertOptions, config, _picked(args, ConvertOptions)),
+        resolve(ClusterOptions, config, _picked(args, ClusterOptions)),
+    )
 
 
 def cmd_convert(args: argparse.Namespace) -> int:
-    from .convert import convert_many
+    from .convert import archive_names, convert_many
     from .parallel.progress import ProgressReporter
 
     options, cluster = _options(args)
@@ -88,13 +117,15 @@ def cmd_convert(args: argparse.Namespace) -> int:
         jobs = [(inputs[0], output)]
     else:
         if not output.is_dir():
-            raise MzPeakDaskError(f"{output}: with several inputs, OUTPUT must be an existing "
-                                  "directory")
-        jobs = [(i, output / (_stem(i) + ".mzpeak")) for i in inputs]
+            raise MzPeakDaskError(
+                f"{output}: with several inputs, OUTPUT must be an existing directory"
+            )
+        jobs = [(i, output / name) for i, name in zip(inputs, archive_names(inputs), strict=True)]
     progress = None if args.quiet else ProgressReporter(len(jobs))
     try:
-        results = convert_many(jobs, options, cluster=cluster, progress=progress,
-                               fail_fast=len(jobs) == 1)
+        results = convert_many(
+            jobs, options, cluster=cluster, progress=progress, fail_fast=len(jobs) == 1
+        )
     finally:
         if progress:
             progress.close()
@@ -106,18 +137,13 @@ def cmd_convert(args: argparse.Namespace) -> int:
         elif args.json:
             print(json.dumps(result.to_dict()))
         elif not args.quiet:
-            print(f"{result.input} -> {result.output}: {result.spectra:,} spectra, "
-                  f"{result.points:,} points, {result.output_bytes:,} bytes "
-                  f"({result.output_bytes / max(result.input_bytes, 1):.2f}x input) "
-                  f"in {result.seconds:.1f} s")
+            print(
+                f"{result.input} -> {result.output}: {result.spectra:,} spectra, "
+                f"{result.points:,} points, {result.output_bytes:,} bytes "
+                f"({result.output_bytes / max(result.input_bytes, 1):.2f}x input) "
+                f"in {result.seconds:.1f} s"
+            )
     return EXIT_FAILED if failed else 0
-
-
-def _stem(path: Path) -> str:
-    name = path.name
-    for suffix in (".gz", ".bz2"):
-        name = name.removesuffix(suffix)
-    return Path(name).stem
 
 
 def cmd_info(args: argparse.Namespace) -> int:
@@ -155,8 +181,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     _common(p)
     p.set_defaults(func=cmd_info)
-    p = sub.add_parser("cluster-script", help="print the SLURM batch script --cluster slurm "
-                       "would submit")
+    p = sub.add_parser(
+        "cluster-script", help="print the SLURM batch script --cluster slurm would submit"
+    )
     _add_cluster_options(p)
     _common(p)
     p.set_defaults(func=cmd_cluster_script)
@@ -166,8 +193,12 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
-                        format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
+    if not args.verbose:  # Dask logs its lifecycle at INFO (read when distributed is imported)
+        os.environ.setdefault("DASK_LOGGING__DISTRIBUTED", "error")
     try:
         return args.func(args)
     except MzPeakDaskError as exc:
@@ -181,8 +212,10 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # a bug, not bad input: still one line unless --verbose
         if args.verbose:
             traceback.print_exc()
-        print(f"error: internal error {type(exc).__name__}: {exc} (rerun with --verbose)",
-              file=sys.stderr)
+        print(
+            f"error: internal error {type(exc).__name__}: {exc} (rerun with --verbose)",
+            file=sys.stderr,
+        )
         return EXIT_FAILED
 
 

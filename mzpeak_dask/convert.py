@@ -60,8 +60,9 @@ def check_input(source: Path) -> None:
 class RunJob:
     """One run's conversion state on the coordinator, fed encoded partitions in order."""
 
-    def __init__(self, source: Path, output: Path, options: ConvertOptions,
-                 background: Callable[..., Any]):
+    def __init__(
+        self, source: Path, output: Path, options: ConvertOptions, background: Callable[..., Any]
+    ):
         """``background(fn, *args)`` runs ``fn`` beside the conversion and returns a future
         (a cluster task, or a thread for inline runs)."""
         self.source, self.output, self.options = source, output, options
@@ -95,7 +96,7 @@ class RunJob:
                 file_format=self.plan.format.file_format,
                 native_id_format=self.plan.format.native_id_format,
                 sha256=sha256,
-                options=self.options.to_dict(),
+                options=self.options.content_options(),
             )
             counts = self.assembler.finish(footer)
             members = dict(self.container.members)
@@ -126,6 +127,22 @@ class RunJob:
         if self.container is not None:
             self.container.abort()
         self.staging.cleanup()
+
+
+def _stem(path: Path) -> str:
+    name = path.name
+    for suffix in (".gz", ".bz2"):
+        name = name.removesuffix(suffix)
+    return Path(name).stem
+
+
+def archive_names(inputs: list[Path]) -> list[str]:
+    """``<name>.mzpeak`` for each input; inputs of the same folder that would share a name
+    (``run.mzML`` beside ``run.mgf``) keep their whole file name (``run.mgf.mzpeak``)."""
+    keys = [(p.parent, _stem(p)) for p in inputs]
+    return [
+        f"{p.name if keys.count(k) > 1 else k[1]}.mzpeak" for p, k in zip(inputs, keys, strict=True)
+    ]
 
 
 def _size(path: Path) -> int:

@@ -123,8 +123,9 @@ def prepare_signal(
                 n = int(keep.sum())
         if options.null_marking:
             main_values = columns[schema.main.name]
-            marked = verified_null_mask(main_values, intensity, np.asarray(model),
-                                        options.null_marking_ppm)
+            marked = verified_null_mask(
+                main_values, intensity, np.asarray(model), options.null_marking_ppm
+            )
             valid = ~marked if marked.any() else None
     return PreparedSignal(index, columns, valid, n, profile, model), auxiliary
 

@@ -84,6 +84,12 @@ class ConvertOptions(_Options):
         if not self.chunk_width > 0:
             raise OptionsError("chunk_width must be positive")
 
+    def content_options(self) -> dict[str, Any]:
+        """The options that shape the archive's content (recorded in its data processing);
+        how the work was split and where it was written do not."""
+        skip = {"partition_bytes", "partition_items", "overwrite", "unpacked"}
+        return {k: v for k, v in self.to_dict().items() if k not in skip}
+
     @property
     def lossy(self) -> bool:
         return self.chunk_encoding == "numpress" or self.numpress_intensity is not None

@@ -40,16 +40,21 @@ def _mzml_precursors(info: dict) -> list[dict]:
         ion = ions[0] if ions else {}
         window = prec.get("isolationWindow") or {}
         activation = prec.get("activation") or {}
-        out.append({
-            "mz": ion.get("selected ion m/z"),
-            "charge": ion.get("charge state"),
-            "target": window.get("isolation window target m/z"),
-            "lower": window.get("isolation window lower offset"),
-            "upper": window.get("isolation window upper offset"),
-            "activation": {getattr(k, "accession", None) or str(k) for k in activation
-                           if k != "collision energy"},
-            "collision_energy": activation.get("collision energy"),
-        })
+        out.append(
+            {
+                "mz": ion.get("selected ion m/z"),
+                "charge": ion.get("charge state"),
+                "target": window.get("isolation window target m/z"),
+                "lower": window.get("isolation window lower offset"),
+                "upper": window.get("isolation window upper offset"),
+                "activation": {
+                    getattr(k, "accession", None) or str(k)
+                    for k in activation
+                    if k != "collision energy"
+                },
+                "collision_energy": activation.get("collision energy"),
+            }
+        )
     return out
 
 
@@ -60,8 +65,13 @@ def _arrays(info: dict) -> dict[str, np.ndarray]:
 def _mzml_spectrum(info: dict) -> dict[str, Any]:
     scans = (info.get("scanList") or {}).get("scan", [{}])
     polarity = 1 if "positive scan" in info else -1 if "negative scan" in info else None
-    representation = ("MS:1000127" if "centroid spectrum" in info else
-                      "MS:1000128" if "profile spectrum" in info else None)
+    representation = (
+        "MS:1000127"
+        if "centroid spectrum" in info
+        else "MS:1000128"
+        if "profile spectrum" in info
+        else None
+    )
     return {
         "id": info["id"],
         "ms_level": info.get("ms level"),
@@ -78,17 +88,26 @@ def _mzxml_spectrum(info: dict) -> dict[str, Any]:
     precursors = []
     for p in info.get("precursorMz", []):
         half = p.get("windowWideness") / 2 if p.get("windowWideness") is not None else None
-        precursors.append({"mz": p["precursorMz"], "charge": p.get("precursorCharge"),
-                           "target": p["precursorMz"], "lower": half, "upper": half,
-                           "activation": None, "collision_energy": info.get("collisionEnergy")})
+        precursors.append(
+            {
+                "mz": p["precursorMz"],
+                "charge": p.get("precursorCharge"),
+                "target": p["precursorMz"],
+                "lower": half,
+                "upper": half,
+                "activation": None,
+                "collision_energy": info.get("collisionEnergy"),
+            }
+        )
     centroided = info.get("centroided")
     return {
         "id": str(info["num"]),
         "ms_level": info.get("msLevel"),
         "time": info.get("retentionTime"),
         "polarity": {"+": 1, "-": -1}.get(info.get("polarity")),
-        "representation": None if centroided is None else
-        ("MS:1000127" if centroided else "MS:1000128"),
+        "representation": None
+        if centroided is None
+        else ("MS:1000127" if centroided else "MS:1000128"),
         "precursors": precursors,
         "arrays": _arrays(info),
         "profile": centroided is False,
@@ -107,9 +126,19 @@ def _mgf_spectrum(info: dict, position: int) -> dict[str, Any]:
         "time": None if rt is None else float(rt) / 60.0,
         "polarity": None,
         "representation": "MS:1000127",
-        "precursors": [{"mz": pepmass[0], "charge": int(charges[0]) if charges[0] else None,
-                        "target": None, "lower": None, "upper": None, "activation": None,
-                        "collision_energy": None}] if pepmass[0] is not None else [],
+        "precursors": [
+            {
+                "mz": pepmass[0],
+                "charge": int(charges[0]) if charges[0] else None,
+                "target": None,
+                "lower": None,
+                "upper": None,
+                "activation": None,
+                "collision_energy": None,
+            }
+        ]
+        if pepmass[0] is not None
+        else [],
         "arrays": arrays,
         "profile": False,
     }

@@ -28,8 +28,9 @@ SMALL = BUNDLED / "small.mzML"
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "mzpeak_dask", *args], capture_output=True,
-                          text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "mzpeak_dask", *args], capture_output=True, text=True, timeout=300
+    )
 
 
 def assert_clean(folder: Path, *keep: Path) -> None:
@@ -61,8 +62,13 @@ def _corrupt_binary(tmp_path: Path, spectrum_index: int, replace) -> Path:
 def test_missing_input(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="no such file"):
         convert(tmp_path / "absent.mzML", tmp_path / "out.mzpeak", cluster=INLINE)
-    result = run_cli("convert", str(tmp_path / "absent.mzML"), str(tmp_path / "out.mzpeak"),
-                     "--cluster", "inline")
+    result = run_cli(
+        "convert",
+        str(tmp_path / "absent.mzML"),
+        str(tmp_path / "out.mzpeak"),
+        "--cluster",
+        "inline",
+    )
     _one_line_error(result, "absent.mzML", "no such file")
     assert_clean(tmp_path)
 
@@ -80,8 +86,11 @@ def test_not_ms_data(tmp_path: Path) -> None:
     path.write_text("these are lab notes, not a mass spectrum\n" * 20)
     with pytest.raises(UnsupportedFormatError, match="not a recognised MS data file"):
         convert(path, tmp_path / "out.mzpeak", cluster=INLINE)
-    _one_line_error(run_cli("convert", str(path), str(tmp_path / "out.mzpeak"), "--cluster",
-                            "inline"), "notes.mzML", "not a recognised MS data file")
+    _one_line_error(
+        run_cli("convert", str(path), str(tmp_path / "out.mzpeak"), "--cluster", "inline"),
+        "notes.mzML",
+        "not a recognised MS data file",
+    )
     assert_clean(tmp_path, path)
 
 
@@ -98,8 +107,11 @@ def test_corrupt_base64_names_the_spectrum(tmp_path: Path) -> None:
     path = _corrupt_binary(tmp_path, 5, lambda b64: b64[:40] + "!*?" + b64[43:])
     with pytest.raises(SpectrumDecodeError, match=r"corrupt\.mzML: spectrum .*scan=6: .*base64"):
         convert(path, tmp_path / "out.mzpeak", cluster=INLINE)
-    _one_line_error(run_cli("convert", str(path), str(tmp_path / "out.mzpeak"), "--cluster",
-                            "inline"), "corrupt.mzML", "scan=6")
+    _one_line_error(
+        run_cli("convert", str(path), str(tmp_path / "out.mzpeak"), "--cluster", "inline"),
+        "corrupt.mzML",
+        "scan=6",
+    )
     assert_clean(tmp_path, path)
 
 
@@ -114,11 +126,17 @@ def test_corrupt_zlib_names_the_spectrum(tmp_path: Path) -> None:
 def test_corrupt_numpress_does_not_abort_the_process(tmp_path: Path) -> None:
     """pynumpress aborts the interpreter on this payload; the converter reports it."""
     path = DATA / "openms" / "FileFilter_39_input_corrupt.mzML"
-    with pytest.raises(SpectrumDecodeError, match=r"FileFilter_39_input_corrupt\.mzML: "
-                                                  r"spectrum spectrum=1: .*numpress"):
+    with pytest.raises(
+        SpectrumDecodeError,
+        match=r"FileFilter_39_input_corrupt\.mzML: "
+        r"spectrum spectrum=1: .*numpress",
+    ):
         convert(path, tmp_path / "out.mzpeak", cluster=INLINE)
-    _one_line_error(run_cli("convert", str(path), str(tmp_path / "out.mzpeak"), "--cluster",
-                            "inline"), "FileFilter_39_input_corrupt.mzML", "spectrum=1")
+    _one_line_error(
+        run_cli("convert", str(path), str(tmp_path / "out.mzpeak"), "--cluster", "inline"),
+        "FileFilter_39_input_corrupt.mzML",
+        "spectrum=1",
+    )
     assert_clean(tmp_path)
 
 
@@ -137,8 +155,10 @@ def test_unwritable_output_location(tmp_path: Path) -> None:
         convert(SMALL, target, cluster=INLINE)
     blocker = tmp_path / "file"
     blocker.write_text("")
-    _one_line_error(run_cli("convert", str(SMALL), str(blocker / "out.mzpeak"), "--cluster",
-                            "inline"), "out.mzpeak")
+    _one_line_error(
+        run_cli("convert", str(SMALL), str(blocker / "out.mzpeak"), "--cluster", "inline"),
+        "out.mzpeak",
+    )
     assert_clean(tmp_path, blocker)
 
 

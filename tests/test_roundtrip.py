@@ -43,8 +43,9 @@ def check_signal(expected: dict[str, np.ndarray], got: dict[str, np.ndarray], wh
         ours = got.get(name, empty)
         if len(values) == len(src_main) and len(ours) == len(got_main):
             values, ours = values[src_nz], ours[got_nz]
-        assert np.array_equal(values.astype(np.float64), ours.astype(np.float64),
-                              equal_nan=True), f"{where}: {name} differs"
+        assert np.array_equal(values.astype(np.float64), ours.astype(np.float64), equal_nan=True), (
+            f"{where}: {name} differs"
+        )
     zeros = got_main[~got_nz]
     if zeros.size:
         src_zeros = np.sort(src_main[~src_nz])
@@ -73,8 +74,9 @@ def check_metadata(expected: dict, spectrum, where: str) -> None:
             assert _close(window["lower_offset"], want["lower"]), f"{where}: lower offset"
             assert _close(window["upper_offset"], want["upper"]), f"{where}: upper offset"
         if want["activation"] is not None:
-            accessions = {p.accession or p.name for p in got.activation
-                          if p.accession != "MS:1000045"}
+            accessions = {
+                p.accession or p.name for p in got.activation if p.accession != "MS:1000045"
+            }
             assert accessions == want["activation"], f"{where}: activation"
         if want["collision_energy"] is not None:
             energy = next(p.value for p in got.activation if p.accession == "MS:1000045")
@@ -98,8 +100,11 @@ def test_round_trip(path: Path, tmp_path: Path) -> None:
             check_metadata(want, spectrum, where)
             check_signal(want["arrays"], spectrum.arrays, where)
         for i, want in enumerate(uv):
-            check_signal(want["arrays"], archive.read_wavelength_spectrum(i).arrays,
-                         f"{path.name} UV spectrum {i}")
+            check_signal(
+                want["arrays"],
+                archive.read_wavelength_spectrum(i).arrays,
+                f"{path.name} UV spectrum {i}",
+            )
         chromatograms = oracle.chromatograms(path, tmp_path)
         assert archive.chromatogram_count == len(chromatograms)
         for i, want in enumerate(chromatograms):
@@ -108,4 +113,5 @@ def test_round_trip(path: Path, tmp_path: Path) -> None:
             for name, values in want["arrays"].items():
                 ours = got.arrays.get(name, np.zeros(0))
                 assert np.array_equal(values.astype(np.float64), ours.astype(np.float64)), (
-                    f"{path.name} chromatogram {i} {name}")
+                    f"{path.name} chromatogram {i} {name}"
+                )

@@ -74,8 +74,7 @@ class RowGroupWriter:
             last = int(np.searchsorted(ends, budget, side="right")) - 1
             first_after = int(np.searchsorted(boundaries, start, side="right"))
             cut = int(boundaries[max(last, first_after)])
-            self.writer.write_table(buffered.slice(start, cut - start),
-                                    row_group_size=cut - start)
+            self.writer.write_table(buffered.slice(start, cut - start), row_group_size=cut - start)
             self.row_groups += 1
             start, consumed = cut, int(weight[cut - 1])
         rest = buffered.slice(start)

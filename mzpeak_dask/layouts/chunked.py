@@ -47,8 +47,12 @@ def _transform_of(column: SignalColumn, options: ConvertOptions) -> str | None:
 def _field_names(schema: SignalSchema, options: ConvertOptions) -> list[tuple[str, str]]:
     """``(field name, role)`` in column order."""
     axis = schema.main.name
-    fields = [(f"{axis}_chunk_start", V.CHUNK_START), (f"{axis}_chunk_end", V.CHUNK_END),
-              (f"{axis}_chunk_values", V.CHUNK_VALUES), ("chunk_encoding", V.CHUNK_ENCODING)]
+    fields = [
+        (f"{axis}_chunk_start", V.CHUNK_START),
+        (f"{axis}_chunk_end", V.CHUNK_END),
+        (f"{axis}_chunk_values", V.CHUNK_VALUES),
+        ("chunk_encoding", V.CHUNK_ENCODING),
+    ]
     for c in schema.columns[1:]:
         transform = _transform_of(c, options)
         if transform is None:
@@ -68,8 +72,13 @@ def struct_type(schema: SignalSchema, options: ConvertOptions) -> pa.StructType:
         if role in (V.CHUNK_START, V.CHUNK_END):
             out.append(pa.field(name, pa.float64(), metadata=field_metadata(schema, main, role)))
         elif role == V.CHUNK_VALUES:
-            out.append(pa.field(name, pa.large_list(pa.field("item", pa.float64())),
-                                metadata=field_metadata(schema, main, role)))
+            out.append(
+                pa.field(
+                    name,
+                    pa.large_list(pa.field("item", pa.float64())),
+                    metadata=field_metadata(schema, main, role),
+                )
+            )
         elif role == V.CHUNK_ENCODING:
             out.append(pa.field(name, pa.string(), metadata=field_metadata(schema, main, role)))
         elif role == V.CHUNK_SECONDARY:
@@ -111,8 +120,9 @@ class _Rows:
     transforms: dict  # field -> list of uint8 buffers
 
 
-def _encode_axis(values: np.ndarray, valid: np.ndarray, encoding: str
-                 ) -> tuple[str, tuple | None, np.ndarray | None]:
+def _encode_axis(
+    values: np.ndarray, valid: np.ndarray, encoding: str
+) -> tuple[str, tuple | None, np.ndarray | None]:
     """One chunk's main axis: (encoding CURIE, (values, valid) or None, numpress bytes)."""
     if encoding == V.NUMPRESS_LINEAR and len(values) > 1:
         return encoding, None, numpress.encode_linear(np.where(valid, values, 0.0))
@@ -123,8 +133,13 @@ def _encode_axis(values: np.ndarray, valid: np.ndarray, encoding: str
     return V.NO_COMPRESSION, (out, out_valid), None
 
 
-def _encode_item(item: PreparedSignal, schema: SignalSchema, options: ConvertOptions,
-                 rows: _Rows, fields: list[tuple[str, str]]) -> None:
+def _encode_item(
+    item: PreparedSignal,
+    schema: SignalSchema,
+    options: ConvertOptions,
+    rows: _Rows,
+    fields: list[tuple[str, str]],
+) -> None:
     main = item.values.get(schema.main.name)
     if main is None or item.length == 0:
         return
@@ -160,8 +175,11 @@ def _encode_item(item: PreparedSignal, schema: SignalSchema, options: ConvertOpt
                 part_valid = valid[a:b] if null_marked else None
                 rows.secondary[name].append(None if part is None else (part, part_valid))
             else:
-                encoded = None if part is None else numpress.ENCODERS[role](
-                    np.where(valid[a:b], part, 0).astype(np.float64))
+                encoded = (
+                    None
+                    if part is None
+                    else numpress.ENCODERS[role](np.where(valid[a:b], part, 0).astype(np.float64))
+                )
                 rows.transforms[name].append(encoded)
 
 
@@ -175,19 +193,30 @@ def _list_array(parts: list, list_type: pa.DataType) -> pa.Array:
     flat = np.concatenate([p[0] for p in present]) if present else np.zeros(0, dtype)
     masks = [np.ones(len(p[0]), bool) if p[1] is None else p[1] for p in present]
     valid = np.concatenate(masks) if masks else np.zeros(0, bool)
-    items = pa.array(flat.astype(dtype, copy=False), type=value_type,
-                     mask=None if valid.all() else ~valid)
+    items = pa.array(
+        flat.astype(dtype, copy=False), type=value_type, mask=None if valid.all() else ~valid
+    )
     row_mask = pa.array([p is None for p in parts], type=pa.bool_())
-    return pa.LargeListArray.from_arrays(pa.array(offsets), items, type=list_type,
-                                         mask=row_mask if any(p is None for p in parts) else None)
+    return pa.LargeListArray.from_arrays(
+        pa.array(offsets),
+        items,
+        type=list_type,
+        mask=row_mask if any(p is None for p in parts) else None,
+    )
 
 
-def encode(schema: SignalSchema, items: list[PreparedSignal], options: ConvertOptions
-           ) -> pa.Table:
+def encode(schema: SignalSchema, items: list[PreparedSignal], options: ConvertOptions) -> pa.Table:
     fields = _field_names(schema, options)
-    rows = _Rows([], [], [], [], [], [], {n: [] for n, r in fields if r == V.CHUNK_SECONDARY},
-                 {n: [] for n, r in fields[4:] if r not in (V.CHUNK_SECONDARY,
-                                                             V.NUMPRESS_LINEAR)})
+    rows = _Rows(
+        [],
+        [],
+        [],
+        [],
+        [],
+        [],
+        {n: [] for n, r in fields if r == V.CHUNK_SECONDARY},
+        {n: [] for n, r in fields[4:] if r not in (V.CHUNK_SECONDARY, V.NUMPRESS_LINEAR)},
+    )
     for item in items:
         _encode_item(item, schema, options, rows, fields)
     stype = struct_type(schema, options)
@@ -195,8 +224,9 @@ def encode(schema: SignalSchema, items: list[PreparedSignal], options: ConvertOp
     axis = schema.main.name
     children[f"{axis}_chunk_start"] = pa.array(rows.start, pa.float64())
     children[f"{axis}_chunk_end"] = pa.array(rows.end, pa.float64())
-    children[f"{axis}_chunk_values"] = _list_array(rows.values, stype.field(
-        f"{axis}_chunk_values").type)
+    children[f"{axis}_chunk_values"] = _list_array(
+        rows.values, stype.field(f"{axis}_chunk_values").type
+    )
     children["chunk_encoding"] = pa.array(rows.encoding, pa.string())
     for name, parts in rows.secondary.items():
         children[name] = _list_array(parts, stype.field(name).type)
@@ -204,8 +234,9 @@ def encode(schema: SignalSchema, items: list[PreparedSignal], options: ConvertOp
         children[name] = _list_array([None if b is None else (b, None) for b in buffers], _BYTES)
     if options.chunk_encoding == "numpress":
         name = f"{axis}_numpress_linear_bytes"
-        children[name] = _list_array([None if b is None else (b, None) for b in rows.numpress],
-                                     _BYTES)
+        children[name] = _list_array(
+            [None if b is None else (b, None) for b in rows.numpress], _BYTES
+        )
     struct = pa.StructArray.from_arrays([children[f.name] for f in stype], fields=list(stype))
     return pa.table({PREFIX: struct})
 
@@ -221,8 +252,14 @@ def row_weights(table: pa.Table) -> np.ndarray:
 
 
 # -- decoding ---------------------------------------------------------------------------------
-def decode_axis(start: float, encoding: str, values: np.ndarray | None, valid: np.ndarray | None,
-                packed: np.ndarray | None, size: int) -> tuple[np.ndarray, np.ndarray]:
+def decode_axis(
+    start: float,
+    encoding: str,
+    values: np.ndarray | None,
+    valid: np.ndarray | None,
+    packed: np.ndarray | None,
+    size: int,
+) -> tuple[np.ndarray, np.ndarray]:
     """One chunk's main axis back to ``(values, valid)`` of length ``size``."""
     if encoding == V.NUMPRESS_LINEAR:
         if packed is None:

@@ -24,13 +24,13 @@ def slurm_cluster(options: ClusterOptions) -> Any:
             "--cluster slurm needs dask-jobqueue (pip install 'mzpeak-dask[jobqueue]')"
         ) from None
     settings = dict(options.slurm)
-    settings["job_script_prologue"] = [*settings.get("job_script_prologue", []),
-                                       *shell_exports()]
+    settings["job_script_prologue"] = [*settings.get("job_script_prologue", []), *shell_exports()]
     settings.setdefault("cores", 1)
     settings.setdefault("memory", "4GB")
     settings.setdefault("processes", settings["cores"])
-    if not options.dashboard:
-        settings.setdefault("scheduler_options", {}).setdefault("dashboard_address", None)
+    scheduler = settings.setdefault("scheduler_options", {})
+    scheduler.setdefault("dashboard_address", ":0")
+    scheduler.setdefault("dashboard", options.dashboard)
     try:
         return SLURMCluster(**settings)
     except TypeError as exc:
@@ -65,7 +65,10 @@ def start_client(options: ClusterOptions) -> Iterator[Any]:
                         threads_per_worker=options.threads_per_worker,
                         processes=True,
                         memory_limit=options.memory_limit,
-                        dashboard_address=":0" if options.dashboard else None,
+                        # a free port either way (the scheduler's HTTP endpoints use it
+                        # even without the dashboard); the dashboard itself only on request
+                        dashboard_address=":0",
+                        scheduler_kwargs={"dashboard": options.dashboard},
                     )
             client = Client(cluster)
     except (OSError, TimeoutError) as exc:

@@ -25,6 +25,12 @@ class ProgressReporter:
         self._last_log: dict[str, float] = {}
         self.started = time.monotonic()
 
+    def announce(self, message: str) -> None:
+        """A one-off line, e.g. the dashboard address (terminals only: logs stay terse)."""
+        if self.tty:
+            self.stream.write(message + "\n")
+            self.stream.flush()
+
     def __call__(self, source: str, done: int, total: int) -> None:
         if source in self.finished:
             return
@@ -53,8 +59,10 @@ class ProgressReporter:
             return
         self._last_log[source] = now
         state = "done" if done >= total else "converting"
-        self.stream.write(f"{state} {source}: {done:,}/{total:,} items "
-                          f"({len(self.finished)}/{self.files} files finished)\n")
+        self.stream.write(
+            f"{state} {source}: {done:,}/{total:,} items "
+            f"({len(self.finished)}/{self.files} files finished)\n"
+        )
         self.stream.flush()
 
     def close(self) -> None:

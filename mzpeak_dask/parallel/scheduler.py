@@ -118,8 +118,9 @@ class Coordinator:
                 n = active.next_partition
                 args = (encode_partition, active.job.plan.partitions[n], active.job.plan.spec)
                 if active.handoff:
-                    task = self.executor.submit((active, n), handoff.call_to_file,
-                                                active.handoff, *args)
+                    task = self.executor.submit(
+                        (active, n), handoff.call_to_file, active.handoff, *args
+                    )
                 else:
                     task = self.executor.submit((active, n), *args)
                 active.tasks.append(task)
@@ -194,4 +195,7 @@ def run_jobs(
     with open_executor(cluster, client) as executor:
         if executor.dashboard_link:
             log.info("Dask dashboard: %s", executor.dashboard_link)
+            announce = getattr(progress, "announce", None)
+            if announce is not None:
+                announce(f"Dask dashboard: {executor.dashboard_link}")
         return Coordinator(executor, options, cluster, progress, fail_fast).run(jobs)

@@ -47,8 +47,11 @@ class _Entity:
             table = table.sort_by("index")
             self.tables[main_table] = table
         self.main = table if table is not None else pa.table({"index": pa.array([], pa.uint64())})
-        self.ids = [str(x) for x in self.main.column("id").to_pylist()] \
-            if "id" in self.main.column_names else []
+        self.ids = (
+            [str(x) for x in self.main.column("id").to_pylist()]
+            if "id" in self.main.column_names
+            else []
+        )
         self._by_id: dict[str, int] | None = None
 
     def __len__(self) -> int:
@@ -66,8 +69,11 @@ class _Entity:
 
     def column(self, accession_or_name: str) -> list | None:
         names = self.main.column_names
-        name = accession_or_name if accession_or_name in names else \
-            find_column(names, accession_or_name)
+        name = (
+            accession_or_name
+            if accession_or_name in names
+            else find_column(names, accession_or_name)
+        )
         return None if name is None else self.main.column(name).to_pylist()
 
     @cached_property
@@ -98,8 +104,10 @@ class MzPeakArchive:
         self.storage = ArchiveStorage(self.path)
         entries, self.index_metadata = self.storage.index()
         self._members = {(e.entity_type, e.data_kind): e.name for e in entries}
-        if self.member(V.SPECTRUM, V.METADATA) is None and self.member(
-                V.CHROMATOGRAM, V.METADATA) is None:
+        if (
+            self.member(V.SPECTRUM, V.METADATA) is None
+            and self.member(V.CHROMATOGRAM, V.METADATA) is None
+        ):
             raise ArchiveError(f"{self.path}: no spectrum or chromatogram metadata member")
         self._spectra = _Entity(self, V.SPECTRUM, "spectrum")
         index = self._spectra.main.column("index").to_numpy() if len(self._spectra) else []
@@ -197,8 +205,9 @@ class MzPeakArchive:
         reference prototype writer does that (format doc 9 #10); the specification and this
         package write offsets."""
         for software in self.file_metadata.get("software_list", []):
-            texts = [str(software.get("id"))] + [str(p.get("value")) for p in
-                                                 software.get("parameters", [])]
+            texts = [str(software.get("id"))] + [
+                str(p.get("value")) for p in software.get("parameters", [])
+            ]
             if any(t.startswith("mzpeak_prototyping") for t in texts):
                 return True
         return False
@@ -207,8 +216,10 @@ class MzPeakArchive:
         rows = self._precursor_rows.get(i, [])
         ions = self._selected_ions.get(i, [])
         if len(ions) == len(rows):  # one ion per precursor, in order (the usual case, SPS too)
-            return [precursor_from_rows(row, [ion], self._window_bounds)
-                    for row, ion in zip(rows, ions, strict=True)]
+            return [
+                precursor_from_rows(row, [ion], self._window_bounds)
+                for row, ion in zip(rows, ions, strict=True)
+            ]
         out = []
         for row in rows:
             mine = [ion for ion in ions if ion.get("precursor_index") == row.get("precursor_index")]
@@ -237,8 +248,11 @@ class MzPeakArchive:
         return _Entity(self, V.WAVELENGTH_SPECTRUM, "spectrum")
 
     def _entity(self, entity: str) -> _Entity:
-        return {V.SPECTRUM: self._spectra, V.CHROMATOGRAM: self._chromatograms,
-                V.WAVELENGTH_SPECTRUM: self._wavelength}[entity]
+        return {
+            V.SPECTRUM: self._spectra,
+            V.CHROMATOGRAM: self._chromatograms,
+            V.WAVELENGTH_SPECTRUM: self._wavelength,
+        }[entity]
 
     @property
     def chromatograms(self) -> pa.Table:
@@ -254,8 +268,13 @@ class MzPeakArchive:
             raise IndexError(f"chromatogram index {i} out of range")
         row = entity.row(i)
         arrays = entity.signal.read(i, None) if entity.signal else {}
-        return Chromatogram(index=i, id=str(row.get("id")), arrays=arrays, params=row_params(row),
-                            chromatogram_type=_value(row, V.CHROMATOGRAM_TYPE))
+        return Chromatogram(
+            index=i,
+            id=str(row.get("id")),
+            arrays=arrays,
+            params=row_params(row),
+            chromatogram_type=_value(row, V.CHROMATOGRAM_TYPE),
+        )
 
     @property
     def wavelength_spectrum_count(self) -> int:
@@ -265,8 +284,14 @@ class MzPeakArchive:
         entity = self._wavelength
         row = entity.row(i)
         arrays = entity.signal.read(i, None) if entity.signal else {}
-        return Spectrum(index=i, id=str(row.get("id")), ms_level=None, time=row.get("time"),
-                        arrays=arrays, params=row_params(row))
+        return Spectrum(
+            index=i,
+            id=str(row.get("id")),
+            ms_level=None,
+            time=row.get("time"),
+            arrays=arrays,
+            params=row_params(row),
+        )
 
     # -- lifecycle --------------------------------------------------------------------------------
     def close(self) -> None:
@@ -292,8 +317,9 @@ def _ms_level(row: dict[str, Any]) -> int | None:
     return None if value is None else int(value)
 
 
-def precursor_from_rows(row: dict[str, Any], ions: list[dict[str, Any]],
-                        bounds: bool = False) -> Precursor:
+def precursor_from_rows(
+    row: dict[str, Any], ions: list[dict[str, Any]], bounds: bool = False
+) -> Precursor:
     window_row = row.get("isolation_window") or {}
     window = {
         "target": _value(window_row, V.ISOLATION_WINDOW_TARGET_MZ),
@@ -304,14 +330,21 @@ def precursor_from_rows(row: dict[str, Any], ions: list[dict[str, Any]],
     if bounds:
         _absolute_bounds_to_offsets(window)
     activation = params_from_rows((row.get("activation") or {}).get("parameters"))
-    selected = [{"mz": _value(ion, V.SELECTED_ION_MZ), "charge": _value(ion, V.CHARGE_STATE),
-                 "intensity": _value(ion, V.PEAK_INTENSITY),
-                 "ion_mobility": ion.get("ion_mobility_value", ion.get("ion_mobility")),
-                 "ion_mobility_type": ion.get("ion_mobility_type"),
-                 "params": row_params(ion)} for ion in ions]
+    selected = [
+        {
+            "mz": _value(ion, V.SELECTED_ION_MZ),
+            "charge": _value(ion, V.CHARGE_STATE),
+            "intensity": _value(ion, V.PEAK_INTENSITY),
+            "ion_mobility": ion.get("ion_mobility_value", ion.get("ion_mobility")),
+            "ion_mobility_type": ion.get("ion_mobility_type"),
+            "params": row_params(ion),
+        }
+        for ion in ions
+    ]
     index = row.get("precursor_index")
-    return Precursor(None if index is None else int(index), row.get("precursor_id"), window,
-                     activation, selected)
+    return Precursor(
+        None if index is None else int(index), row.get("precursor_id"), window, activation, selected
+    )
 
 
 def _absolute_bounds_to_offsets(window: dict[str, Any]) -> None:

@@ -46,11 +46,29 @@ TERM_COLUMNS: dict[str, TermColumn] = {
     V.SPECTRUM_TYPE: SPECTRUM_TYPE,
     V.CHROMATOGRAM_TYPE: CHROMATOGRAM_TYPE,
 }
-STRUCTURAL = {"index", "id", "time", "source_index", "precursor_index", "precursor_id",
-              "data_processing_ref", "data_processing_id", "parameters", "auxiliary_arrays",
-              "number_of_auxiliary_arrays", "mz_delta_model", "instrument_configuration_ref",
-              "instrument_configuration_id", "scan_windows", "isolation_window", "activation",
-              "ion_mobility_value", "ion_mobility_type", "ion_mobility", "spectrum_time"}
+STRUCTURAL = {
+    "index",
+    "id",
+    "time",
+    "source_index",
+    "precursor_index",
+    "precursor_id",
+    "data_processing_ref",
+    "data_processing_id",
+    "parameters",
+    "auxiliary_arrays",
+    "number_of_auxiliary_arrays",
+    "mz_delta_model",
+    "instrument_configuration_ref",
+    "instrument_configuration_id",
+    "scan_windows",
+    "isolation_window",
+    "activation",
+    "ion_mobility_value",
+    "ion_mobility_type",
+    "ion_mobility",
+    "spectrum_time",
+}
 
 
 def split_packed(table: pa.Table) -> dict[str, pa.Table]:

@@ -78,16 +78,16 @@ class SignalReader:
         if not self.views:
             raise ArchiveError(f"{name}: the array index lists no arrays")
         self.main = self.views[0]
-        self.chunked = any(V.CHUNK_VALUES in v.columns or V.CHUNK_START in v.columns
-                           for v in self.views)
+        self.chunked = any(
+            V.CHUNK_VALUES in v.columns or V.CHUNK_START in v.columns for v in self.views
+        )
         self._stats = self._index_statistics()
         self._cached: tuple[int, pa.StructArray, np.ndarray] | None = None
 
     def _index_statistics(self) -> tuple[np.ndarray, np.ndarray]:
         md = self.file.metadata
         path = f"{self.prefix}.{self.index_name}"
-        column = next((j for j in range(md.num_columns)
-                       if md.schema.column(j).path == path), None)
+        column = next((j for j in range(md.num_columns) if md.schema.column(j).path == path), None)
         if column is None:
             raise ArchiveError(f"{self.name}: no index column {path}")
         lows, highs = [], []
@@ -138,7 +138,9 @@ class SignalReader:
         raw = self._decode_chunks(rows) if self.chunked else self._decode_points(rows)
         return self._finish(raw, model)
 
-    def _decode_points(self, rows: pa.StructArray) -> dict[int, tuple[np.ndarray, np.ndarray | None]]:
+    def _decode_points(
+        self, rows: pa.StructArray
+    ) -> dict[int, tuple[np.ndarray, np.ndarray | None]]:
         out = {}
         for k, view in enumerate(self.views):
             entry = view.columns.get(V.POINT)
@@ -146,13 +148,18 @@ class SignalReader:
                 out[k] = _to_numpy(rows.field(entry.column))
         return out
 
-    def _decode_chunks(self, rows: pa.StructArray) -> dict[int, tuple[np.ndarray, np.ndarray | None]]:
+    def _decode_chunks(
+        self, rows: pa.StructArray
+    ) -> dict[int, tuple[np.ndarray, np.ndarray | None]]:
         main = self.main.columns
         starts = rows.field(main[V.CHUNK_START].column).to_numpy(zero_copy_only=False)
         encodings = rows.field(main[V.CHUNK_ENCODING].column).to_pylist()
         main_values = _lists(rows.field(main[V.CHUNK_VALUES].column))
-        packed_main = (_lists(rows.field(main[V.CHUNK_TRANSFORM].column))
-                       if V.CHUNK_TRANSFORM in main else [None] * len(rows))
+        packed_main = (
+            _lists(rows.field(main[V.CHUNK_TRANSFORM].column))
+            if V.CHUNK_TRANSFORM in main
+            else [None] * len(rows)
+        )
         secondary = {k: self._secondary(rows, v) for k, v in enumerate(self.views) if k > 0}
         sizes = _chunk_sizes(secondary, main_values, len(rows))
         parts = defaultdict(list)
@@ -162,8 +169,11 @@ class SignalReader:
             decoded = decode_axis(starts[c], encodings[c], values, valid, packed, sizes[c])
             parts[0].append(decoded)
             for k, chunks in secondary.items():
-                parts[k].append(chunks[c] if chunks[c] is not None else
-                                (np.zeros(sizes[c], self.views[k].dtype), np.zeros(sizes[c], bool)))
+                parts[k].append(
+                    chunks[c]
+                    if chunks[c] is not None
+                    else (np.zeros(sizes[c], self.views[k].dtype), np.zeros(sizes[c], bool))
+                )
         return {k: _concat(v) for k, v in parts.items()}
 
     def _secondary(self, rows: pa.StructArray, view: ArrayView) -> list:
@@ -224,13 +234,16 @@ def _lists(column: pa.Array) -> list:
 def _chunk_sizes(secondary: dict, main_values: list, rows: int) -> list[int | None]:
     sizes: list[int | None] = []
     for c in range(rows):
-        size = next((len(chunks[c][0]) for chunks in secondary.values()
-                     if chunks[c] is not None), None)
+        size = next(
+            (len(chunks[c][0]) for chunks in secondary.values() if chunks[c] is not None), None
+        )
         sizes.append(size)
     return sizes
 
 
-def _concat(parts: list[tuple[np.ndarray, np.ndarray | None]]) -> tuple[np.ndarray, np.ndarray | None]:
+def _concat(
+    parts: list[tuple[np.ndarray, np.ndarray | None]],
+) -> tuple[np.ndarray, np.ndarray | None]:
     values = np.concatenate([p[0] for p in parts])
     if all(p[1] is None for p in parts):
         return values, None

@@ -67,8 +67,10 @@ class Spectrum:
         return len(self.mz)
 
     def __repr__(self) -> str:
-        return (f"Spectrum(index={self.index}, id={self.id!r}, ms_level={self.ms_level}, "
-                f"time={self.time}, points={len(self)})")
+        return (
+            f"Spectrum(index={self.index}, id={self.id!r}, ms_level={self.ms_level}, "
+            f"time={self.time}, points={len(self)})"
+        )
 
 
 @dataclass

@@ -51,8 +51,10 @@ class ArchiveStorage:
 
     def _locate(self, info: zipfile.ZipInfo) -> tuple[int, int]:
         if info.compress_type != zipfile.ZIP_STORED:
-            raise ArchiveError(f"{self.path}: member {info.filename} is compressed; mzPeak "
-                               "members must be stored uncompressed")
+            raise ArchiveError(
+                f"{self.path}: member {info.filename} is compressed; mzPeak "
+                "members must be stored uncompressed"
+            )
         self._map.seek(info.header_offset)
         header = self._map.read(_LOCAL_HEADER.size)
         fields = _LOCAL_HEADER.unpack(header)

@@ -11,8 +11,11 @@ from .. import vocabulary as V
 from .archive import MzPeakArchive
 from .metadata import find_column
 
-_LOSSY = {V.NUMPRESS_LINEAR: "MS-Numpress linear", V.NUMPRESS_SLOF: "MS-Numpress SLOF",
-          V.NUMPRESS_PIC: "MS-Numpress PIC"}
+_LOSSY = {
+    V.NUMPRESS_LINEAR: "MS-Numpress linear",
+    V.NUMPRESS_SLOF: "MS-Numpress SLOF",
+    V.NUMPRESS_PIC: "MS-Numpress PIC",
+}
 
 
 def _layout(archive: MzPeakArchive) -> dict[str, Any]:
@@ -33,11 +36,17 @@ def _layout(archive: MzPeakArchive) -> dict[str, Any]:
         values = pc.struct_field(table.column(0), column.split(".", 1)[1])
         encodings = {str(k): int(v) for k, v in Counter(values.to_pylist()).items()}
         if encodings.get(V.NUMPRESS_LINEAR):
-            lossy.append(f"{signal.main.columns[V.CHUNK_ENCODING].path}: MS-Numpress linear "
-                         f"({encodings[V.NUMPRESS_LINEAR]} chunks)")
-    return {"layout": "chunked" if signal.chunked else "point", "arrays": arrays,
-            "lossy": sorted(set(lossy)), "encodings": encodings,
-            "row_groups": signal.row_groups}
+            lossy.append(
+                f"{signal.main.columns[V.CHUNK_ENCODING].path}: MS-Numpress linear "
+                f"({encodings[V.NUMPRESS_LINEAR]} chunks)"
+            )
+    return {
+        "layout": "chunked" if signal.chunked else "point",
+        "arrays": arrays,
+        "lossy": sorted(set(lossy)),
+        "encodings": encodings,
+        "row_groups": signal.row_groups,
+    }
 
 
 def summarize(archive: MzPeakArchive) -> dict[str, Any]:
@@ -58,23 +67,29 @@ def summarize(archive: MzPeakArchive) -> dict[str, Any]:
         "format_version": archive.index_metadata.get("version"),
         "spectra": len(archive),
         "ms_levels": {str(k): v for k, v in sorted(levels.items(), key=lambda kv: str(kv[0]))},
-        "points": int(pc.sum(spectra.column(points_column)).as_py() or 0) if points_column else None,
-        "time_range": [pc.min(times).as_py(), pc.max(times).as_py()] if times is not None
-        and len(times) else None,
+        "points": int(pc.sum(spectra.column(points_column)).as_py() or 0)
+        if points_column
+        else None,
+        "time_range": [pc.min(times).as_py(), pc.max(times).as_py()]
+        if times is not None and len(times)
+        else None,
         "chromatograms": archive.chromatogram_count,
         "chromatogram_types": {str(k): v for k, v in chromatogram_types.items()},
         "wavelength_spectra": archive.wavelength_spectrum_count,
         **_layout(archive),
         "members": archive.members,
         "instruments": [_instrument(ic) for ic in meta.get("instrument_configuration_list", [])],
-        "source_files": [sf.get("name") for sf in
-                         meta.get("file_description", {}).get("source_files", [])],
+        "source_files": [
+            sf.get("name") for sf in meta.get("file_description", {}).get("source_files", [])
+        ],
     }
 
 
 def _instrument(ic: dict[str, Any]) -> str:
-    names = [p.get("name") if p.get("value") in (None, "") else f"{p.get('name')} {p.get('value')}"
-             for p in ic.get("parameters", [])]
+    names = [
+        p.get("name") if p.get("value") in (None, "") else f"{p.get('name')} {p.get('value')}"
+        for p in ic.get("parameters", [])
+    ]
     for component in ic.get("components", []):
         names += [p.get("name") for p in component.get("parameters", [])]
     return ", ".join(str(n) for n in names if n)
@@ -89,20 +104,26 @@ def format_summary(s: dict[str, Any]) -> str:
         lines.append(f"retention time {s['time_range'][0]:.4g} - {s['time_range'][1]:.4g} min")
     if s["wavelength_spectra"]:
         lines.append(f"UV spectra     {s['wavelength_spectra']:,}")
-    kinds = ", ".join(f"{V.CHROMATOGRAM_TYPES.get(k, k)} {v}"
-                      for k, v in s["chromatogram_types"].items())
+    kinds = ", ".join(
+        f"{V.CHROMATOGRAM_TYPES.get(k, k)} {v}" for k, v in s["chromatogram_types"].items()
+    )
     lines.append(f"chromatograms  {s['chromatograms']:,}" + (f" ({kinds})" if kinds else ""))
     layout = s["layout"] or "none"
     if s["encodings"]:
-        layout += " (" + ", ".join(f"{V.COMPRESSIONS.get(k, k)} {v}"
-                                   for k, v in s["encodings"].items()) + " chunks)"
+        layout += (
+            " ("
+            + ", ".join(f"{V.COMPRESSIONS.get(k, k)} {v}" for k, v in s["encodings"].items())
+            + " chunks)"
+        )
     lines.append(f"layout         {layout}; {s.get('row_groups', 0)} row groups")
     lines.append(f"arrays         {'; '.join(s['arrays']) or 'none'}")
     if s["lossy"]:
         lines.append("lossy          " + "; ".join(s["lossy"]))
     elif any("null-marked" in a for a in s["arrays"]):
-        lines.append("lossy          no (non-zero points exact; m/z of null-marked zero-intensity "
-                     "points reconstructed from the spacing model)")
+        lines.append(
+            "lossy          no (non-zero points exact; m/z of null-marked zero-intensity "
+            "points reconstructed from the spacing model)"
+        )
     else:
         lines.append("lossy          no")
     for i, instrument in enumerate(s["instruments"]):

@@ -161,7 +161,9 @@ class MGFFormat(InputFormat):
         text = io.StringIO(raw.decode("utf-8", "replace"))
         position = items.start
         try:
-            for info in mgf.read(text, use_header=False, use_index=False, convert_arrays=2, read_charges=True):
+            for info in mgf.read(
+                text, use_header=False, use_index=False, convert_arrays=2, read_charges=True
+            ):
                 yield _spectrum(info, position)
                 position += 1
         except (PyteomicsError, ValueError, IndexError) as exc:

@@ -16,8 +16,14 @@ from mzpeak_dask import ConvertOptions, convert, open_archive
 from ..conftest import BUNDLED, DATA, INLINE
 
 SMALL = BUNDLED / "small.mzML"
-FILE_KEYS = {"file_description", "instrument_configuration_list", "data_processing_method_list",
-             "software_list", "sample_list", "run"}
+FILE_KEYS = {
+    "file_description",
+    "instrument_configuration_list",
+    "data_processing_method_list",
+    "software_list",
+    "sample_list",
+    "run",
+}
 
 
 @pytest.fixture(scope="module")
@@ -35,8 +41,12 @@ def test_zip_members_stored_in_order_index_last(archive_path: Path) -> None:
     with zipfile.ZipFile(archive_path) as z:
         infos = z.infolist()
         assert [i.filename for i in infos] == [
-            "spectra_data.parquet", "spectra_metadata.parquet", "chromatograms_metadata.parquet",
-            "chromatograms_data.parquet", "mzpeak_index.json"]
+            "spectra_data.parquet",
+            "spectra_metadata.parquet",
+            "chromatograms_metadata.parquet",
+            "chromatograms_data.parquet",
+            "mzpeak_index.json",
+        ]
         assert all(i.compress_type == zipfile.ZIP_STORED for i in infos)
         index = json.loads(z.read("mzpeak_index.json"))
     assert index["metadata"]["version"] == "0.9.0"
@@ -75,8 +85,10 @@ def test_footers_and_writer_settings(archive_path: Path) -> None:
         assert index_column.compression == "ZSTD"
         assert index_column.statistics.has_min_max
     meta_kv = meta.metadata.metadata
-    assert {k.decode() for k in meta_kv} >= FILE_KEYS | {"spectrum_count",
-                                                         "spectrum_data_point_count"}
+    assert {k.decode() for k in meta_kv} >= FILE_KEYS | {
+        "spectrum_count",
+        "spectrum_data_point_count",
+    }
     source_files = json.loads(meta_kv[b"file_description"])["source_files"]
     ours = source_files[-1]
     assert ours["name"] == "small.mzML"
@@ -88,8 +100,10 @@ def test_footers_and_writer_settings(archive_path: Path) -> None:
 def test_row_groups_hold_whole_spectra(archive_path: Path) -> None:
     with zipfile.ZipFile(archive_path) as z:
         md = _parquet(z, "spectra_data.parquet").metadata
-    bounds = [(md.row_group(i).column(0).statistics.min, md.row_group(i).column(0).statistics.max)
-              for i in range(md.num_row_groups)]
+    bounds = [
+        (md.row_group(i).column(0).statistics.min, md.row_group(i).column(0).statistics.max)
+        for i in range(md.num_row_groups)
+    ]
     for (_, high), (low, _) in zip(bounds, bounds[1:], strict=False):
         assert low == high + 1  # no spectrum spans two row groups
 
@@ -107,8 +121,10 @@ def test_unpacked_directory_form(tmp_path: Path) -> None:
     convert(SMALL, output, ConvertOptions(unpacked=True), cluster=INLINE)
     assert output.is_dir()
     assert (output / "mzpeak_index.json").is_file()
-    with open_archive(output) as archive, open_archive(
-            DATA / "HUPO-PSI_mzPeak" / "small.mzpeak") as reference:
+    with (
+        open_archive(output) as archive,
+        open_archive(DATA / "HUPO-PSI_mzPeak" / "small.mzpeak") as reference,
+    ):
         assert len(archive) == len(reference)
         for ours, theirs in zip(archive, reference, strict=True):
             assert len(ours) == len(theirs)

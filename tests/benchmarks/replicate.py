@@ -32,25 +32,36 @@ def _parts(text: bytes) -> tuple[bytes, list[bytes], bytes]:
     return head, spectra, tail
 
 
-def _shifted(spectrum: bytes, copy: int, scan_stride: int, index_offset: int,
-             time_offset: float) -> bytes:
-    spectrum = _SCAN_NUMBER.sub(lambda m: m.group(1) + str(int(m.group(2)) + copy * scan_stride)
-                                .encode(), spectrum)
-    spectrum = _INDEX.sub(lambda m: m.group(1) + str(int(m.group(2)) + index_offset).encode(),
-                          spectrum, count=1)
-    return _START_TIME.sub(lambda m: m.group(1) + repr(float(m.group(2)) + time_offset)
-                           .encode(), spectrum)
+def _shifted(
+    spectrum: bytes, copy: int, scan_stride: int, index_offset: int, time_offset: float
+) -> bytes:
+    spectrum = _SCAN_NUMBER.sub(
+        lambda m: m.group(1) + str(int(m.group(2)) + copy * scan_stride).encode(), spectrum
+    )
+    spectrum = _INDEX.sub(
+        lambda m: m.group(1) + str(int(m.group(2)) + index_offset).encode(), spectrum, count=1
+    )
+    return _START_TIME.sub(
+        lambda m: m.group(1) + repr(float(m.group(2)) + time_offset).encode(), spectrum
+    )
 
 
 def replicate(source: Path, output: Path, copies: int) -> int:
     """Write ``copies`` copies of ``source``'s spectra to ``output``; returns its size."""
     text = source.read_bytes()
     head, spectra, tail = _parts(text)
-    head = head.replace(b"<mzML", b'<indexedmzML xmlns="http://psi.hupo.org/ms/mzml">\n<mzML', 1) \
-        if b"<indexedmzML" not in head else head
-    head = re.sub(rb'(<spectrumList\s[^>]*?count=")\d+', lambda m: m.group(1) +
-                  str(len(spectra) * copies).encode(), head, count=1)
-    scans = [int(n) for n in re.findall(rb'scan=(\d+)', b"".join(spectra))] or [len(spectra)]
+    head = (
+        head.replace(b"<mzML", b'<indexedmzML xmlns="http://psi.hupo.org/ms/mzml">\n<mzML', 1)
+        if b"<indexedmzML" not in head
+        else head
+    )
+    head = re.sub(
+        rb'(<spectrumList\s[^>]*?count=")\d+',
+        lambda m: m.group(1) + str(len(spectra) * copies).encode(),
+        head,
+        count=1,
+    )
+    scans = [int(n) for n in re.findall(rb"scan=(\d+)", b"".join(spectra))] or [len(spectra)]
     times = [float(m.group(2)) for m in _START_TIME.finditer(b"".join(spectra))]
     span = (max(times) if times else 0.0) + 1.0
     offsets: list[tuple[str, bytes, int]] = []
@@ -71,10 +82,12 @@ def replicate(source: Path, output: Path, copies: int) -> int:
         out.write(body_tail)
         position += len(body_tail)
         index_offset = position + 1
-        lines = [b"\n<indexList count=\"2\">"]
+        lines = [b'\n<indexList count="2">']
         for kind in ("spectrum", "chromatogram"):
             lines.append(b'<index name="%s">' % kind.encode())
-            lines += [b'<offset idRef="%s">%d</offset>' % (i, o) for k, i, o in offsets if k == kind]
+            lines += [
+                b'<offset idRef="%s">%d</offset>' % (i, o) for k, i, o in offsets if k == kind
+            ]
             lines.append(b"</index>")
         lines.append(b"</indexList>")
         lines.append(b"<indexListOffset>%d</indexListOffset>" % index_offset)

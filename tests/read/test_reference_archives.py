@@ -55,8 +55,9 @@ def _check_points(spectrum, want: dict) -> None:
     got_nz = spectrum.intensity != 0
     assert src_nz.sum() == got_nz.sum(), spectrum.index
     assert np.array_equal(want["m/z array"][src_nz], spectrum.mz[got_nz])
-    assert np.array_equal(want["intensity array"][src_nz],
-                          spectrum.intensity[got_nz].astype(np.float64))
+    assert np.array_equal(
+        want["intensity array"][src_nz], spectrum.intensity[got_nz].astype(np.float64)
+    )
     zeros = spectrum.mz[~got_nz]
     if zeros.size:
         src_zeros = want["m/z array"][~src_nz]

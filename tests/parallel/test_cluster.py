@@ -1,0 +1,139 @@
+"""Conversion on real Dask clusters gives the same archive, byte for byte, whatever the number
+of workers and partitions — also when a worker process is killed during the run."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+from distributed import Client
+
+from mzpeak_dask import (
+    ClusterOptions,
+    ConversionResult,
+    ConvertOptions,
+    SpectrumDecodeError,
+    convert,
+    convert_many,
+)
+from mzpeak_dask.parallel.cluster import start_client
+
+from ..benchmarks.replicate import replicate
+from ..conftest import BUNDLED, INLINE
+from ..test_bad_input import _corrupt_binary
+from .conftest import member_digests
+
+pytestmark = pytest.mark.cluster
+SMALL = BUNDLED / "small.mzML"
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory) -> dict[str, str]:
+    """The archive written in-process, in one partition per 1000 spectra."""
+    path = tmp_path_factory.mktemp("reference") / "small.mzpeak"
+    convert(SMALL, path, cluster=INLINE)
+    return member_digests(path)
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        ConvertOptions(partition_items=1),
+        ConvertOptions(partition_items=7),
+        ConvertOptions(partition_bytes=200_000),
+    ],
+    ids=["1-spectrum", "7-spectra", "200kB"],
+)
+def test_partitioning_does_not_change_the_archive(
+    local_client, tmp_path, reference, options
+) -> None:
+    output = tmp_path / "small.mzpeak"
+    result = convert(SMALL, output, options, client=local_client)
+    assert result.spectra == 48
+    assert member_digests(output) == reference
+
+
+def test_one_worker_equals_two(tmp_path, reference) -> None:
+    output = tmp_path / "one.mzpeak"
+    with start_client(ClusterOptions(workers=1, dashboard=False)) as client:
+        convert(SMALL, output, ConvertOptions(partition_items=5), client=client)
+    assert member_digests(output) == reference
+
+
+def test_external_scheduler_through_the_cli(external_cluster, tmp_path, reference) -> None:
+    output = tmp_path / "small.mzpeak"
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mzpeak_dask",
+            "convert",
+            str(SMALL),
+            str(output),
+            "--scheduler",
+            external_cluster.address,
+            "--partition-items",
+            "6",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    assert member_digests(output) == reference
+
+
+def test_killed_worker_does_not_lose_the_run(external_cluster, tmp_path) -> None:
+    source = tmp_path / "small_x4.mzML"
+    replicate(SMALL, source, copies=4)
+    expected = tmp_path / "expected.mzpeak"
+    convert(source, expected, cluster=INLINE)
+    victim = external_cluster.workers[0]
+    killed = []
+
+    def kill_one_worker(_source: str, done: int, total: int) -> None:
+        if not killed and done < total:
+            os.kill(victim.pid, signal.SIGKILL)
+            killed.append(done)
+
+    output = tmp_path / "output.mzpeak"
+    with Client(external_cluster.address) as client:
+        result = convert(
+            source,
+            output,
+            ConvertOptions(partition_items=8),
+            client=client,
+            progress=kill_one_worker,
+        )
+    assert killed and victim.wait(timeout=30) == -signal.SIGKILL
+    assert result.spectra == 4 * 48
+    assert member_digests(output) == member_digests(expected)
+
+
+def test_data_error_fails_the_run_and_leaves_nothing(local_client, tmp_path) -> None:
+    path = _corrupt_binary(tmp_path, 30, lambda b64: b64[:20] + "%%%" + b64[23:])
+    with pytest.raises(SpectrumDecodeError, match=r"corrupt\.mzML: spectrum .*scan=31"):
+        convert(
+            path, tmp_path / "out.mzpeak", ConvertOptions(partition_items=4), client=local_client
+        )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["corrupt.mzML"]
+
+
+def test_several_inputs_side_by_side(local_client, tmp_path) -> None:
+    bad = _corrupt_binary(tmp_path, 2, lambda b64: "!" + b64[1:])
+    jobs = [
+        (SMALL, tmp_path / "a.mzpeak"),
+        (bad, tmp_path / "bad.mzpeak"),
+        (SMALL, tmp_path / "b.mzpeak"),
+    ]
+    results = convert_many(
+        jobs, ConvertOptions(partition_items=10), client=local_client, fail_fast=False
+    )
+    assert isinstance(results[0], ConversionResult) and isinstance(results[2], ConversionResult)
+    assert isinstance(results[1], SpectrumDecodeError)
+    assert "scan=3" in str(results[1])
+    assert member_digests(tmp_path / "a.mzpeak") == member_digests(tmp_path / "b.mzpeak")
+    assert not (tmp_path / "bad.mzpeak").exists()
