@@ -67,7 +67,7 @@ class ConvertOptions(_Options):
     compression: str = "zstd"
     compression_level: int = 3
     data_page_size: int = 1 << 20
-    row_group_points: int = 1 << 16
+    row_group_points: int = 8192  # see tests/benchmarks/bench_single_run.py for the trade-off
     unpacked: bool = False
     overwrite: bool = False
     partition_bytes: int = 8 << 20

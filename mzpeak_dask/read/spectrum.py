@@ -1,14 +1,23 @@
-"""What the reader hands out: a spectrum or chromatogram with its arrays and metadata."""
+"""What the reader hands out: a spectrum or chromatogram with its arrays and metadata.
+
+The signal arrays and the frequently used fields are filled when the spectrum is read; the
+complete params, scans and precursors are looked up on first access (most readers of a spectrum
+never need them, and random access stays fast).
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .. import vocabulary as V
 from ..records import Param
+
+if TYPE_CHECKING:
+    from .entity import EntityTables
 
 _EMPTY = np.zeros(0, dtype=np.float64)
 
@@ -38,18 +47,28 @@ class Precursor:
         return self.selected_ions[0].get("charge") if self.selected_ions else None
 
 
-@dataclass
 class Spectrum:
-    index: int
-    id: str
-    ms_level: int | None
-    time: float | None  # minutes
-    arrays: dict[str, np.ndarray]
-    params: list[Param] = field(default_factory=list)
-    scans: list[dict[str, Any]] = field(default_factory=list)
-    precursors: list[Precursor] = field(default_factory=list)
-    polarity: int | None = None
-    representation: str | None = None  # "MS:1000127" centroid / "MS:1000128" profile
+    """One spectrum: ``mz``, ``intensity`` and every other array in ``arrays``, plus metadata."""
+
+    def __init__(
+        self,
+        index: int,
+        id: str,
+        ms_level: int | None,
+        time: float | None,
+        arrays: dict[str, np.ndarray],
+        tables: EntityTables | None = None,
+        polarity: int | None = None,
+        representation: str | None = None,
+    ):
+        self.index = index
+        self.id = id
+        self.ms_level = ms_level
+        self.time = time  # minutes
+        self.arrays = arrays
+        self.polarity = polarity
+        self.representation = representation  # "MS:1000127" centroid / "MS:1000128" profile
+        self._tables = tables
 
     @property
     def mz(self) -> np.ndarray:
@@ -62,6 +81,19 @@ class Spectrum:
     @property
     def is_centroid(self) -> bool:
         return self.representation == V.CENTROID_SPECTRUM
+
+    @cached_property
+    def params(self) -> list[Param]:
+        """Every param of the spectrum (promoted columns and ``parameters``)."""
+        return self._tables.params(self.index) if self._tables else []
+
+    @cached_property
+    def scans(self) -> list[dict[str, Any]]:
+        return self._tables.rows_for("scan", self.index) if self._tables else []
+
+    @cached_property
+    def precursors(self) -> list[Precursor]:
+        return self._tables.precursors(self.index) if self._tables else []
 
     def __len__(self) -> int:
         return len(self.mz)
@@ -78,7 +110,7 @@ class Chromatogram:
     index: int
     id: str
     arrays: dict[str, np.ndarray]
-    params: list[Param] = field(default_factory=list)
+    params: list[Param]
     chromatogram_type: str | None = None
 
     @property

@@ -19,7 +19,7 @@ _LOSSY = {
 
 
 def _layout(archive: MzPeakArchive) -> dict[str, Any]:
-    signal = archive._spectra.signal
+    signal = archive.signal(V.SPECTRUM)
     if signal is None:
         return {"layout": None, "arrays": [], "lossy": [], "encodings": {}}
     arrays, lossy = [], []

@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import pyarrow as pa
@@ -36,6 +37,7 @@ def inflect(accession: str, name: str, unit: str | None = None) -> str:
 _INFLECTED = re.compile(r"^([A-Z]+)_(\d+)_(.*?)(?:_unit_([A-Z]+)_(\d+))?$")
 
 
+@lru_cache(maxsize=4096)
 def parse_inflected(column: str) -> tuple[str, str | None] | None:
     """``(accession, unit)`` encoded in an inflected column name, or None for structural names."""
     m = _INFLECTED.match(column)

@@ -84,7 +84,7 @@ def test_numpress_single_value_chunks_decode() -> None:
     """Both numpress builds hold 12-byte single-value buffers that pynumpress cannot decode."""
     for path in SMALL[3:]:
         with open_archive(path) as archive:
-            signal = archive._spectra.signal
+            signal = archive.signal("spectrum")
             table = signal.file.read(use_threads=False).column("chunk").combine_chunks()
             lengths = [len(b) for b in table.field("mz_numpress_linear_bytes").to_pylist() if b]
             assert 12 in lengths

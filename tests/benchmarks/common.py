@@ -1,0 +1,62 @@
+"""Shared helpers of the benchmark scripts (run them with ``python -m tests.benchmarks.NAME``)."""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+DATA = ROOT.parent / "shared" / "data"
+WORK = ROOT / "bench-output"
+
+
+def workdir() -> Path:
+    WORK.mkdir(exist_ok=True)
+    return WORK
+
+
+def replicated(source: Path, copies: int) -> Path:
+    """``source`` replicated ``copies`` times (cached in bench-output/)."""
+    from .replicate import replicate
+
+    target = workdir() / f"{source.name.split('.')[0]}_x{copies}.mzML"
+    if not target.exists():
+        replicate(source, target, copies)
+    return target
+
+
+def timed(fn, *args, **kwargs) -> tuple[float, object]:
+    start = time.perf_counter()
+    value = fn(*args, **kwargs)
+    return time.perf_counter() - start, value
+
+
+def median_ms(samples: list[float]) -> float:
+    return statistics.median(samples) * 1000
+
+
+def in_subprocess(module: str, *args: str) -> dict:
+    """Run ``python -m module args`` and parse the JSON it prints last (fresh process: clean
+    peak-memory figures and no warm caches)."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    out = subprocess.run(
+        [sys.executable, "-m", module, *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        check=False,
+    )
+    if out.returncode != 0:
+        raise RuntimeError(f"{module} {args} failed:\n{out.stderr[-3000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def machine() -> str:
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    return f"{os.cpu_count()} cores, load average {load:.2f} at start"
