@@ -9,7 +9,6 @@ the first spectrum are file-level metadata, not repeated on every spectrum.
 from __future__ import annotations
 
 import io
-import mmap
 import os
 import re
 from collections.abc import Iterator
@@ -30,6 +29,7 @@ from ..records import (
     SpectrumRecord,
 )
 from .base import InputFormat, ItemRange, Survey, input_error, spectrum_error
+from .bytesource import ByteSource
 
 _BEGIN = re.compile(rb"^[ \t]*BEGIN IONS", re.M)
 _END = re.compile(rb"^[ \t]*END IONS[^\n]*\n?", re.M)
@@ -37,19 +37,16 @@ _HANDLED = {"title", "pepmass", "charge", "rtinseconds", "mslevel"}
 
 
 def _offsets(path: str) -> np.ndarray:
-    with open(path, "rb") as f:
-        if os.fstat(f.fileno()).st_size == 0:
-            return np.zeros(1, dtype=np.int64)
-        with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-            starts = [m.start() for m in _BEGIN.finditer(mm)]
-            end = len(mm)
-            if starts:
-                last_end = _END.search(mm, starts[-1])
-                if last_end is None:
-                    raise input_error(
-                        path, "the MGF file is truncated (no END IONS after the last BEGIN IONS)"
-                    )
-                end = last_end.end()
+    with ByteSource(path) as source:
+        starts = list(source.starts(_BEGIN))
+        end = source.size
+        if starts:
+            last_end = _END.search(source.read(starts[-1], source.size))
+            if last_end is None:
+                raise input_error(
+                    path, "the MGF file is truncated (no END IONS after the last BEGIN IONS)"
+                )
+            end = starts[-1] + last_end.end()
     return np.array([*starts, end], dtype=np.int64)
 
 

@@ -9,7 +9,6 @@ whole index.
 
 from __future__ import annotations
 
-import mmap
 import os
 import re
 from collections.abc import Iterator
@@ -20,6 +19,7 @@ import numpy as np
 from .. import vocabulary as V
 from ..records import ChromatogramRecord, Param, SpectrumRecord
 from .base import CHROMATOGRAMS, SPECTRA, InputFormat, ItemRange, Survey, input_error
+from .bytesource import ByteSource
 from .mzml_header import run_metadata_from_xml
 from .mzml_parser import parse_records
 
@@ -36,66 +36,50 @@ _ITEM_TAG = {SPECTRA: b"<spectrum", CHROMATOGRAMS: b"<chromatogram"}
 _CLOSED_ROOT = re.compile(rb"</(indexedmzML|mzML)>\s*$")
 
 
-class XmlText:
-    """Random access to an mzML document's bytes (a memory-mapped file)."""
-
-    def __init__(self, path: str):
-        self.path = path
-        with open(path, "rb") as f:
-            size = os.fstat(f.fileno()).st_size
-            self.data = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
-
-    def __len__(self) -> int:
-        return len(self.data)
-
-    def close(self) -> None:
-        if isinstance(self.data, mmap.mmap):
-            self.data.close()
-
-
-def _embedded_offsets(text: bytes | mmap.mmap, kind: str) -> np.ndarray | None:
+def _embedded_offsets(source: ByteSource, kind: str) -> np.ndarray | None:
     """Item start offsets from the ``<indexList>``, or None if absent or not trustworthy."""
-    tail = text[max(0, len(text) - 4096) :]
-    m = _INDEX_LIST_OFFSET.search(tail)
+    m = _INDEX_LIST_OFFSET.search(source.read(source.size - 4096, source.size))
     if not m:
         return None
     start = int(m.group(1))
-    if start >= len(text):
+    if start >= source.size:
         return None
-    for name, body in _INDEX.findall(text[start:]):
+    for name, body in _INDEX.findall(source.read(start, source.size)):
         if name.decode() == kind:
             offsets = np.array([int(o) for o in _OFFSET.findall(body)], dtype=np.int64)
-            return offsets if _points_at(text, offsets, _ITEM_TAG[kind]) else None
+            return offsets if _points_at(source, offsets, _ITEM_TAG[kind]) else None
     return None
 
 
-def _points_at(text: bytes | mmap.mmap, offsets: np.ndarray, tag: bytes) -> bool:
-    if len(offsets) and (np.any(np.diff(offsets) <= 0) or offsets[-1] >= len(text)):
+def _points_at(source: ByteSource, offsets: np.ndarray, tag: bytes) -> bool:
+    """Every offset starts the element it claims to (a few bytes read at each)."""
+    if len(offsets) and (np.any(np.diff(offsets) <= 0) or offsets[-1] >= source.size):
         return False
     n = len(tag)
-    return all(
-        text[o : o + n + 1][:n] == tag and text[o + n : o + n + 1] in b" \t\r\n>"
-        for o in offsets.tolist()
-    )
+    for o in offsets.tolist():
+        head = source.read(o, o + n + 1)
+        if head[:n] != tag or head[n:] not in (b" ", b"\t", b"\r", b"\n", b">"):
+            return False
+    return True
 
 
-def _scanned_offsets(text: bytes | mmap.mmap, kind: str) -> np.ndarray:
-    return np.array([m.start() for m in _ITEM_START[kind].finditer(text)], dtype=np.int64)
+def _scanned_offsets(source: ByteSource, kind: str, start: int) -> np.ndarray:
+    return np.fromiter(source.starts(_ITEM_START[kind], start), dtype=np.int64)
 
 
-def _list_end(text: bytes | mmap.mmap, kind: str, after: int) -> int:
-    end = text.find(_LIST_END[kind], after)
-    return end if end >= 0 else len(text)
+def _list_end(source: ByteSource, kind: str, after: int) -> int:
+    end = source.find(_LIST_END[kind], after)
+    return end if end >= 0 else source.size
 
 
-def _header_stop(text: bytes | mmap.mmap) -> int:
+def _header_stop(source: ByteSource) -> int:
     """Where the run's content starts: the first list start tag, or ``</run>``.
 
     Each tag is searched only as far as an earlier find, so a large file is not scanned to
     its end when the spectrum list starts near the top."""
-    stop = len(text)
+    stop = source.size
     for tag in (_LIST_START[SPECTRA], _LIST_START[CHROMATOGRAMS], b"</run>"):
-        at = text.find(tag, 0, stop)
+        at = source.find(tag, 0, stop)
         if at >= 0:
             stop = at
     return stop
@@ -118,30 +102,27 @@ class MzMLFormat(InputFormat):
 
     @classmethod
     def survey(cls, path: str) -> Survey:
-        text = XmlText(path)
-        try:
-            return cls.survey_text(path, text.data)
-        finally:
-            text.close()
+        with ByteSource(path) as source:
+            return cls.survey_source(path, source)
 
     @classmethod
-    def survey_text(cls, path: str, data: bytes | mmap.mmap) -> Survey:
-        tail = data[max(0, len(data) - 4096) :].rstrip()
+    def survey_source(cls, path: str, source: ByteSource) -> Survey:
+        tail = source.read(source.size - 4096, source.size).rstrip()
         if not _CLOSED_ROOT.search(tail):
             raise input_error(path, "the mzML document is truncated (no closing </mzML>)")
-        header_stop = _header_stop(data)
-        prefix = bytes(data[:header_stop])
+        header_stop = _header_stop(source)
+        prefix = source.read(0, header_stop)
         offsets = {}
         for kind in (SPECTRA, CHROMATOGRAMS):
-            starts = _embedded_offsets(data, kind)
+            starts = _embedded_offsets(source, kind)
             if starts is None:
-                starts = _scanned_offsets(data, kind)
-            end = _list_end(data, kind, int(starts[-1]) if len(starts) else header_stop)
+                starts = _scanned_offsets(source, kind, header_stop)
+            end = _list_end(source, kind, int(starts[-1]) if len(starts) else header_stop)
             offsets[kind] = np.append(starts, end).astype(np.int64)
-        list_tags = bytes(data[header_stop : header_stop + 512])
-        chrom_start = data.find(_LIST_START[CHROMATOGRAMS], int(offsets[SPECTRA][-1]))
+        list_tags = source.read(header_stop, header_stop + 512)
+        chrom_start = source.find(_LIST_START[CHROMATOGRAMS], int(offsets[SPECTRA][-1]))
         if chrom_start >= 0:
-            list_tags += bytes(data[chrom_start : chrom_start + 512])
+            list_tags += source.read(chrom_start, chrom_start + 512)
         meta = run_metadata_from_xml(prefix + _closing(prefix), list_tags)
         return Survey(
             spectrum_count=len(offsets[SPECTRA]) - 1,

@@ -17,6 +17,7 @@ import numpy as np
 from .. import vocabulary as V
 from ..records import ChromatogramRecord, Param, SpectrumRecord
 from .base import CHROMATOGRAMS, SPECTRA, InputFormat, ItemRange, Survey, input_error
+from .bytesource import ByteSource
 from .detect import HDF5_MAGIC
 from .mzml import MzMLFormat, range_document
 from .mzml_parser import parse_records
@@ -58,7 +59,7 @@ class MzMLbFormat(InputFormat):
             if "mzML" not in h5:
                 raise input_error(path, "HDF5 file without an 'mzML' dataset is not mzMLb")
             text = h5["mzML"][:].tobytes()
-            survey = MzMLFormat.survey_text(path, text)
+            survey = MzMLFormat.survey_source(path, ByteSource(data=text))
             for kind in (SPECTRA, CHROMATOGRAMS):
                 if _INDEX[kind] in h5:
                     offsets = np.asarray(h5[_INDEX[kind]][:], dtype=np.int64)
