@@ -16,7 +16,12 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
-WORKER_ENVIRON = {"MALLOC_MMAP_THRESHOLD_": str(32 << 20)}
+WORKER_ENVIRON = {
+    "MALLOC_MMAP_THRESHOLD_": str(32 << 20),
+    # zarr's variable ("rectilinear") chunk grids are behind a flag, needed in every process
+    # that creates or opens such an array (the Zarr export runs on workers)
+    "ZARR_ARRAY__RECTILINEAR_CHUNKS": "True",
+}
 WORKER_CONFIG = {"distributed.worker.profile.enabled": False}
 
 

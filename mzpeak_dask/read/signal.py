@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -22,6 +23,7 @@ from ..errors import ArchiveError
 from ..layouts import array_index as array_index_json
 from ..layouts.array_index import ArrayIndexEntry
 from ..layouts.chunked import decode_axis
+from ..transforms.chunking import chunk_boundaries
 from ..transforms.null_marking import fill_intensity, fill_nulls
 
 
@@ -138,6 +140,25 @@ class SignalReader:
         raw = self._decode_chunks(rows) if self.chunked else self._decode_points(rows)
         return self._finish(raw, model)
 
+    def read_chunked(self, item: int, model: np.ndarray | None, width: float
+                     ) -> tuple[dict[str, np.ndarray], np.ndarray]:
+        """Like :meth:`read`, plus the point offsets (n+1) of the item's chunks: the stored
+        chunks of a chunked archive, or for a point archive the chunks the chunked layout
+        would make with ``width`` (computed on the stored, null-marked axis, as the writer
+        does)."""
+        rows = self.rows(item)
+        if rows is None or len(rows) == 0:
+            return {}, np.zeros(1, dtype=np.int64)
+        if self.chunked:
+            raw, lengths = self._decode_chunks(rows, with_lengths=True)
+            offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+        else:
+            raw = self._decode_points(rows)
+            values, valid = raw[0]
+            valid = np.ones(len(values), bool) if valid is None else valid
+            offsets = chunk_boundaries(values, valid, width, min_points=2)
+        return self._finish(raw, model), offsets
+
     def _decode_points(
         self, rows: pa.StructArray
     ) -> dict[int, tuple[np.ndarray, np.ndarray | None]]:
@@ -148,9 +169,7 @@ class SignalReader:
                 out[k] = _to_numpy(rows.field(entry.column))
         return out
 
-    def _decode_chunks(
-        self, rows: pa.StructArray
-    ) -> dict[int, tuple[np.ndarray, np.ndarray | None]]:
+    def _decode_chunks(self, rows: pa.StructArray, with_lengths: bool = False) -> Any:
         main = self.main.columns
         starts = rows.field(main[V.CHUNK_START].column).to_numpy(zero_copy_only=False)
         encodings = rows.field(main[V.CHUNK_ENCODING].column).to_pylist()
@@ -174,7 +193,10 @@ class SignalReader:
                     if chunks[c] is not None
                     else (np.zeros(sizes[c], self.views[k].dtype), np.zeros(sizes[c], bool))
                 )
-        return {k: _concat(v) for k, v in parts.items()}
+        raw = {k: _concat(v) for k, v in parts.items()}
+        if with_lengths:
+            return raw, np.array([len(p[0]) for p in parts[0]], dtype=np.int64)
+        return raw
 
     def _secondary(self, rows: pa.StructArray, view: ArrayView) -> list:
         if V.CHUNK_SECONDARY in view.columns:
