@@ -37,7 +37,13 @@ def _add_convert_options(p: argparse.ArgumentParser) -> None:
         "--peaks",
         action="store_const",
         const=True,
-        help="also store centroid peak lists in spectra_peaks.parquet",
+        help="also store centroided peak lists of profile spectra in spectra_peaks.parquet",
+    )
+    g.add_argument(
+        "--centroids",
+        choices=["data", "peaks"],
+        help="where centroid spectra go: spectra_data (default; every reader shows them) or "
+        "spectra_peaks (the 2026 specification)",
     )
     g.add_argument(
         "--no-strip-zero-runs",

@@ -16,6 +16,8 @@ import pyarrow as pa
 
 from . import layouts
 from . import vocabulary as V
+from .errors import InputError, NumpressEncodeError
+from .layouts import point
 from .layouts.point import PreparedSignal
 from .layouts.schema import SignalSchema
 from .options import ConvertOptions
@@ -24,7 +26,10 @@ from .records import ChromatogramRecord, SignalArray, SpectrumRecord
 from .tables.chromatogram_metadata import ChromatogramTables
 from .tables.spectrum_metadata import SpectrumTables
 from .transforms.null_marking import fit_delta_model, verified_null_mask
+from .transforms.peak_picking import pick_peaks
 from .transforms.zero_runs import zero_run_keep_mask
+
+PEAKS = "peaks"  # key of the spectra_peaks columns in EncodeSpec.schemas
 
 
 @dataclass(frozen=True)
@@ -56,7 +61,9 @@ class EncodedPartition:
     counts: dict[str, int] = field(default_factory=dict)  # entity -> items
     points: dict[str, int] = field(default_factory=dict)  # entity -> stored points
     data: dict[str, pa.Table] = field(default_factory=dict)  # entity -> layout table
-    peaks: pa.Table | None = None
+    peaks: pa.Table | None = None  # spectra_peaks rows (point layout), local indices
+    peak_spectra: int = 0  # spectra with a peak list in ``peaks``
+    peak_points: int = 0
     metadata: dict[str, dict[str, pa.Array]] = field(default_factory=dict)
     selected_ion_refs: dict[str, list] = field(default_factory=dict)
 
@@ -130,31 +137,56 @@ def prepare_signal(
     return PreparedSignal(index, columns, valid, n, profile, model), auxiliary
 
 
+def _peak_list(schema: SignalSchema, index: int, arrays: list[SignalArray]) -> PreparedSignal:
+    """The centroided peak list of a profile spectrum (for ``--peaks``)."""
+    mz = next((a.values for a in arrays if a.array_type == V.MZ_ARRAY), None)
+    intensity = next((a.values for a in arrays if a.array_type == V.INTENSITY_ARRAY), None)
+    if mz is None or intensity is None or len(mz) != len(intensity):
+        return PreparedSignal(index, {}, None, 0)
+    peak_mz, peak_intensity = pick_peaks(mz, intensity)
+    columns = {schema.main.name: peak_mz, schema.intensity.name: peak_intensity}
+    return PreparedSignal(index, columns, None, len(peak_mz))
+
+
 def _encode_spectra(records: list[SpectrumRecord], spec: EncodeSpec, out: EncodedPartition) -> None:
     by_entity: dict[str, list[SpectrumRecord]] = {}
     for r in records:
         by_entity.setdefault(entity_of(r), []).append(r)
+    options = spec.options
     for entity, group in by_entity.items():
         schema = spec.schemas[entity]
         tables = SpectrumTables(spec.instrument_ids)
-        prepared = []
+        prepared, peaks = [], []
         for local, record in enumerate(group):
-            signal, auxiliary = prepare_signal(
-                schema,
-                local,
-                record.arrays,
-                profile=record.is_profile and entity == V.SPECTRUM,
-                options=spec.options,
-            )
+            profile = record.is_profile and entity == V.SPECTRUM
+            peak = None
+            if entity == V.SPECTRUM and options.centroids == PEAKS and record.is_centroid:
+                peak, auxiliary = prepare_signal(
+                    spec.schemas[PEAKS], local, record.arrays, profile=False, options=options
+                )
+                signal = PreparedSignal(local, {}, None, 0)
+            else:
+                signal, auxiliary = prepare_signal(
+                    schema, local, record.arrays, profile=profile, options=options
+                )
+                if profile and options.peaks:
+                    peak = _peak_list(spec.schemas[PEAKS], local, record.arrays)
+            if peak is not None:
+                peaks.append(peak)
             tables.add(
                 local,
                 record,
                 number_of_data_points=signal.length,
+                number_of_peaks=None if peak is None else peak.length,
                 auxiliary=auxiliary,
                 mz_delta_model=signal.model,
             )
             prepared.append(signal)
         _store(out, entity, schema, prepared, tables.finish(), tables.selected_ion_refs, spec)
+        if peaks:
+            out.peaks = point.encode(spec.schemas[PEAKS], peaks)
+            out.peak_spectra = sum(1 for p in peaks if p.length)
+            out.peak_points = sum(p.length for p in peaks)
 
 
 def _encode_chromatograms(
@@ -193,8 +225,15 @@ def encode_partition(partition: Partition, spec: EncodeSpec) -> EncodedPartition
     fmt = FORMATS[partition.format]
     records = list(fmt.read(partition.path, partition.items, partition.hints))
     out = EncodedPartition(partition.sequence, partition.items.kind)
-    if partition.items.kind == CHROMATOGRAMS:
-        _encode_chromatograms(records, spec, out)  # type: ignore[arg-type]
-    else:
-        _encode_spectra(records, spec, out)  # type: ignore[arg-type]
+    try:
+        if partition.items.kind == CHROMATOGRAMS:
+            _encode_chromatograms(records, spec, out)  # type: ignore[arg-type]
+        else:
+            _encode_spectra(records, spec, out)  # type: ignore[arg-type]
+    except NumpressEncodeError as exc:  # lossy encodings the user asked for, on values they reject
+        items = partition.items
+        raise InputError(
+            f"{partition.path}: {items.kind} {items.start}-{items.stop - 1} "
+            f"(0-based): cannot encode with MS-Numpress ({exc})"
+        ) from None
     return out

@@ -63,7 +63,8 @@ class ConvertOptions(_Options):
     strip_zero_runs: bool = True
     null_marking: bool = True
     null_marking_ppm: float = 0.02  # a zero pair is null-marked only if rebuilt within this
-    peaks: bool = False
+    peaks: bool = False  # also store centroided peak lists of profile spectra (spectra_peaks)
+    centroids: str = "data"  # where centroid-only spectra go: "data" or "peaks" (2026 spec)
     compression: str = "zstd"
     compression_level: int = 3
     data_page_size: int = 1 << 20
@@ -78,6 +79,7 @@ class ConvertOptions(_Options):
         _choice("chunk_encoding", self.chunk_encoding, CHUNK_ENCODINGS)
         _choice("numpress_intensity", self.numpress_intensity, NUMPRESS_INTENSITY)
         _choice("compression", self.compression, COMPRESSIONS)
+        _choice("centroids", self.centroids, ("data", "peaks"))
         for name in ("data_page_size", "row_group_points", "partition_bytes", "partition_items"):
             if getattr(self, name) < 1:
                 raise OptionsError(f"{name} must be a positive integer")

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from . import vocabulary as V
-from .encode import EncodeSpec, Partition, entity_of
+from .encode import PEAKS, EncodeSpec, Partition, entity_of
 from .layouts.schema import SignalSchema
 from .options import ConvertOptions
 from .readers import (
@@ -101,10 +101,12 @@ def _schemas(
     for r in spectra:
         by_entity[entity_of(r)].append(r.arrays)
     chromatograms = [r.arrays for r in _sample(fmt, path, survey, CHROMATOGRAMS)]
+    spectrum = SignalSchema.from_sample(
+        V.SPECTRUM, by_entity[V.SPECTRUM], null_marking=options.null_marking
+    )
     return {
-        V.SPECTRUM: SignalSchema.from_sample(
-            V.SPECTRUM, by_entity[V.SPECTRUM], null_marking=options.null_marking
-        ),
+        V.SPECTRUM: spectrum,
+        PEAKS: spectrum.for_peaks(),
         V.WAVELENGTH_SPECTRUM: SignalSchema.from_sample(
             V.WAVELENGTH_SPECTRUM, by_entity[V.WAVELENGTH_SPECTRUM]
         ),

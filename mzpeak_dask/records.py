@@ -115,6 +115,10 @@ class SpectrumRecord:
         return self.param(V.PROFILE_SPECTRUM) is not None
 
     @property
+    def is_centroid(self) -> bool:
+        return self.param(V.CENTROID_SPECTRUM) is not None
+
+    @property
     def is_wavelength_spectrum(self) -> bool:
         """A UV/DAD spectrum: a wavelength array and no m/z array (routed to its own entity)."""
         types = {a.array_type for a in self.arrays}

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import IO, Any
 
 import pyarrow as pa
@@ -18,8 +18,10 @@ import pyarrow.parquet as pq
 
 from .. import layouts
 from .. import vocabulary as V
-from ..encode import EncodedPartition, EncodeSpec
+from ..encode import PEAKS, EncodedPartition, EncodeSpec
 from ..layouts import array_index
+from ..layouts.schema import SignalSchema
+from ..options import ConvertOptions
 from ..tables.chromatogram_metadata import CHROMATOGRAM_TYPE_STRUCT, PRODUCT_TYPE_STRUCT
 from ..tables.spectrum_metadata import (
     PRECURSOR_TYPE_STRUCT,
@@ -72,12 +74,12 @@ def _rebase_table(table: pa.Table, prefix: str, name: str, offset: int) -> pa.Ta
 class DataMember:
     """A signal data member being written: Parquet writer + item-aligned row groups."""
 
-    def __init__(self, sink: IO[bytes] | str, entity: str, spec: EncodeSpec):
-        options = spec.options
+    def __init__(
+        self, sink: IO[bytes] | str, entity: str, schema: SignalSchema, options: ConvertOptions
+    ):
         self.context = V.CONTEXT[entity]
         self.prefix = layouts.prefix(options)
         self.index_name = f"{self.context}_index"
-        schema = spec.schemas[entity]
         self.arrow_schema = layouts.table_schema(schema, options)
         self.array_index = array_index.dumps(self.prefix, layouts.index_entries(schema, options))
         props = data_writer_properties(
@@ -122,7 +124,11 @@ class RunAssembler:
         sink = self._stack.enter_context(
             container.stream(V.MEMBER_NAMES[(V.SPECTRUM, V.DATA_ARRAYS)])
         )
-        self._state(V.SPECTRUM).data = DataMember(sink, V.SPECTRUM, spec)
+        self._state(V.SPECTRUM).data = DataMember(
+            sink, V.SPECTRUM, spec.schemas[V.SPECTRUM], spec.options
+        )
+        self.peaks: DataMember | None = None  # spectra_peaks.parquet, opened on first use
+        self.peak_spectra = self.peak_points = 0
 
     def _state(self, entity: str) -> EntityState:
         state = self.entities.get(entity)
@@ -143,7 +149,9 @@ class RunAssembler:
             offset = state.count
             if state.data is None:
                 path = self.staging.file(V.MEMBER_NAMES[(entity, V.DATA_ARRAYS)])
-                state.data = DataMember(str(path), entity, self.spec)
+                state.data = DataMember(
+                    str(path), entity, self.spec.schemas[entity], self.spec.options
+                )
             state.data.write(part.data[entity], offset)
             for name, struct in part.metadata[entity].items():
                 if name not in state.spills:
@@ -153,8 +161,23 @@ class RunAssembler:
                 if name == "precursor":
                     refs = pa.compute.struct_field(struct, "precursor_id").to_pylist()
                 state.spills[name].append(rebase(struct, field_name, offset), refs)
+            if entity == V.SPECTRUM and part.peaks is not None:
+                self._write_peaks(part, offset)
             state.count += count
             state.points += part.points[entity]
+
+    def _write_peaks(self, part: EncodedPartition, offset: int) -> None:
+        if self.peaks is None:
+            path = self.staging.file(V.MEMBER_NAMES[(V.SPECTRUM, V.PEAKS)])
+            self.peaks = DataMember(
+                str(path),
+                V.SPECTRUM,
+                self.spec.schemas[PEAKS],
+                replace(self.spec.options, layout="point"),
+            )
+        self.peaks.write(part.peaks, offset)
+        self.peak_spectra += part.peak_spectra
+        self.peak_points += part.peak_points
 
     def finish(self, footer: dict[str, Any]) -> dict[str, Any]:
         """Write the remaining members and the index; returns counts per entity."""
@@ -162,6 +185,15 @@ class RunAssembler:
         spectra = self._state(V.SPECTRUM)
         spectra.data.close(self._counts(V.SPECTRUM))
         self._stack.close()
+        if self.peaks is not None:
+            self.peaks.close(
+                {
+                    "spectrum_count": str(self.peak_spectra),
+                    "spectrum_data_point_count": str(self.peak_points),
+                }
+            )
+            name = V.MEMBER_NAMES[(V.SPECTRUM, V.PEAKS)]
+            self.container.add_file(name, self.staging.file(name))
         for state in self.entities.values():
             for spill in state.spills.values():
                 spill.close()
@@ -207,10 +239,11 @@ class RunAssembler:
         self.container.add_file(name, path)
 
     def abort(self) -> None:
-        for state in self.entities.values():
-            if state.data is not None:
+        members = [s.data for s in self.entities.values()] + [self.peaks]
+        for member in members:
+            if member is not None:
                 with contextlib.suppress(Exception):
-                    state.data.writer.close()
+                    member.writer.close()
         with contextlib.suppress(Exception):
             self._stack.close()
         for state in self.entities.values():

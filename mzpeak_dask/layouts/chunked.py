@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 
 from .. import vocabulary as V
 from ..codecs import basic, delta, numpress
-from ..errors import ArchiveError
+from ..errors import ArchiveError, NumpressEncodeError
 from ..options import ConvertOptions
 from ..transforms.chunking import chunk_boundaries, chunk_bounds
 from ..transforms.null_marking import fill_nulls
@@ -125,7 +125,10 @@ def _encode_axis(
 ) -> tuple[str, tuple | None, np.ndarray | None]:
     """One chunk's main axis: (encoding CURIE, (values, valid) or None, numpress bytes)."""
     if encoding == V.NUMPRESS_LINEAR and len(values) > 1:
-        return encoding, None, numpress.encode_linear(np.where(valid, values, 0.0))
+        try:
+            return encoding, None, numpress.encode_linear(np.where(valid, values, 0.0))
+        except NumpressEncodeError:  # values Numpress cannot represent: store them exactly
+            encoding = V.DELTA_ENCODING
     if encoding in (V.NUMPRESS_LINEAR, V.DELTA_ENCODING) and delta.round_trips(values, valid):
         _, out, out_valid = delta.encode(values, valid)
         return V.DELTA_ENCODING, (out, out_valid), None

@@ -96,6 +96,15 @@ class SignalSchema:
     def intensity(self) -> SignalColumn | None:
         return next((c for c in self.columns if c.array_type == V.INTENSITY_ARRAY), None)
 
+    def for_peaks(self) -> SignalSchema:
+        """The columns of ``spectra_peaks.parquet``: the same arrays, never null-marked, with
+        float64 m/z and intensity (apex estimates of picked peaks are not source values)."""
+        columns = []
+        for c in self.columns:
+            widen = c.array_type in (V.MZ_ARRAY, V.INTENSITY_ARRAY) and c.primary
+            columns.append(replace(c, null_marked=False, dtype="<f8" if widen else c.dtype))
+        return SignalSchema(self.entity, tuple(columns))
+
     def column_for(self, array: SignalArray) -> SignalColumn | None:
         key = array_key(array.array_type, array.name, array.unit)
         return next((c for c in self.columns if c.key == key), None)

@@ -44,7 +44,7 @@ class MzPeakArchive:
         ):
             raise ArchiveError(f"{self.path}: no spectrum or chromatogram metadata member")
         self._tables: dict[str, EntityTables] = {}
-        self._signals: dict[str, SignalReader | None] = {}
+        self._signals: dict[tuple[str, str], SignalReader | None] = {}
         spectra = self.tables_of(V.SPECTRUM)
         index = spectra.main.column("index").to_numpy() if len(spectra) else []
         if len(index) and not np.array_equal(index, np.arange(len(index))):
@@ -71,16 +71,15 @@ class MzPeakArchive:
             self._tables[entity] = tables
         return self._tables[entity]
 
-    def signal(self, entity: str) -> SignalReader | None:
-        """The reader of the entity's data member (None when it has none)."""
-        if entity not in self._signals:
-            member = self.member(entity, V.DATA_ARRAYS)
-            self._signals[entity] = (
-                None
-                if member is None
-                else SignalReader(self.storage.buffer(member), V.CONTEXT[entity], member)
-            )
-        return self._signals[entity]
+    def signal(self, entity: str, kind: str = V.DATA_ARRAYS) -> SignalReader | None:
+        """The reader of the entity's data (or ``peaks``) member; None when there is none."""
+        if (entity, kind) not in self._signals:
+            member = self.member(entity, kind)
+            reader = None
+            if member is not None:
+                reader = SignalReader(self.storage.buffer(member), V.CONTEXT[entity], member)
+            self._signals[entity, kind] = reader
+        return self._signals[entity, kind]
 
     @cached_property
     def file_metadata(self) -> dict[str, Any]:
@@ -124,14 +123,29 @@ class MzPeakArchive:
     def read_spectrum(self, i: int) -> Spectrum:
         return self._read_item(V.SPECTRUM, _checked(i, len(self), "spectrum"))
 
+    def read_peaks(self, i: int) -> Spectrum | None:
+        """The centroid view of spectrum ``i`` from ``spectra_peaks.parquet`` (a peak list
+        stored beside its profile, or a centroid spectrum stored there), or None."""
+        i = _checked(i, len(self), "spectrum")
+        peaks = self.signal(V.SPECTRUM, V.PEAKS)
+        arrays = peaks.read(i, None) if peaks is not None else {}
+        return self._spectrum(V.SPECTRUM, i, arrays) if arrays else None
+
     def _read_item(self, entity: str, i: int) -> Spectrum:
         tables = self.tables_of(entity)
         model = tables.models[i]
         signal = self.signal(entity)
         arrays = signal.read(i, np.asarray(model) if model else None) if signal else {}
+        if not arrays and entity == V.SPECTRUM:  # centroids stored as peaks only (2026 spec)
+            peaks = self.signal(V.SPECTRUM, V.PEAKS)
+            arrays = peaks.read(i, None) if peaks is not None else {}
         for aux in tables.auxiliary(i):
             decoded = decode_auxiliary(aux)
             arrays.setdefault(decoded.name, decoded.values)
+        return self._spectrum(entity, i, arrays)
+
+    def _spectrum(self, entity: str, i: int, arrays: dict[str, np.ndarray]) -> Spectrum:
+        tables = self.tables_of(entity)
         level = tables.ms_levels[i]
         return Spectrum(
             index=i,

@@ -140,8 +140,9 @@ class SignalReader:
         raw = self._decode_chunks(rows) if self.chunked else self._decode_points(rows)
         return self._finish(raw, model)
 
-    def read_chunked(self, item: int, model: np.ndarray | None, width: float
-                     ) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    def read_chunked(
+        self, item: int, model: np.ndarray | None, width: float
+    ) -> tuple[dict[str, np.ndarray], np.ndarray]:
         """Like :meth:`read`, plus the point offsets (n+1) of the item's chunks: the stored
         chunks of a chunked archive, or for a point archive the chunks the chunked layout
         would make with ``width`` (computed on the stored, null-marked axis, as the writer

@@ -25,6 +25,7 @@ POLARITY = TermColumn("MS_1000465_scan_polarity", pa.int8(), V.SCAN_POLARITIES, 
 REPRESENTATION = TermColumn("MS_1000525_spectrum_representation", pa.string(), V.REPRESENTATIONS)
 SPECTRUM_TYPE = TermColumn("MS_1000559_spectrum_type", pa.string(), V.SPECTRUM_TYPES)
 NUMBER_OF_DATA_POINTS = "MS_1003060_number_of_data_points"
+NUMBER_OF_PEAKS = "MS_1003059_number_of_peaks"  # as newer reference builds write it
 SPECTRUM_VALUES = [
     ValueColumn("MS:1000528", "lowest observed m/z", V.UNIT_MZ, pa.float64(), "float"),
     ValueColumn("MS:1000527", "highest observed m/z", V.UNIT_MZ, pa.float64(), "float"),
@@ -46,6 +47,7 @@ SPECTRUM_TYPE_STRUCT = pa.struct(
         pa.field(SPECTRUM_TYPE.column, SPECTRUM_TYPE.type),
         *fields(SPECTRUM_VALUES[:2]),
         pa.field(NUMBER_OF_DATA_POINTS, pa.uint64()),
+        pa.field(NUMBER_OF_PEAKS, pa.uint64()),
         *fields(SPECTRUM_VALUES[2:]),
         pa.field("data_processing_ref", pa.large_string()),
         pa.field("parameters", PARAM_LIST_TYPE),
@@ -235,6 +237,7 @@ class SpectrumTables:
         record: SpectrumRecord,
         *,
         number_of_data_points: int,
+        number_of_peaks: int | None = None,
         auxiliary: list,
         mz_delta_model: list[float] | None,
     ) -> None:
@@ -254,6 +257,7 @@ class SpectrumTables:
             mz_delta_model=mz_delta_model,
         )
         row[NUMBER_OF_DATA_POINTS] = number_of_data_points
+        row[NUMBER_OF_PEAKS] = number_of_peaks
         self.spectrum.append(row)
         self._auxiliary.append(auxiliary)
         self.precursors.add(index, record.precursors)
