@@ -144,7 +144,11 @@ def _peak_list(schema: SignalSchema, index: int, arrays: list[SignalArray]) -> P
     if mz is None or intensity is None or len(mz) != len(intensity):
         return PreparedSignal(index, {}, None, 0)
     peak_mz, peak_intensity = pick_peaks(mz, intensity)
-    columns = {schema.main.name: peak_mz, schema.intensity.name: peak_intensity}
+    intensity_dtype = np.dtype(schema.intensity.dtype)
+    columns = {
+        schema.main.name: peak_mz,
+        schema.intensity.name: peak_intensity.astype(intensity_dtype),
+    }
     return PreparedSignal(index, columns, None, len(peak_mz))
 
 

@@ -181,7 +181,7 @@ class RunAssembler:
 
     def finish(self, footer: dict[str, Any]) -> dict[str, Any]:
         """Write the remaining members and the index; returns counts per entity."""
-        footer_kv = {k: json.dumps(v, indent=2) for k, v in footer.items()}
+        footer_kv = {k: json.dumps(v, separators=(",", ":")) for k, v in footer.items()}
         spectra = self._state(V.SPECTRUM)
         spectra.data.close(self._counts(V.SPECTRUM))
         self._stack.close()

@@ -151,16 +151,21 @@ def _encode_item(
     offsets = chunk_boundaries(main, valid, options.chunk_width, min_points=2)
     starts, ends = chunk_bounds(main, valid, offsets)
     encoding = ENCODINGS[options.chunk_encoding] if item.profile else V.NO_COMPRESSION
+    filled_bounds = None
     if encoding == V.NUMPRESS_LINEAR and item.valid is not None:
         # Numpress has no nulls: store the reconstructed positions (as the reference does), so
-        # the predictor sees a smooth axis; the intensity there stays 0.
+        # the predictor sees a smooth axis; the intensity there stays 0. Such a chunk's bounds
+        # are then its first and last stored (reconstructed) values.
         main = fill_nulls(main, valid, np.asarray(item.model) if item.model else None)
+        filled_bounds = chunk_bounds(main, np.ones(len(main), bool), offsets)
     for k in range(len(offsets) - 1):
         a, b = int(offsets[k]), int(offsets[k + 1])
         chunk_valid = valid[a:b] if encoding != V.NUMPRESS_LINEAR else np.ones(b - a, bool)
         curie, stored, packed = _encode_axis(main[a:b], chunk_valid, encoding)
         if packed is None and encoding == V.NUMPRESS_LINEAR:  # a one-point fallback chunk
             curie, stored, packed = _encode_axis(main[a:b], valid[a:b], V.DELTA_ENCODING)
+        elif packed is not None and filled_bounds is not None:
+            starts[k], ends[k] = filled_bounds[0][k], filled_bounds[1][k]
         rows.index.append(item.index)
         rows.start.append(starts[k])
         rows.end.append(ends[k])

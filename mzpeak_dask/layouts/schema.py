@@ -96,13 +96,20 @@ class SignalSchema:
     def intensity(self) -> SignalColumn | None:
         return next((c for c in self.columns if c.array_type == V.INTENSITY_ARRAY), None)
 
-    def for_peaks(self) -> SignalSchema:
-        """The columns of ``spectra_peaks.parquet``: the same arrays, never null-marked, with
-        float64 m/z and intensity (apex estimates of picked peaks are not source values)."""
+    def for_peaks(self, source_centroids: bool) -> SignalSchema:
+        """The columns of ``spectra_peaks.parquet``: the same arrays, never null-marked.
+
+        Picked peaks (apex estimates, not source values) get float64 m/z and float32
+        intensities; when source centroid spectra are stored there too, the intensity keeps
+        a type that holds them exactly."""
         columns = []
         for c in self.columns:
-            widen = c.array_type in (V.MZ_ARRAY, V.INTENSITY_ARRAY) and c.primary
-            columns.append(replace(c, null_marked=False, dtype="<f8" if widen else c.dtype))
+            dtype = c.dtype
+            if c.primary and c.array_type == V.MZ_ARRAY:
+                dtype = "<f8"
+            elif c.primary and c.array_type == V.INTENSITY_ARRAY and not source_centroids:
+                dtype = "<f4"
+            columns.append(replace(c, null_marked=False, dtype=dtype))
         return SignalSchema(self.entity, tuple(columns))
 
     def column_for(self, array: SignalArray) -> SignalColumn | None:

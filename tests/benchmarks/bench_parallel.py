@@ -36,15 +36,24 @@ def run(source: str, workers: int) -> dict:
         before = client.run(_usage)
         cpu0 = _usage()[0]
         start = time.perf_counter()
-        result = convert(source, str(workdir() / f"par{workers}.mzpeak"),
-                         ConvertOptions(overwrite=True), client=client)
+        result = convert(
+            source,
+            str(workdir() / f"par{workers}.mzpeak"),
+            ConvertOptions(overwrite=True),
+            client=client,
+        )
         seconds = time.perf_counter() - start
         cpu1, coordinator_rss = _usage()
         after = client.run(_usage)
     worker_cpu = sum(after[w][0] - before[w][0] for w in after)
-    return {"seconds": seconds, "spectra": result.spectra, "coordinator_cpu": cpu1 - cpu0,
-            "worker_cpu": worker_cpu, "coordinator_rss_mb": coordinator_rss,
-            "worker_rss_mb": max(after[w][1] for w in after)}
+    return {
+        "seconds": seconds,
+        "spectra": result.spectra,
+        "coordinator_cpu": cpu1 - cpu0,
+        "worker_cpu": worker_cpu,
+        "coordinator_rss_mb": coordinator_rss,
+        "worker_rss_mb": max(after[w][1] for w in after),
+    }
 
 
 def main() -> None:
@@ -54,31 +63,43 @@ def main() -> None:
     module = "tests.benchmarks.bench_parallel"
     print(f"machine: {machine()}")
     speed = replicated(DATA / "openms" / "GNPSExport_mzml1.mzML", 48)
-    print(f"speed input: {speed.name}, {speed.stat().st_size / 1e6:.0f} MB "
-          "(GNPSExport_mzml1.mzML x48, synthetic by replication)")
+    print(
+        f"speed input: {speed.name}, {speed.stat().st_size / 1e6:.0f} MB "
+        "(GNPSExport_mzml1.mzML x48, synthetic by replication)"
+    )
     one = in_subprocess(module, "run", str(speed), "1")
     two = in_subprocess(module, "run", str(speed), "2")
-    print(f"  1 worker : {one['seconds']:6.2f} s  ({one['spectra']:,} spectra, "
-          f"{one['spectra'] / one['seconds']:,.0f} spectra/s)")
-    print(f"  2 workers: {two['seconds']:6.2f} s  ({two['spectra'] / two['seconds']:,.0f} "
-          f"spectra/s)   speedup {one['seconds'] / two['seconds']:.2f} (goal >= 1.6)")
+    print(
+        f"  1 worker : {one['seconds']:6.2f} s  ({one['spectra']:,} spectra, "
+        f"{one['spectra'] / one['seconds']:,.0f} spectra/s)"
+    )
+    print(
+        f"  2 workers: {two['seconds']:6.2f} s  ({two['spectra'] / two['seconds']:,.0f} "
+        f"spectra/s)   speedup {one['seconds'] / two['seconds']:.2f} (goal >= 1.6)"
+    )
     for label, r in (("1 worker ", one), ("2 workers", two)):
         share = r["coordinator_cpu"] / (r["coordinator_cpu"] + r["worker_cpu"])
-        print(f"  coordinator share of CPU time, {label}: {share:.1%} "
-              f"({r['coordinator_cpu']:.2f} s of {r['coordinator_cpu'] + r['worker_cpu']:.2f} s)")
+        print(
+            f"  coordinator share of CPU time, {label}: {share:.1%} "
+            f"({r['coordinator_cpu']:.2f} s of {r['coordinator_cpu'] + r['worker_cpu']:.2f} s)"
+        )
     small = DATA / "mzdata" / "small.mzML"
     rows = []
     for copies in (30, 120):
         source: Path = replicated(small, copies)
         r = in_subprocess(module, "run", str(source), "2")
         rows.append((source.stat().st_size, r))
-        print(f"memory, {source.stat().st_size / 1e6:5.0f} MB input: coordinator peak "
-              f"{r['coordinator_rss_mb']} MB, worker peak {r['worker_rss_mb']} MB "
-              f"({r['seconds']:.1f} s)")
+        print(
+            f"memory, {source.stat().st_size / 1e6:5.0f} MB input: coordinator peak "
+            f"{r['coordinator_rss_mb']} MB, worker peak {r['worker_rss_mb']} MB "
+            f"({r['seconds']:.1f} s)"
+        )
     (_, small_run), (_, large_run) = rows
     for key, label in (("coordinator_rss_mb", "coordinator"), ("worker_rss_mb", "worker")):
-        print(f"  peak memory ratio 400 MB / 100 MB input, {label}: "
-              f"{large_run[key] / small_run[key]:.2f} (goal <= 1.3)")
+        print(
+            f"  peak memory ratio 400 MB / 100 MB input, {label}: "
+            f"{large_run[key] / small_run[key]:.2f} (goal <= 1.3)"
+        )
 
 
 if __name__ == "__main__":

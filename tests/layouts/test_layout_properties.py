@@ -1,0 +1,123 @@
+"""Property tests: generated spectra -> prepared signal -> a layout's table -> Parquet -> the
+reader's decoding gives the prepared values back (bit for bit for point, delta and basic;
+within Numpress' error for numpress), whatever the zero runs, null pairs, sizes and values."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pyarrow as pa
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from mzpeak_dask import ConvertOptions
+from mzpeak_dask import vocabulary as V
+from mzpeak_dask.archive.assembler import DataMember
+from mzpeak_dask.encode import prepare_signal
+from mzpeak_dask.layouts.schema import SignalSchema
+from mzpeak_dask.read.signal import SignalReader
+from mzpeak_dask.records import SignalArray
+from mzpeak_dask.transforms.null_marking import fill_nulls
+
+
+@st.composite
+def spectra(draw) -> list[tuple[np.ndarray, np.ndarray, bool]]:
+    """Profile spectra sampled evenly (so null marking applies) and centroid spectra with
+    arbitrary gaps; zero runs of every length, single points, empty spectra, huge values."""
+    out = []
+    for _ in range(draw(st.integers(1, 5))):
+        n = draw(st.integers(0, 300))
+        profile = draw(st.booleans())
+        start = draw(st.floats(50.0, 5e5, allow_nan=False))
+        if profile:
+            step = draw(st.floats(1e-3, 0.5))
+            mz = start + step * np.arange(1, n + 1, dtype=np.float64)
+        else:
+            steps = draw(st.lists(st.floats(1e-4, 80.0), min_size=n, max_size=n))
+            mz = start + np.cumsum(np.asarray(steps, dtype=np.float64))
+        levels = st.sampled_from([0.0, 0.0, 0.0, 1.0, 7.5, 3e4, 1e15])
+        intensity = np.asarray(draw(st.lists(levels, min_size=n, max_size=n)), np.float64)
+        out.append((mz, intensity, profile))
+    return out
+
+
+def _arrays(mz: np.ndarray, intensity: np.ndarray) -> list[SignalArray]:
+    return [
+        SignalArray(V.MZ_ARRAY, "m/z array", V.UNIT_MZ, mz),
+        SignalArray(V.INTENSITY_ARRAY, "intensity array", V.UNIT_DETECTOR_COUNTS, intensity),
+    ]
+
+
+def round_trip(items, options: ConvertOptions):
+    sample = [_arrays(mz, it) for mz, it, _ in items]
+    schema = SignalSchema.from_sample(V.SPECTRUM, sample, null_marking=options.null_marking)
+    prepared = [
+        prepare_signal(schema, k, _arrays(mz, it), profile=profile, options=options)[0]
+        for k, (mz, it, profile) in enumerate(items)
+    ]
+    from mzpeak_dask import layouts
+
+    sink = io.BytesIO()
+    member = DataMember(sink, V.SPECTRUM, schema, options)
+    member.write(layouts.encode(schema, prepared, options), 0)
+    member.close({})
+    reader = SignalReader(pa.py_buffer(sink.getvalue()), "spectrum", "memory")
+    return prepared, [
+        reader.read(k, np.asarray(p.model) if p.model else None) for k, p in enumerate(prepared)
+    ]
+
+
+def _expected(p) -> tuple[np.ndarray, np.ndarray]:
+    mz, intensity = p.values.get("mz", np.zeros(0)), p.values.get("intensity", np.zeros(0))
+    if p.valid is not None:
+        mz = fill_nulls(mz, p.valid, np.asarray(p.model) if p.model else None)
+        intensity = np.where(p.valid, intensity, 0.0)
+    return mz, intensity
+
+
+PROFILE = settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+
+
+def test_generated_profiles_are_null_marked() -> None:
+    """The generator's even profiles do get null pairs (else the properties test little)."""
+    mz = 400 + 0.01 * np.arange(1, 41)
+    intensity = np.array(([0.0] * 4 + [5.0, 9.0, 5.0]) * 5 + [0.0] * 5)
+    prepared, read = round_trip([(mz, intensity, True)], ConvertOptions(layout="chunked"))
+    assert prepared[0].valid is not None and (~prepared[0].valid).sum() >= 8
+    assert np.array_equal(read[0]["m/z array"], _expected(prepared[0])[0])
+
+
+@PROFILE
+@given(spectra(), st.sampled_from(["point", "delta", "basic"]))
+def test_lossless_layouts_round_trip(items, layout) -> None:
+    options = ConvertOptions(
+        layout="point" if layout == "point" else "chunked",
+        chunk_encoding="delta" if layout == "point" else layout,
+        row_group_points=64,
+    )
+    prepared, read = round_trip(items, options)
+    for p, got in zip(prepared, read, strict=True):
+        mz, intensity = _expected(p)
+        assert np.array_equal(got.get("m/z array", np.zeros(0)), mz)
+        assert np.array_equal(got.get("intensity array", np.zeros(0)), intensity)
+
+
+@PROFILE
+@given(spectra())
+def test_numpress_round_trips_within_its_error(items) -> None:
+    options = ConvertOptions(layout="chunked", chunk_encoding="numpress", numpress_intensity="slof")
+    prepared, read = round_trip(items, options)
+    for p, got in zip(prepared, read, strict=True):
+        mz, intensity = _expected(p)
+        got_mz = got.get("m/z array", np.zeros(0))
+        assert len(got_mz) == len(mz)
+        if len(mz):
+            assert np.max(np.abs(got_mz - mz) / mz) < 1e-6  # linear: 0.5 / fixed point
+            big = intensity >= 1
+            got_int = got["intensity array"]
+            assert np.all(np.abs(got_int[big] - intensity[big]) / intensity[big] < 2e-3)
