@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .. import vocabulary as V
-from ..codecs import numpress
+from ..codecs import delta, numpress
 from ..errors import ArchiveError
 from ..layouts import array_index as array_index_json
 from ..layouts.array_index import ArrayIndexEntry
@@ -171,6 +171,10 @@ class SignalReader:
         return out
 
     def _decode_chunks(self, rows: pa.StructArray, with_lengths: bool = False) -> Any:
+        fast = self._decode_plain_chunks(rows)
+        if fast is not None:
+            raw, lengths = fast
+            return (raw, lengths) if with_lengths else raw
         main = self.main.columns
         starts = rows.field(main[V.CHUNK_START].column).to_numpy(zero_copy_only=False)
         encodings = rows.field(main[V.CHUNK_ENCODING].column).to_pylist()
@@ -198,6 +202,46 @@ class SignalReader:
         if with_lengths:
             return raw, np.array([len(p[0]) for p in parts[0]], dtype=np.int64)
         return raw
+
+    def _decode_plain_chunks(self, rows: pa.StructArray) -> tuple[dict, np.ndarray] | None:
+        """All chunks at once when they are delta/basic and every other array is a plain list
+        present in every row (the common case); None otherwise (decode chunk by chunk)."""
+        main = self.main.columns
+        if V.CHUNK_TRANSFORM in main:
+            return None
+        encodings = rows.field(main[V.CHUNK_ENCODING].column)
+        is_delta = pc.equal(encodings, V.DELTA_ENCODING).to_numpy(zero_copy_only=False)
+        is_basic = pc.equal(encodings, V.NO_COMPRESSION).to_numpy(zero_copy_only=False)
+        if not np.all(is_delta | is_basic):
+            return None
+        lists = {}
+        for k, view in enumerate(self.views[1:], start=1):
+            entry = view.columns.get(V.CHUNK_SECONDARY)
+            column = rows.field(entry.column) if entry is not None else None
+            if column is None or column.null_count:
+                return None
+            lists[k] = _flat(column)
+        if not lists:
+            return None
+        sizes = np.diff(next(iter(lists.values()))[2])
+        if any(not np.array_equal(np.diff(v[2]), sizes) for v in lists.values()):
+            return None
+        values_column = rows.field(main[V.CHUNK_VALUES].column)
+        values, valid, offsets = _flat(values_column)
+        starts = rows.field(main[V.CHUNK_START].column).to_numpy(zero_copy_only=False)
+        decoded = delta.decode_chunks(
+            starts,
+            sizes,
+            is_delta,
+            values.astype(np.float64),
+            np.ones(len(values), bool) if valid is None else valid,
+            offsets,
+        )
+        if decoded is None:
+            return None
+        raw = {0: decoded}
+        raw.update({k: (v[0], v[1]) for k, v in lists.items()})
+        return raw, sizes
 
     def _secondary(self, rows: pa.StructArray, view: ArrayView) -> list:
         if V.CHUNK_SECONDARY in view.columns:
@@ -237,6 +281,14 @@ def _to_numpy(array: pa.Array) -> tuple[np.ndarray, np.ndarray | None]:
         return array.to_numpy(zero_copy_only=False), None
     valid = np.asarray(array.is_valid())
     return array.fill_null(pa.scalar(0, type=array.type)).to_numpy(zero_copy_only=False), valid
+
+
+def _flat(column: pa.Array) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
+    """A list column's values (and validity) for its rows, with offsets from 0."""
+    offsets = column.offsets.to_numpy()
+    base = int(offsets[0])
+    values, valid = _to_numpy(column.values.slice(base, int(offsets[-1]) - base))
+    return values, valid, (offsets - base).astype(np.int64)
 
 
 def _lists(column: pa.Array) -> list:

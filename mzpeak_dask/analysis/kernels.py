@@ -1,0 +1,141 @@
+"""Vectorised numpy kernels of the chromatogram analysis (no I/O, no Dask).
+
+Points arrive as flat arrays (``mz``, ``intensity``) with a segment id per point (the position
+of the point's spectrum in the selection); every function is a handful of whole-array
+operations, whatever the number of spectra or targets.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import OptionsError
+
+
+def ppm_windows(targets: np.ndarray, ppm: float) -> tuple[np.ndarray, np.ndarray]:
+    """Inclusive m/z windows ``target * (1 -/+ ppm 1e-6)``."""
+    targets = np.asarray(targets, dtype=np.float64)
+    if targets.ndim != 1 or not len(targets):
+        raise OptionsError("give at least one target m/z")
+    if not (np.isfinite(ppm) and ppm > 0):
+        raise OptionsError(f"the ppm tolerance must be positive, got {ppm!r}")
+    if not np.all(np.isfinite(targets) & (targets > 0)):
+        raise OptionsError("target m/z values must be positive numbers")
+    delta = targets * ppm * 1e-6
+    return targets - delta, targets + delta
+
+
+def select_spectra(
+    time: np.ndarray,
+    ms_level: np.ndarray,
+    rt: tuple[float, float] | None = None,
+    level: int | None = 1,
+) -> np.ndarray:
+    """Indices of the spectra of MS level ``level`` (None: all) with ``rt[0] <= time <=
+    rt[1]`` (minutes; None: any time)."""
+    keep = np.ones(len(time), dtype=bool)
+    if level is not None:
+        keep &= np.asarray(ms_level) == level
+    if rt is not None:
+        low, high = rt
+        if low > high:
+            raise OptionsError(f"the RT range is empty: {low} > {high}")
+        time = np.asarray(time, dtype=np.float64)
+        keep &= (time >= low) & (time <= high)
+    return np.flatnonzero(keep)
+
+
+def overlapping(
+    start: np.ndarray, end: np.ndarray, low: np.ndarray, high: np.ndarray
+) -> np.ndarray:
+    """Which intervals ``[start, end]`` meet at least one window ``[low, high]`` (a loop over
+    the windows, vectorised over the intervals). NaN bounds never match."""
+    hit = np.zeros(len(start), dtype=bool)
+    for a, b in zip(low.tolist(), high.tolist(), strict=True):
+        hit |= (start <= b) & (end >= a)
+    return hit
+
+
+def _window_groups(low: np.ndarray, high: np.ndarray) -> list[np.ndarray]:
+    """Split the windows into groups of pairwise disjoint windows, each sorted by ``low``
+    (one group unless targets lie within two tolerances of each other)."""
+    groups: list[list[int]] = []
+    ends: list[float] = []
+    for t in np.argsort(low, kind="stable").tolist():
+        g = next((k for k, end in enumerate(ends) if end < low[t]), None)
+        if g is None:
+            groups.append([t])
+            ends.append(high[t])
+        else:
+            groups[g].append(t)
+            ends[g] = high[t]
+    return [np.asarray(g, dtype=np.int64) for g in groups]
+
+
+def window_sums(
+    mz: np.ndarray,
+    intensity: np.ndarray,
+    segment: np.ndarray,
+    segments: int,
+    low: np.ndarray,
+    high: np.ndarray,
+) -> np.ndarray:
+    """``(segments, targets)`` sums of the intensities with ``low[t] <= mz <= high[t]``.
+
+    Each point finds its window by one binary search per group of disjoint windows."""
+    targets = len(low)
+    out = np.zeros(segments * targets, dtype=np.float64)
+    mz = np.asarray(mz, dtype=np.float64)
+    weights = np.asarray(intensity, dtype=np.float64)
+    for group in _window_groups(low, high):
+        j = np.searchsorted(low[group], mz, side="right") - 1
+        j_safe = np.maximum(j, 0)
+        inside = (j >= 0) & (mz <= high[group][j_safe])
+        key = segment[inside] * targets + group[j_safe[inside]]
+        out += np.bincount(key, weights=weights[inside], minlength=segments * targets)
+    return out.reshape(segments, targets)
+
+
+def segment_stats(
+    mz: np.ndarray, intensity: np.ndarray, segment: np.ndarray, segments: int
+) -> np.ndarray:
+    """``(segments, 3)``: total intensity, base peak m/z and base peak intensity per segment
+    (the base peak is the first point of highest intensity; NaN for a segment without
+    points). ``segment`` must be non-decreasing."""
+    out = np.full((segments, 3), np.nan)
+    weights = np.nan_to_num(np.asarray(intensity, dtype=np.float64))
+    out[:, 0] = np.bincount(segment, weights=weights, minlength=segments)
+    if not len(segment):
+        return out
+    present, starts = np.unique(segment, return_index=True)
+    peak = np.maximum.reduceat(weights, starts)
+    is_peak = weights == np.repeat(peak, np.diff(np.append(starts, len(segment))))
+    first = np.flatnonzero(is_peak)
+    _, where = np.unique(segment[first], return_index=True)
+    out[present, 1] = np.asarray(mz, dtype=np.float64)[first[where]]
+    out[present, 2] = peak
+    return out
+
+
+def compact(segment: np.ndarray, table: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The rows of ``table`` whose segment occurs, with their ids (small task results)."""
+    present = np.unique(segment)
+    return present, table[present]
+
+
+def add_rows(total: np.ndarray, parts: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
+    """Sum partial ``(rows, values)`` results into ``total`` (in place)."""
+    for rows, values in parts:
+        np.add.at(total, rows, values)
+    return total
+
+
+__all__ = [
+    "add_rows",
+    "compact",
+    "overlapping",
+    "ppm_windows",
+    "select_spectra",
+    "segment_stats",
+    "window_sums",
+]
