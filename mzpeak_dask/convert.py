@@ -58,30 +58,32 @@ def check_input(source: Path) -> None:
 
 
 class RunJob:
-    """One run's conversion state on the coordinator, fed encoded partitions in order."""
+    """One run's conversion state on the coordinator: planned (usually on a worker), then fed
+    its encoded partitions in order, then finished into the archive."""
 
-    def __init__(
-        self, source: Path, output: Path, options: ConvertOptions, background: Callable[..., Any]
-    ):
-        """``background(fn, *args)`` runs ``fn`` beside the conversion and returns a future
-        (a cluster task, or a thread for inline runs)."""
+    def __init__(self, source: Path, output: Path, options: ConvertOptions):
         self.source, self.output, self.options = source, output, options
         self.started = time.perf_counter()
         check_input(source)
         check_output(output, options.overwrite)
         self.staging = Staging(output)
+        self.plan: RunPlan | None = None
         self.container: Container | None = None
         self.assembler: RunAssembler | None = None
+        self.items_total = self.items_done = 0
+
+    def start(self, plan: RunPlan, background: Callable[..., Any]) -> None:
+        """Open the archive for ``plan`` (see :func:`~mzpeak_dask.partition.plan_run`).
+        ``background(fn, *args)`` runs ``fn`` beside the conversion and returns a future."""
         try:
-            self.plan: RunPlan = plan_run(source, self.staging.path, options)
-            self.sha256 = background(file_sha256, str(source))
-            self.container = Container(output, self.staging, options.unpacked)
-            self.assembler = RunAssembler(self.plan.spec, self.container, self.staging)
+            self.plan = plan
+            self.sha256 = background(file_sha256, str(self.source))
+            self.container = Container(self.output, self.staging, self.options.unpacked)
+            self.assembler = RunAssembler(plan.spec, self.container, self.staging)
         except BaseException:
             self.abort()
             raise
-        self.items_total = sum(len(p.items) for p in self.plan.partitions)
-        self.items_done = 0
+        self.items_total = sum(len(p.items) for p in plan.partitions)
 
     def add(self, part: EncodedPartition) -> None:
         self.assembler.add(part)
@@ -178,16 +180,17 @@ def convert_many(
     client: Any = None,
     progress: Progress | None = None,
     fail_fast: bool = True,
+    on_result: Callable[[int, ConversionResult | MzPeakDaskError], None] | None = None,
 ) -> list[ConversionResult | MzPeakDaskError]:
     """Convert several runs side by side on one cluster.
 
     Returns one entry per job, in order: the result, or (with ``fail_fast=False``) the error
-    that stopped that job — one bad input then does not stop the others.
+    that stopped that job — one bad input then does not stop the others. ``on_result(k,
+    outcome)`` is called as each job ends.
     """
     from .parallel.scheduler import run_jobs
 
     options = options or ConvertOptions()
     cluster = cluster or ClusterOptions()
-    return run_jobs(
-        [(Path(i), Path(o)) for i, o in jobs], options, cluster, client, progress, fail_fast
-    )
+    return run_jobs([(Path(i), Path(o)) for i, o in jobs], options, cluster, client, progress,
+                    fail_fast, on_result)

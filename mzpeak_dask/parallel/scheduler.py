@@ -1,12 +1,17 @@
-"""The coordinator loop: partitions of one or many runs in flight on the cluster, results
-assembled in order, with bounded memory.
+"""The coordinator loop: runs planned and converted on the cluster, assembled in order, with
+bounded memory.
 
-At most ``window`` partitions are outstanding at any time (running, or finished and waiting in a
-run's reorder buffer), so the coordinator and the workers hold a bounded amount of data however
-large the inputs. Runs are started as earlier ones stop feeding the window, which makes a batch
-parallel across files and within each file. A worker that dies is replaced by Dask, which reruns
-its partitions; a partition that fails for a data reason fails its run (and, with ``fail_fast``,
-the whole call), and a failed run leaves nothing at its output.
+Each run is first planned by a task (survey, decompression, data columns — on a worker when
+the workers see the staging folder, else here), then its partitions are encoded by tasks. At
+most ``window`` tasks are outstanding at any time (running, or finished and waiting in a run's
+reorder buffer), so the coordinator and the workers hold a bounded amount of data however large
+and many the inputs. A new run starts whenever no started run has partitions waiting to be
+submitted, which keeps the window full with many small files and makes a batch parallel across
+files and within each file.
+
+A worker that dies is replaced by Dask, which reruns its tasks; a task that fails for a data
+reason fails its run (and, with ``fail_fast``, the whole call); a failed run leaves nothing at
+its output. ``on_result`` hears about every run as soon as it ends, so a batch can record it.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from __future__ import annotations
 import logging
 import os
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,23 +28,31 @@ from ..convert import ConversionResult, Progress, RunJob
 from ..encode import encode_partition
 from ..errors import ClusterError, MzPeakDaskError
 from ..options import ClusterOptions, ConvertOptions
+from ..partition import plan_run
 from . import handoff
 from .executors import Task, open_executor
 
 log = logging.getLogger(__name__)
+PLAN = -1  # the task number of a run's plan
+OnResult = Callable[[int, "ConversionResult | MzPeakDaskError"], None]
 
 
 @dataclass
 class _Active:
     job: RunJob
+    number: int
     handoff: str | None = None  # folder results come back through, when workers see it
     next_partition: int = 0
     buffer: dict[int, Any] = field(default_factory=dict)
     tasks: list[Task] = field(default_factory=list)
 
     @property
+    def planned(self) -> bool:
+        return self.job.plan is not None
+
+    @property
     def submitted_all(self) -> bool:
-        return self.next_partition >= len(self.job.plan.partitions)
+        return self.planned and self.next_partition >= len(self.job.plan.partitions)
 
     @property
     def assembled_all(self) -> bool:
@@ -49,33 +63,30 @@ def _worker_death(exc: BaseException) -> bool:
     return type(exc).__name__ == "KilledWorker"
 
 
-def _describe_failure(job: RunJob, task: Task, exc: BaseException) -> MzPeakDaskError:
+def _describe_failure(job: RunJob, n: int, exc: BaseException) -> MzPeakDaskError:
     if isinstance(exc, MzPeakDaskError):
         return exc
-    items = job.plan.partitions[task.tag[1]].items
-    kind = "spectra" if items.kind == "spectrum" else "chromatograms"
-    where = f"{kind} {items.start}-{items.stop - 1} (0-based)"
+    if n == PLAN:
+        where = "planning the conversion"
+    else:
+        items = job.plan.partitions[n].items
+        kind = "spectra" if items.kind == "spectrum" else "chromatograms"
+        where = f"{kind} {items.start}-{items.stop - 1} (0-based)"
     if _worker_death(exc):
-        return ClusterError(
-            f"{job.source}: {where}: the worker process died repeatedly while "
-            f"converting them (the input may crash the decoder)"
-        )
+        return ClusterError(f"{job.source}: {where}: the worker process died repeatedly while "
+                            f"converting them (the input may crash the decoder or exhaust "
+                            f"the worker's memory)")
     return MzPeakDaskError(f"{job.source}: {where}: {type(exc).__name__}: {exc}")
 
 
 class Coordinator:
-    def __init__(
-        self,
-        executor: Any,
-        options: ConvertOptions,
-        cluster: ClusterOptions,
-        progress: Progress | None,
-        fail_fast: bool,
-    ):
+    def __init__(self, executor: Any, options: ConvertOptions, cluster: ClusterOptions,
+                 progress: Progress | None, fail_fast: bool, on_result: OnResult | None):
         self.executor = executor
         self.options = options
         self.progress = progress
         self.fail_fast = fail_fast
+        self.on_result = on_result
         self.window = cluster.window or 2 * executor.worker_threads + 2
         self.active: list[_Active] = []
         self.outstanding = 0
@@ -88,39 +99,44 @@ class Coordinator:
                 self._start_jobs(pending, results)
                 self._fill_window()
                 tasks = [t for a in self.active for t in a.tasks]
-                if not tasks:
-                    continue
-                task = self.executor.next_done(tasks)
-                self._collect(task, results)
+                if tasks:
+                    self._collect(self.executor.next_done(tasks), results)
         except BaseException:
-            for active in self.active:
+            for active in list(self.active):
                 self._abort(active)
             raise
         return results
 
+    def _ready_for_more(self) -> bool:
+        busy = any(a.planned and not a.submitted_all for a in self.active)
+        return not busy and self.outstanding < self.window
+
     def _start_jobs(self, pending: deque, results: list) -> None:
-        while pending and (not self.active or all(a.submitted_all for a in self.active)):
+        while pending and (not self.active or self._ready_for_more()):
             number, (source, output) = pending.popleft()
             try:
-                job = RunJob(source, output, self.options, self.executor.background)
+                job = RunJob(source, output, self.options)
             except MzPeakDaskError as exc:
-                if self.fail_fast:
-                    raise
-                results[number] = exc
+                self._record(number, exc, results)
                 continue
-            job.number = number  # type: ignore[attr-defined]
-            self.active.append(_Active(job, self.executor.handoff_folder(job.staging.path)))
-            self._maybe_finish(self.active[-1], results)
+            active = _Active(job, number, self.executor.handoff_folder(job.staging.path))
+            self.active.append(active)
+            if active.handoff is None:  # workers cannot see the staging folder: plan here
+                self._planned(active, plan_run(source, job.staging.path, self.options), results)
+            else:
+                task = self.executor.submit((active, PLAN), plan_run, source, job.staging.path,
+                                            self.options)
+                active.tasks.append(task)
+                self.outstanding += 1
 
     def _fill_window(self) -> None:
         for active in self.active:
-            while not active.submitted_all and self.outstanding < self.window:
+            while active.planned and not active.submitted_all and self.outstanding < self.window:
                 n = active.next_partition
                 args = (encode_partition, active.job.plan.partitions[n], active.job.plan.spec)
                 if active.handoff:
-                    task = self.executor.submit(
-                        (active, n), handoff.call_to_file, active.handoff, *args
-                    )
+                    task = self.executor.submit((active, n), handoff.call_to_file,
+                                                active.handoff, *args)
                 else:
                     task = self.executor.submit((active, n), *args)
                 active.tasks.append(task)
@@ -130,72 +146,83 @@ class Coordinator:
     def _collect(self, task: Task, results: list) -> None:
         active, n = task.tag
         active.tasks.remove(task)
+        self.outstanding -= 1
         try:
             result = self.executor.result(task)
-            if active.handoff:
+            if n != PLAN and active.handoff:
                 path, result = result, handoff.load(result)
                 os.unlink(path)  # the memory map keeps the data until it is written
-            active.buffer[n] = result
         except BaseException as exc:
             if isinstance(exc, KeyboardInterrupt):
                 raise
-            self.outstanding -= 1
-            self._fail(active, _describe_failure(active.job, task, exc), results)
+            self._fail(active, _describe_failure(active.job, n, exc), results)
             return
         finally:
             self.executor.release(task)
+        if n == PLAN:
+            self._planned(active, result, results)
+            return
+        self.outstanding += 1  # held in the reorder buffer until assembled
+        active.buffer[n] = result
         job = active.job
         while job.assembler.expected_sequence in active.buffer:
-            part = active.buffer.pop(job.assembler.expected_sequence)
-            job.add(part)
+            job.add(active.buffer.pop(job.assembler.expected_sequence))
             self.outstanding -= 1
             if self.progress:
                 self.progress(str(job.source), job.items_done, job.items_total)
+        self._maybe_finish(active, results)
+
+    def _planned(self, active: _Active, plan: Any, results: list) -> None:
+        try:
+            active.job.start(plan, self.executor.background)
+        except MzPeakDaskError as exc:
+            self._fail(active, exc, results)
+            return
         self._maybe_finish(active, results)
 
     def _maybe_finish(self, active: _Active, results: list) -> None:
         if not (active.submitted_all and active.assembled_all):
             return
         self.active.remove(active)
-        number = active.job.number  # type: ignore[attr-defined]
         try:
-            results[number] = active.job.finish()
+            result = active.job.finish()
         except MzPeakDaskError as exc:
-            if self.fail_fast:
-                raise
-            results[number] = exc
+            self._record(active.number, exc, results)
+            return
         if self.progress:
-            self.progress(str(active.job.source), active.job.items_total, active.job.items_total)
+            self.progress(str(active.job.source), active.job.items_total,
+                          active.job.items_total)
+        self._record(active.number, result, results)
 
     def _fail(self, active: _Active, error: MzPeakDaskError, results: list) -> None:
         self._abort(active)
-        self.active.remove(active)
-        if self.fail_fast:
-            raise error
-        results[active.job.number] = error  # type: ignore[attr-defined]
+        self._record(active.number, error, results)
+
+    def _record(self, number: int, outcome: Any, results: list) -> None:
+        results[number] = outcome
+        if self.on_result is not None:
+            self.on_result(number, outcome)
+        if self.fail_fast and isinstance(outcome, BaseException):
+            raise outcome
 
     def _abort(self, active: _Active) -> None:
         for task in active.tasks:
             self.executor.cancel(task)
-            self.outstanding -= 1
-        self.outstanding -= len(active.buffer)
+        self.outstanding -= len(active.tasks) + len(active.buffer)
         active.tasks.clear()
         active.buffer.clear()
+        if active in self.active:
+            self.active.remove(active)
         active.job.abort()
 
 
-def run_jobs(
-    jobs: list[tuple[Path, Path]],
-    options: ConvertOptions,
-    cluster: ClusterOptions,
-    client: Any,
-    progress: Progress | None,
-    fail_fast: bool,
-) -> list[ConversionResult | MzPeakDaskError]:
+def run_jobs(jobs: list[tuple[Path, Path]], options: ConvertOptions, cluster: ClusterOptions,
+             client: Any, progress: Progress | None, fail_fast: bool,
+             on_result: OnResult | None = None) -> list[ConversionResult | MzPeakDaskError]:
     with open_executor(cluster, client) as executor:
         if executor.dashboard_link:
             log.info("Dask dashboard: %s", executor.dashboard_link)
             announce = getattr(progress, "announce", None)
             if announce is not None:
                 announce(f"Dask dashboard: {executor.dashboard_link}")
-        return Coordinator(executor, options, cluster, progress, fail_fast).run(jobs)
+        return Coordinator(executor, options, cluster, progress, fail_fast, on_result).run(jobs)
