@@ -163,6 +163,60 @@ def cmd_info(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_batch(args: argparse.Namespace) -> int:
+    from .batch.runner import BatchOptions, run_batch
+    from .parallel.progress import ProgressReporter
+
+    options, cluster = _options(args)
+    batch = resolve(BatchOptions, load_config(args.config), _picked(args, BatchOptions))
+    progress = None if args.quiet else ProgressReporter(0)
+    try:
+        outcome = run_batch(
+            args.source, args.output_dir, options, cluster, batch, progress=progress
+        )
+    finally:
+        if progress:
+            progress.close()
+    for record in outcome.records:
+        if record["status"] in ("failed", "pending"):
+            error = record.get("error") or ""
+            where = "" if error.startswith(record["input"]) else f"{record['input']}: "
+            print(f"failed: {where}{error}", file=sys.stderr)
+    if not args.quiet:
+        print(
+            f"{len(outcome.records)} files: {outcome.count('converted')} converted, "
+            f"{outcome.count('skipped')} skipped, {outcome.failed} failed "
+            f"({outcome.seconds:.1f} s); report: {Path(args.output_dir) / 'batch_report.json'}"
+        )
+    return EXIT_FAILED if outcome.failed else 0
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from .read.validate import ERROR, problems_json, validate
+
+    failed = False
+    documents = []
+    for path in args.archives:
+        problems = validate(path)
+        failed = failed or any(p.severity == ERROR for p in problems)
+        if args.json:
+            documents.append(
+                {
+                    "archive": path,
+                    "valid": not any(p.severity == ERROR for p in problems),
+                    "problems": problems_json(problems),
+                }
+            )
+        else:
+            for problem in problems:
+                print(f"{path}: {problem}")
+            if not problems:
+                print(f"{path}: valid")
+    if args.json:
+        print(json.dumps(documents, indent=2))
+    return EXIT_FAILED if failed else 0
+
+
 def cmd_cluster_script(args: argparse.Namespace) -> int:
     from .parallel.cluster import job_script
 
@@ -187,6 +241,37 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     _common(p)
     p.set_defaults(func=cmd_info)
+    p = sub.add_parser("batch", help="convert a whole repository (folder tree or manifest)")
+    p.add_argument(
+        "source",
+        metavar="SOURCE",
+        help="a folder (searched recursively) or a "
+        "manifest (one path per line, or CSV/TSV with a 'path' column)",
+    )
+    p.add_argument("output_dir", metavar="OUTPUT_DIR")
+    p.add_argument(
+        "--resume",
+        action="store_const",
+        const=True,
+        help="skip inputs whose output is valid and made from the same input",
+    )
+    p.add_argument("--retries", type=int, help="extra attempts for failed inputs")
+    p.add_argument(
+        "--no-reports",
+        dest="reports",
+        action="store_const",
+        const=False,
+        help="only batch_report.json (no HTML report, no catalog)",
+    )
+    _add_convert_options(p)
+    _add_cluster_options(p)
+    _common(p)
+    p.set_defaults(func=cmd_batch)
+    p = sub.add_parser("validate", help="check archives against the format's rules")
+    p.add_argument("archives", nargs="+", metavar="ARCHIVE")
+    p.add_argument("--json", action="store_true")
+    _common(p)
+    p.set_defaults(func=cmd_validate)
     p = sub.add_parser(
         "cluster-script", help="print the SLURM batch script --cluster slurm would submit"
     )
@@ -204,7 +289,8 @@ def main(argv: list[str] | None = None) -> int:
         format="%(levelname)s %(name)s: %(message)s",
     )
     if not args.verbose:  # Dask logs its lifecycle at INFO (read when distributed is imported)
-        os.environ.setdefault("DASK_LOGGING__DISTRIBUTED", "error")
+        # (workers log every failed task at ERROR; the coordinator reports each one itself)
+        os.environ.setdefault("DASK_LOGGING__DISTRIBUTED", "critical")
     try:
         return args.func(args)
     except MzPeakDaskError as exc:

@@ -21,7 +21,7 @@ from .archive.container import Container, Staging, check_output
 from .encode import EncodedPartition
 from .errors import InputError, MzPeakDaskError
 from .options import ClusterOptions, ConvertOptions
-from .partition import RunPlan, plan_run
+from .partition import RunPlan
 from .tables.file_metadata import file_sha256, footer_metadata
 
 Progress = Callable[[str, int, int], None]  # (input, items done, items total)
@@ -91,7 +91,7 @@ class RunJob:
 
     def finish(self) -> ConversionResult:
         try:
-            sha256 = self.sha256.result()
+            sha256 = self._input_sha256()
             footer = footer_metadata(
                 self.plan.survey.run_metadata,
                 source=self.source,
@@ -121,6 +121,12 @@ class RunJob:
             input_sha256=sha256,
             members=members,
         )
+
+    def _input_sha256(self) -> str:
+        try:
+            return self.sha256.result()
+        except Exception:  # noqa: BLE001 - e.g. the worker hashing it died: hash it here
+            return file_sha256(self.source)
 
     def abort(self) -> None:
         """Remove everything this job wrote (nothing is left at OUTPUT)."""
@@ -192,5 +198,12 @@ def convert_many(
 
     options = options or ConvertOptions()
     cluster = cluster or ClusterOptions()
-    return run_jobs([(Path(i), Path(o)) for i, o in jobs], options, cluster, client, progress,
-                    fail_fast, on_result)
+    return run_jobs(
+        [(Path(i), Path(o)) for i, o in jobs],
+        options,
+        cluster,
+        client,
+        progress,
+        fail_fast,
+        on_result,
+    )

@@ -22,6 +22,7 @@ from mzpeak_dask import (
     open_archive,
 )
 
+from .batch_inputs import huge_spectrum_mzml
 from .conftest import BUNDLED, DATA, INLINE
 
 SMALL = BUNDLED / "small.mzML"
@@ -119,6 +120,18 @@ def test_corrupt_zlib_names_the_spectrum(tmp_path: Path) -> None:
     garbage = base64.b64encode(zlib.compress(b"x" * 400)[:-7] + b"\x00" * 7).decode()
     path = _corrupt_binary(tmp_path, 7, lambda _: garbage)
     with pytest.raises(SpectrumDecodeError, match=r"spectrum .*scan=8: corrupt zlib"):
+        convert(path, tmp_path / "out.mzpeak", cluster=INLINE)
+    assert_clean(tmp_path, path)
+
+
+def test_zlib_bomb_is_refused(tmp_path: Path) -> None:
+    """A spectrum declaring 1,000 points whose payload inflates to 80 MB."""
+    path = huge_spectrum_mzml(tmp_path / "bomb.mzML", 10_000_000, declared=1_000)
+    with pytest.raises(
+        SpectrumDecodeError,
+        match=r"bomb\.mzML: spectrum scan=1: zlib data "
+        r"inflates past",
+    ):
         convert(path, tmp_path / "out.mzpeak", cluster=INLINE)
     assert_clean(tmp_path, path)
 

@@ -52,20 +52,10 @@ def data_writer_properties(
 def metadata_writer_properties(
     schema: pa.Schema, options: ConvertOptions, index_path: str
 ) -> dict[str, Any]:
-    """Metadata members: statistics only on the key columns (nothing prunes by the others),
-    and no embedded Arrow schema — it duplicates the Parquet schema, and for these deeply
-    nested tables it is a third of a small run's metadata member."""
-    keys = [
-        p
-        for field in schema
-        for p, _ in _leaves(field)
-        if p.rsplit(".", 1)[-1] in ("index", "source_index")
-    ]
-    return _common(schema, options, index_path) | {
-        "use_dictionary": True,
-        "write_statistics": keys,
-        "store_schema": False,
-    }
+    """Metadata members: no embedded Arrow schema — it duplicates the Parquet schema, and for
+    these deeply nested tables it is a third of a small run's metadata member. (Statistics
+    stay on every column: without them there is no column index, which is a MUST.)"""
+    return _common(schema, options, index_path) | {"use_dictionary": True, "store_schema": False}
 
 
 def _common(schema: pa.Schema, options: ConvertOptions, index_path: str) -> dict[str, Any]:

@@ -73,15 +73,23 @@ def _describe_failure(job: RunJob, n: int, exc: BaseException) -> MzPeakDaskErro
         kind = "spectra" if items.kind == "spectrum" else "chromatograms"
         where = f"{kind} {items.start}-{items.stop - 1} (0-based)"
     if _worker_death(exc):
-        return ClusterError(f"{job.source}: {where}: the worker process died repeatedly while "
-                            f"converting them (the input may crash the decoder or exhaust "
-                            f"the worker's memory)")
+        return ClusterError(
+            f"{job.source}: {where}: the worker process died each time it "
+            "tried (the input may exhaust the worker's memory or crash it)"
+        )
     return MzPeakDaskError(f"{job.source}: {where}: {type(exc).__name__}: {exc}")
 
 
 class Coordinator:
-    def __init__(self, executor: Any, options: ConvertOptions, cluster: ClusterOptions,
-                 progress: Progress | None, fail_fast: bool, on_result: OnResult | None):
+    def __init__(
+        self,
+        executor: Any,
+        options: ConvertOptions,
+        cluster: ClusterOptions,
+        progress: Progress | None,
+        fail_fast: bool,
+        on_result: OnResult | None,
+    ):
         self.executor = executor
         self.options = options
         self.progress = progress
@@ -124,8 +132,9 @@ class Coordinator:
             if active.handoff is None:  # workers cannot see the staging folder: plan here
                 self._planned(active, plan_run(source, job.staging.path, self.options), results)
             else:
-                task = self.executor.submit((active, PLAN), plan_run, source, job.staging.path,
-                                            self.options)
+                task = self.executor.submit(
+                    (active, PLAN), plan_run, source, job.staging.path, self.options
+                )
                 active.tasks.append(task)
                 self.outstanding += 1
 
@@ -135,8 +144,9 @@ class Coordinator:
                 n = active.next_partition
                 args = (encode_partition, active.job.plan.partitions[n], active.job.plan.spec)
                 if active.handoff:
-                    task = self.executor.submit((active, n), handoff.call_to_file,
-                                                active.handoff, *args)
+                    task = self.executor.submit(
+                        (active, n), handoff.call_to_file, active.handoff, *args
+                    )
                 else:
                     task = self.executor.submit((active, n), *args)
                 active.tasks.append(task)
@@ -175,8 +185,8 @@ class Coordinator:
     def _planned(self, active: _Active, plan: Any, results: list) -> None:
         try:
             active.job.start(plan, self.executor.background)
-        except MzPeakDaskError as exc:
-            self._fail(active, exc, results)
+        except Exception as exc:  # noqa: BLE001 - one run's failure, never the whole call
+            self._fail(active, _describe_failure(active.job, PLAN, exc), results)
             return
         self._maybe_finish(active, results)
 
@@ -186,12 +196,18 @@ class Coordinator:
         self.active.remove(active)
         try:
             result = active.job.finish()
-        except MzPeakDaskError as exc:
-            self._record(active.number, exc, results)
+        except Exception as exc:  # noqa: BLE001 - one run's failure, never the whole call
+            error = (
+                exc
+                if isinstance(exc, MzPeakDaskError)
+                else MzPeakDaskError(
+                    f"{active.job.source}: writing the archive: {type(exc).__name__}: {exc}"
+                )
+            )
+            self._record(active.number, error, results)
             return
         if self.progress:
-            self.progress(str(active.job.source), active.job.items_total,
-                          active.job.items_total)
+            self.progress(str(active.job.source), active.job.items_total, active.job.items_total)
         self._record(active.number, result, results)
 
     def _fail(self, active: _Active, error: MzPeakDaskError, results: list) -> None:
@@ -216,9 +232,15 @@ class Coordinator:
         active.job.abort()
 
 
-def run_jobs(jobs: list[tuple[Path, Path]], options: ConvertOptions, cluster: ClusterOptions,
-             client: Any, progress: Progress | None, fail_fast: bool,
-             on_result: OnResult | None = None) -> list[ConversionResult | MzPeakDaskError]:
+def run_jobs(
+    jobs: list[tuple[Path, Path]],
+    options: ConvertOptions,
+    cluster: ClusterOptions,
+    client: Any,
+    progress: Progress | None,
+    fail_fast: bool,
+    on_result: OnResult | None = None,
+) -> list[ConversionResult | MzPeakDaskError]:
     with open_executor(cluster, client) as executor:
         if executor.dashboard_link:
             log.info("Dask dashboard: %s", executor.dashboard_link)

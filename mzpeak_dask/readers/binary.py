@@ -40,6 +40,7 @@ class RawArray:
     payload: str | None = None
     external: tuple[str, int, int] | None = None  # (dataset, offset, length)
     data_processing_ref: str | None = None
+    declared_length: int | None = None  # arrayLength, else the spectrum's defaultArrayLength
 
 
 @dataclass(slots=True)
@@ -82,8 +83,13 @@ def classify(params: list[Param]) -> ArrayTerms:
     return terms
 
 
-def decode_bytes(raw: bytes, compressions: list[str], data_type: str) -> np.ndarray:
-    """Decompress ``raw`` per the mzML compression terms and view it as ``data_type``."""
+def decode_bytes(
+    raw: bytes, compressions: list[str], data_type: str, length: int | None = None
+) -> np.ndarray:
+    """Decompress ``raw`` per the mzML compression terms and view it as ``data_type``.
+
+    ``length`` (the declared number of values) bounds zlib output, so a corrupt or hostile
+    payload cannot inflate to far more than the spectrum says it holds."""
     dtype = np.dtype(np.uint8) if data_type == V.ASCII else V.DTYPE_OF.get(data_type)
     if dtype is None:
         raise BinaryDecodeError(f"unsupported binary data type {data_type}")
@@ -94,7 +100,7 @@ def decode_bytes(raw: bytes, compressions: list[str], data_type: str) -> np.ndar
         if c == V.NO_COMPRESSION:
             continue
         if c == V.ZLIB_COMPRESSION:
-            raw = _inflate(raw)
+            raw = _inflate(raw, None if length is None else _inflate_limit(length, dtype))
         elif c in _ZLIB_NUMPRESS:
             raw = _inflate(raw)
             numpress_codec = _ZLIB_NUMPRESS[c]
@@ -112,9 +118,22 @@ def decode_bytes(raw: bytes, compressions: list[str], data_type: str) -> np.ndar
     return np.frombuffer(raw, dtype=dtype.newbyteorder("<")).astype(dtype, copy=False)
 
 
-def _inflate(raw: bytes) -> bytes:
+def _inflate_limit(length: int, dtype: np.dtype) -> int:
+    """Generous: writers get ``defaultArrayLength`` wrong at times; bombs inflate ~1000x."""
+    return 4 * length * dtype.itemsize + (1 << 20)
+
+
+def _inflate(raw: bytes, limit: int | None = None) -> bytes:
     try:
-        return zlib.decompress(raw)
+        if limit is None:
+            return zlib.decompress(raw)
+        inflater = zlib.decompressobj()
+        out = inflater.decompress(raw, limit + 1)
+        if len(out) > limit:
+            raise BinaryDecodeError(
+                f"zlib data inflates past {limit} bytes, far beyond the declared array length"
+            )
+        return out + inflater.flush()
     except zlib.error as exc:
         raise BinaryDecodeError(f"corrupt zlib data ({exc})") from None
 
@@ -148,7 +167,9 @@ def to_signal_array(
             values = values.astype(wanted)
     else:
         data_type = terms.data_type or V.FLOAT64
-        values = decode_bytes(b64decode(raw.payload), terms.compressions, data_type)
+        values = decode_bytes(
+            b64decode(raw.payload), terms.compressions, data_type, raw.declared_length
+        )
     return SignalArray(
         terms.array_type, terms.name, terms.unit, values, terms.params, raw.data_processing_ref
     )

@@ -65,7 +65,9 @@ def _raw_array(info: dict) -> RawArray:
     if dataset is not None:
         external = (str(dataset), int(info[_EXTERNAL_OFFSET]), int(info[_EXTERNAL_LENGTH]))
     payload = info.get("binary")
+    declared = info.get("arrayLength")
     return RawArray(
+        declared_length=int(declared) if declared is not None else None,
         params=params,
         payload=payload if isinstance(payload, str) else None,
         external=external,
@@ -78,7 +80,10 @@ FetchExternal = Callable[[str, int, int], np.ndarray] | None
 
 def _arrays(info: dict, path: str, item: str, fetch: FetchExternal) -> list:
     out = []
+    default_length = info.get("defaultArrayLength")
     for raw in info.pop(RAW_ARRAYS, []):
+        if raw.declared_length is None and default_length is not None:
+            raw.declared_length = int(default_length)
         try:
             out.append(to_signal_array(raw, fetch))
         except BinaryDecodeError as exc:

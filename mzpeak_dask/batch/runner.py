@@ -1,0 +1,310 @@
+"""Running a batch: decide what needs converting, convert it on one cluster with failures
+isolated per input, validate and record every output as it lands, retry, and report.
+
+Resuming skips an input whose output exists, validates, and was made from an input with the
+same SHA-256 as now; everything else is converted again. Ctrl-C (or any interruption) leaves
+finished outputs in place, removes partial ones (the conversion layer does), and records what
+is left as pending.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import contextlib
+import hashlib
+import shutil
+import time
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .. import vocabulary as V
+from ..convert import ConversionResult, Progress, convert_many
+from ..errors import OptionsError
+from ..options import ClusterOptions, ConvertOptions, _Options
+from ..read.archive import open_archive
+from ..read.validate import ERROR, validate
+from ..tables.file_metadata import file_sha256
+from . import report
+from .sources import discover, outputs_for
+from .state import CONVERTED, FAILED, PENDING, SKIPPED, BatchState
+
+
+@dataclass(frozen=True)
+class BatchOptions(_Options):
+    """How a batch runs (the ``[batch]`` table of a config file)."""
+
+    section = "batch"
+
+    resume: bool = False  # skip inputs whose valid output was made from the same input
+    retries: int = 0  # extra attempts for inputs that failed
+    reports: bool = True  # batch_report.html and catalog.parquet beside batch_report.json
+    hash_threads: int = 4  # threads hashing inputs when resuming
+
+    def __post_init__(self) -> None:
+        if self.retries < 0 or self.hash_threads < 1:
+            raise OptionsError("retries must be >= 0 and hash_threads >= 1")
+
+
+@dataclass
+class BatchOutcome:
+    records: list[dict[str, Any]] = field(default_factory=list)
+    seconds: float = 0.0
+    interrupted: bool = False
+
+    def count(self, status: str) -> int:
+        return sum(1 for r in self.records if r["status"] == status)
+
+    @property
+    def failed(self) -> int:
+        return self.count(FAILED) + self.count(PENDING)
+
+
+def member_digests(archive: Path) -> dict[str, str]:
+    """SHA-256 of every member of an archive (ZIP or folder)."""
+    if archive.is_dir():
+        return {p.name: file_sha256(p) for p in sorted(archive.iterdir()) if p.is_file()}
+    digests = {}
+    with zipfile.ZipFile(archive) as z:
+        for info in z.infolist():
+            digest = hashlib.sha256()
+            with z.open(info) as f:
+                while block := f.read(1 << 22):
+                    digest.update(block)
+            digests[info.filename] = digest.hexdigest()
+    return digests
+
+
+def tic_thumbnail(archive: Path, points: int = 120) -> list[list[float]]:
+    """A downsampled total-ion chromatogram of the MS1 spectra (from the metadata)."""
+    with open_archive(archive) as a:
+        tables = a.tables_of(V.SPECTRUM)
+        times, levels = tables.times, tables.ms_levels
+        tic = tables._list("MS:1000285")
+    pairs = [
+        (t, v)
+        for t, level, v in zip(times, levels, tic, strict=True)
+        if t is not None and v is not None and level in (1, None)
+    ]
+    if len(pairs) > points:
+        step = len(pairs) / points
+        pairs = [pairs[int(k * step)] for k in range(points)]
+    return [[float(t), float(v)] for t, v in pairs]
+
+
+def _safe_sha256(path: Path) -> str | None:
+    try:
+        return file_sha256(path)
+    except OSError:
+        return None
+
+
+class BatchRun:
+    def __init__(
+        self,
+        source: Path,
+        output_dir: Path,
+        options: ConvertOptions,
+        cluster: ClusterOptions,
+        batch: BatchOptions,
+    ):
+        self.output_dir = output_dir
+        self.options = options.updated(overwrite=True)  # outputs of this batch are its own
+        self.cluster = cluster
+        self.batch = batch
+        root, inputs = discover(source)
+        self.pairs = outputs_for(root, inputs, output_dir)
+        for folder in sorted({o.parent for _, o in self.pairs}):
+            folder.mkdir(parents=True, exist_ok=True)
+        self.state = BatchState(output_dir)
+        self.records: dict[Path, dict[str, Any]] = {}
+
+    def remove_stale_staging(self) -> None:
+        """Temporary folders a killed run left beside its outputs."""
+        for path in self.output_dir.rglob(".*.mzpeak.*.tmp"):
+            shutil.rmtree(path, ignore_errors=True)
+
+    def up_to_date(self) -> list[tuple[Path, Path]]:
+        """The inputs a resume must still convert; the others are recorded as skipped."""
+        candidates = []
+        for source, output in self.pairs:
+            previous = self.state.get(str(source))
+            if previous and previous["status"] in (CONVERTED, SKIPPED) and output.exists():
+                candidates.append((source, output, previous))
+        with concurrent.futures.ThreadPoolExecutor(self.batch.hash_threads) as pool:
+            hashes = dict(
+                zip(
+                    [c[0] for c in candidates],
+                    pool.map(_safe_sha256, [c[0] for c in candidates]),
+                    strict=True,
+                )
+            )
+        skipped = set()
+        for source, output, previous in candidates:
+            if hashes[source] != previous["input_sha256"]:
+                continue
+            if any(p.severity == ERROR for p in validate(output)):
+                continue
+            self.records[source] = {**previous, "status": SKIPPED}
+            skipped.add(source)
+        return [(s, o) for s, o in self.pairs if s not in skipped]
+
+    def record(
+        self, source: Path, output: Path, outcome: ConversionResult | BaseException, attempts: int
+    ) -> None:
+        if isinstance(outcome, ConversionResult):
+            record = self._converted(source, output, outcome)
+        else:
+            record = {
+                "input": str(source),
+                "output": str(output),
+                "status": FAILED,
+                "error": str(outcome).splitlines()[0] if str(outcome) else type(outcome).__name__,
+                "input_sha256": _safe_sha256(source),
+                "input_bytes": source.stat().st_size if source.exists() else None,
+            }
+        record["attempts"] = attempts
+        record["finished_at"] = time.time()
+        self.records[source] = record
+        self.state.put(record)
+
+    def _converted(self, source: Path, output: Path, result: ConversionResult) -> dict:
+        problems = validate(output)
+        errors = [p for p in problems if p.severity == ERROR]
+        base = {
+            "input": str(source),
+            "output": str(output),
+            "input_sha256": result.input_sha256,
+            "input_bytes": result.input_bytes,
+            "seconds": result.seconds,
+        }
+        if errors:
+            _remove(output)
+            return {**base, "status": FAILED, "error": f"invalid archive: {errors[0]}"}
+        return {
+            **base,
+            "status": CONVERTED,
+            "error": None,
+            "output_bytes": result.output_bytes,
+            "spectra": result.spectra,
+            "chromatograms": result.chromatograms,
+            "points": result.points,
+            "members": member_digests(output),
+            "warnings": [str(p) for p in problems],
+            "tic": tic_thumbnail(output),
+        }
+
+    def interrupted(self, todo: list[tuple[Path, Path]]) -> None:
+        for source, output in todo:
+            if source not in self.records or self.records[source]["status"] == PENDING:
+                record = {
+                    "input": str(source),
+                    "output": str(output),
+                    "status": PENDING,
+                    "error": "interrupted before it finished",
+                }
+                self.records[source] = record
+                self.state.put(record)
+
+
+def _died(record: dict[str, Any]) -> bool:
+    return record["status"] == FAILED and "worker process died" in (record.get("error") or "")
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def _client(cluster: ClusterOptions, client: Any):
+    """One cluster for every attempt of the batch."""
+    if client is not None or cluster.cluster == "inline":
+        yield client
+        return
+    from ..parallel.cluster import start_client
+
+    with start_client(cluster) as started:
+        yield started
+
+
+def run_batch(
+    source: str | Path,
+    output_dir: str | Path,
+    options: ConvertOptions | None = None,
+    cluster: ClusterOptions | None = None,
+    batch: BatchOptions | None = None,
+    *,
+    client: Any = None,
+    progress: Progress | None = None,
+) -> BatchOutcome:
+    """Convert every input under ``source`` (a folder or a manifest) into ``output_dir``."""
+    started = time.perf_counter()
+    output_dir = Path(output_dir)
+    batch = batch or BatchOptions()
+    run = BatchRun(
+        Path(source), output_dir, options or ConvertOptions(), cluster or ClusterOptions(), batch
+    )
+    run.remove_stale_staging()
+    if progress is not None and hasattr(progress, "files"):
+        progress.files = len(run.pairs)
+    todo = run.up_to_date() if batch.resume else list(run.pairs)
+    outcome = BatchOutcome()
+    try:
+        with _client(run.cluster, client) as shared:
+            for attempt in range(1, batch.retries + 2):
+                if not todo:
+                    break
+                jobs = list(todo)
+
+                def on_result(
+                    k: int, result: Any, jobs: list = jobs, attempt: int = attempt
+                ) -> None:
+                    run.record(*jobs[k], result, attempt)
+
+                convert_many(
+                    jobs,
+                    run.options,
+                    cluster=run.cluster,
+                    client=shared,
+                    progress=progress,
+                    fail_fast=False,
+                    on_result=on_result,
+                )
+                todo = [(s, o) for s, o in jobs if run.records[s]["status"] == FAILED]
+            # A dying worker takes the tasks of other inputs with it: try each input that
+            # failed that way once more, alone, so only the one that kills workers fails.
+            for source_path, output_path in [(s, o) for s, o in todo if _died(run.records[s])]:
+
+                def alone(k: int, result: Any, pair=(source_path, output_path)) -> None:
+                    run.record(*pair, result, run.records[pair[0]]["attempts"] + 1)
+
+                convert_many(
+                    [(source_path, output_path)],
+                    run.options,
+                    cluster=run.cluster,
+                    client=shared,
+                    progress=progress,
+                    fail_fast=False,
+                    on_result=alone,
+                )
+    except KeyboardInterrupt:
+        outcome.interrupted = True
+        run.interrupted(todo)
+    finally:
+        outcome.records = [run.records[s] for s, _ in run.pairs if s in run.records]
+        outcome.seconds = time.perf_counter() - started
+        report.write_json(output_dir, outcome.records, outcome.seconds, outcome.interrupted)
+        if batch.reports:
+            report.write_html(output_dir, outcome.records, outcome.seconds)
+            report.write_catalog(output_dir, run.state.all())
+        run.state.close()
+    if outcome.interrupted:
+        raise KeyboardInterrupt
+    return outcome
+
+
+__all__ = ["BatchOptions", "BatchOutcome", "run_batch"]

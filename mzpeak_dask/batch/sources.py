@@ -1,0 +1,79 @@
+"""What a batch converts: every MS file under a folder, or the paths of a manifest, and where
+each archive goes (the source tree mirrored under the output folder)."""
+
+from __future__ import annotations
+
+import csv
+import os
+from pathlib import Path
+
+from ..convert import archive_names
+from ..errors import InputError
+
+SUFFIXES = (".mzml", ".mzxml", ".mgf", ".mzmlb")
+WRAPPERS = ("", ".gz", ".bz2")
+
+
+def is_ms_file(path: Path) -> bool:
+    name = path.name.lower()
+    return any(name.endswith(s + w) for s in SUFFIXES for w in WRAPPERS)
+
+
+def discover(source: Path) -> tuple[Path, list[Path]]:
+    """``(root, inputs)``: a folder's MS files (recursively, sorted), or a manifest's paths."""
+    if source.is_dir():
+        found = []
+        for folder, dirs, files in os.walk(source):
+            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+            found += [Path(folder) / f for f in sorted(files) if is_ms_file(Path(f))]
+        return source, found
+    if source.is_file():
+        inputs = read_manifest(source)
+        return _common_root(inputs, source.parent), inputs
+    raise InputError(f"{source}: no such folder or manifest")
+
+
+def read_manifest(path: Path) -> list[Path]:
+    """One path per line, or CSV/TSV with a ``path`` column; relative paths are relative to
+    the manifest's folder; blank lines and ``#`` comments are skipped."""
+    text = path.read_text(encoding="utf-8").splitlines()
+    lines = [line for line in text if line.strip() and not line.lstrip().startswith("#")]
+    if not lines:
+        return []
+    first = lines[0]
+    delimiter = "\t" if "\t" in first else "," if "," in first else None
+    if delimiter is not None:
+        reader = csv.DictReader(lines, delimiter=delimiter)
+        if "path" not in (reader.fieldnames or []):
+            raise InputError(f"{path}: a CSV/TSV manifest needs a 'path' column")
+        values = [row["path"] for row in reader if row.get("path")]
+    else:
+        values = [line.strip() for line in lines]
+    return [(path.parent / v).resolve() if not Path(v).is_absolute() else Path(v) for v in values]
+
+
+def _common_root(inputs: list[Path], default: Path) -> Path:
+    if not inputs:
+        return default
+    try:
+        return Path(os.path.commonpath([p.parent for p in inputs]))
+    except ValueError:  # different drives
+        return default
+
+
+def outputs_for(root: Path, inputs: list[Path], output_dir: Path) -> list[tuple[Path, Path]]:
+    """``(input, archive)`` pairs mirroring the tree under ``output_dir``."""
+    by_folder: dict[Path, list[Path]] = {}
+    for p in inputs:
+        by_folder.setdefault(p.parent, []).append(p)
+    names = {}
+    for files in by_folder.values():
+        names.update(zip(files, archive_names(files), strict=True))
+    pairs = []
+    for p in inputs:
+        try:
+            relative = p.parent.relative_to(root)
+        except ValueError:
+            relative = Path(*p.parent.parts[1:])
+        pairs.append((p, output_dir / relative / names[p]))
+    return pairs

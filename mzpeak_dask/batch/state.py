@@ -1,0 +1,99 @@
+"""The durable state of a batch: one SQLite file in the output folder, written as each input
+ends, so a crash, a kill or a wall-time limit loses nothing that was finished."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any
+
+STATE_FILE = "batch_state.sqlite"
+CONVERTED, SKIPPED, FAILED, PENDING = "converted", "skipped", "failed", "pending"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS files (
+    input TEXT PRIMARY KEY,
+    output TEXT NOT NULL,
+    status TEXT NOT NULL,
+    error TEXT,
+    input_sha256 TEXT,
+    input_bytes INTEGER,
+    output_bytes INTEGER,
+    spectra INTEGER,
+    chromatograms INTEGER,
+    points INTEGER,
+    seconds REAL,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    finished_at REAL,
+    members TEXT,
+    warnings TEXT,
+    tic TEXT
+)
+"""
+FIELDS = (
+    "input",
+    "output",
+    "status",
+    "error",
+    "input_sha256",
+    "input_bytes",
+    "output_bytes",
+    "spectra",
+    "chromatograms",
+    "points",
+    "seconds",
+    "attempts",
+    "finished_at",
+    "members",
+    "warnings",
+    "tic",
+)
+_JSON = {"members": dict, "warnings": list, "tic": list}
+
+
+class BatchState:
+    def __init__(self, output_dir: Path):
+        output_dir.mkdir(parents=True, exist_ok=True)
+        self.path = output_dir / STATE_FILE
+        self.db = sqlite3.connect(self.path)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=NORMAL")
+        self.db.execute(_SCHEMA)
+        self.db.commit()
+
+    def get(self, input: str) -> dict[str, Any] | None:
+        row = self.db.execute(
+            f"SELECT {', '.join(FIELDS)} FROM files WHERE input = ?", (input,)
+        ).fetchone()
+        return None if row is None else self._decode(row)
+
+    def all(self) -> list[dict[str, Any]]:
+        rows = self.db.execute(f"SELECT {', '.join(FIELDS)} FROM files ORDER BY input")
+        return [self._decode(r) for r in rows]
+
+    @staticmethod
+    def _decode(row: tuple) -> dict[str, Any]:
+        record = dict(zip(FIELDS, row, strict=True))
+        for key, empty in _JSON.items():
+            record[key] = json.loads(record[key]) if record[key] else empty()
+        return record
+
+    def put(self, record: dict[str, Any]) -> None:
+        """Insert or replace one input's record and commit it at once."""
+        values = dict(record)
+        values.setdefault("finished_at", time.time())
+        for key in _JSON:
+            if key in values and not isinstance(values[key], str):
+                values[key] = json.dumps(values[key])
+        columns = [f for f in FIELDS if f in values]
+        self.db.execute(
+            f"INSERT OR REPLACE INTO files ({', '.join(columns)}) "
+            f"VALUES ({', '.join('?' for _ in columns)})",
+            [values[c] for c in columns],
+        )
+        self.db.commit()
+
+    def close(self) -> None:
+        self.db.close()

@@ -1,0 +1,229 @@
+"""``mzpeak-dask batch`` over a tree of real files with bad inputs mixed in: isolation,
+reports, resume, changed inputs, a killed batch, Ctrl-C — on a real LocalCluster."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from mzpeak_dask.read.validate import ERROR, validate
+
+from ..batch_inputs import huge_spectrum_mzml
+from ..benchmarks.replicate import replicate
+from ..conftest import BUNDLED, DATA
+from ..parallel.conftest import member_digests
+
+pytestmark = pytest.mark.cluster
+GOOD = {
+    "small.mzML": BUNDLED / "small.mzML",
+    "TMT10-Trial-8.mgf": DATA / "depthcharge" / "TMT10-Trial-8.mgf",
+    "test.mzXML": DATA / "pyteomics" / "test.mzXML",
+    "runs/small.mzMLb": DATA / "mzdata" / "small.mzMLb",
+    "runs/deeper/tiny.pwiz.1.1.mzML": DATA / "pyteomics" / "tiny.pwiz.1.1.mzML",
+    "runs/deeper/three_test_scans.mzML.gz": None,  # gzipped below
+}
+BAD = [
+    "runs/truncated.mzML",
+    "runs/notes.mzML",
+    "runs/FileFilter_39_input_corrupt.mzML",
+    "runs/huge.mzML",
+]
+# a dying worker is retried once, not three times (the test would only wait longer)
+ENV = {"DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES": "1"}
+
+
+def make_tree(root: Path) -> Path:
+    for name, source in GOOD.items():
+        target = root / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if source is None:
+            import gzip
+
+            with (
+                open(DATA / "mzdata" / "three_test_scans.mzML", "rb") as f,
+                gzip.open(target, "wb") as out,
+            ):
+                out.write(f.read())
+        else:
+            shutil.copy(source, target)
+    data = (BUNDLED / "small.mzML").read_bytes()
+    (root / BAD[0]).write_bytes(data[: len(data) // 2])
+    (root / BAD[1]).write_text("sample sheet, not mass spectra\n")
+    shutil.copy(DATA / "openms" / "FileFilter_39_input_corrupt.mzML", root / BAD[2])
+    huge_spectrum_mzml(root / BAD[3], 120_000_000)  # 2 GB decoded: kills a 700 MB worker
+    return root
+
+
+def batch(
+    source: Path, output: Path, *extra: str, wait: bool = True
+) -> subprocess.CompletedProcess | subprocess.Popen:
+    command = [
+        sys.executable,
+        "-m",
+        "mzpeak_dask",
+        "batch",
+        str(source),
+        str(output),
+        "--workers",
+        "2",
+        "--memory-limit",
+        "700MB",
+        "--no-dashboard",
+        *extra,
+    ]
+    env = dict(os.environ, **ENV)
+    if not wait:
+        return subprocess.Popen(
+            command,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
+    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)
+
+
+def report(output: Path) -> dict:
+    doc = json.loads((output / "batch_report.json").read_text())
+    return {Path(f["input"]).name: f for f in doc["files"]}
+
+
+@pytest.fixture(scope="module")
+def first_run(tmp_path_factory) -> tuple[Path, Path, subprocess.CompletedProcess]:
+    root = tmp_path_factory.mktemp("batch")
+    source, output = make_tree(root / "repository"), root / "mzpeak"
+    return source, output, batch(source, output)
+
+
+def test_good_inputs_convert_and_bad_ones_fail_with_reasons(first_run) -> None:
+    source, output, result = first_run
+    assert result.returncode != 0, result.stderr
+    files = report(output)
+    assert len(files) == len(GOOD) + len(BAD), result.stderr
+    for name in GOOD:
+        record = files[Path(name).name]
+        assert record["status"] == "converted", record
+        archive = Path(record["output"])
+        assert archive.is_file()
+        assert not [p for p in validate(archive) if p.severity == ERROR]
+        assert record["input_sha256"] == hashlib.sha256((source / name).read_bytes()).hexdigest()
+        assert record["members"] == member_digests(archive)
+        assert record["spectra"] > 0 and record["output_bytes"] == archive.stat().st_size
+    assert (output / "runs" / "deeper" / "three_test_scans.mzpeak").is_file()  # mirrored tree
+    reasons = {name: files[Path(name).name]["error"] for name in BAD}
+    assert "truncated" in reasons[BAD[0]]
+    assert "not a recognised MS data file" in reasons[BAD[1]]
+    assert "spectrum=1" in reasons[BAD[2]] and "numpress" in reasons[BAD[2]]
+    assert "worker process died" in reasons[BAD[3]]
+    for name in BAD:
+        assert files[Path(name).name]["status"] == "failed"
+        assert "\n" not in reasons[name] and str(source / name) in reasons[name]
+        assert f"failed: {source / name}" in result.stderr
+    leftovers = [p for p in output.rglob("*") if p.name.endswith(".tmp")]
+    assert leftovers == []
+
+
+def test_reports_and_catalog(first_run) -> None:
+    _, output, _ = first_run
+    page = (output / "batch_report.html").read_text()
+    assert page.count("data:image/png;base64") == 2  # size ratios, throughput
+    assert "<polyline" in page and "Failures" in page and "truncated" in page
+    catalog = pd.read_parquet(output / "catalog.parquet")
+    assert len(catalog) == len(GOOD)
+    small = catalog[catalog.source.str.endswith("/small.mzML")].iloc[0]
+    assert (small.spectra, small.ms1_spectra, small.ms2_spectra) == (48, 14, 34)
+    assert small.rt_max > small.rt_min and small.mz_max > small.mz_min
+    assert "LTQ FT" in small.instrument
+    assert json.loads(small.member_sha256)["spectra_data.parquet"]
+
+
+def test_resume_converts_nothing_new_then_exactly_the_changed_input(first_run) -> None:
+    source, output, _ = first_run
+    before = {name: report(output)[Path(name).name]["members"] for name in GOOD}
+    again = batch(source, output, "--resume")
+    files = report(output)
+    assert all(files[Path(name).name]["status"] == "skipped" for name in GOOD), again.stderr
+    assert all(files[Path(name).name]["status"] == "failed" for name in BAD)
+    shutil.copy(DATA / "pyteomics" / "test.mgf", source / "TMT10-Trial-8.mgf")  # changed
+    batch(source, output, "--resume")
+    files = report(output)
+    changed = files["TMT10-Trial-8.mgf"]
+    assert changed["status"] == "converted" and changed["spectra"] == 2
+    assert changed["members"] != before["TMT10-Trial-8.mgf"]
+    others = [name for name in GOOD if name != "TMT10-Trial-8.mgf"]
+    assert all(files[Path(name).name]["status"] == "skipped" for name in others)
+
+
+def _replicated_tree(root: Path) -> Path:
+    root.mkdir(parents=True)
+    for k in range(4):
+        replicate(BUNDLED / "small.mzML", root / f"run{k}.mzML", copies=3 + k)
+    return root
+
+
+def _converted_count(output: Path) -> int:
+    path = output / "batch_state.sqlite"
+    if not path.exists():
+        return 0
+    try:
+        with sqlite3.connect(path, timeout=1) as db:
+            return db.execute("SELECT count(*) FROM files WHERE status = 'converted'").fetchone()[0]
+    except sqlite3.Error:
+        return 0
+
+
+def _wait_for_first(process: subprocess.Popen, output: Path) -> None:
+    deadline = time.monotonic() + 300
+    while _converted_count(output) < 1:
+        assert process.poll() is None, process.stderr.read()
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+
+
+def test_killed_batch_resumes_to_the_same_outputs(tmp_path) -> None:
+    source = _replicated_tree(tmp_path / "repository")
+    uninterrupted = tmp_path / "uninterrupted"
+    assert batch(source, uninterrupted).returncode == 0
+    output = tmp_path / "killed"
+    process = batch(source, output, "--partition-items", "20", wait=False)
+    _wait_for_first(process, output)
+    os.killpg(process.pid, signal.SIGKILL)  # a wall-time limit: the whole job, workers too
+    process.wait(timeout=60)
+    assert _converted_count(output) < 4
+    resumed = batch(source, output, "--resume")
+    assert resumed.returncode == 0, resumed.stderr
+    for k in range(4):
+        name = f"run{k}.mzpeak"
+        assert member_digests(output / name) == member_digests(uninterrupted / name)
+    assert not [p for p in output.rglob("*") if p.name.endswith(".tmp")]
+
+
+def test_ctrl_c_stops_cleanly(tmp_path) -> None:
+    source = _replicated_tree(tmp_path / "repository")
+    output = tmp_path / "out"
+    process = batch(source, output, "--partition-items", "20", wait=False)
+    _wait_for_first(process, output)
+    os.kill(process.pid, signal.SIGINT)
+    _, stderr = process.communicate(timeout=120)
+    assert process.returncode == 130, stderr
+    files = report(output)
+    finished = [f for f in files.values() if f["status"] == "converted"]
+    pending = [f for f in files.values() if f["status"] == "pending"]
+    assert finished and pending and len(finished) + len(pending) == 4
+    for f in finished:
+        assert not [p for p in validate(f["output"]) if p.severity == ERROR]
+    for f in pending:
+        assert not Path(f["output"]).exists()
+    assert not [p for p in output.rglob("*") if p.name.endswith(".tmp")]
