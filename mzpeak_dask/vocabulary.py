@@ -236,7 +236,7 @@ CV_LIST = [
     },
 ]
 
-# -- term families used to classify params: accession -> term name, the children in
+# -- term families used to classify params: accession -> term name, every term below the parent in
 #    psi-ms.obo 4.1.258 (tests/test_vocabulary.py checks them against the bundled CV) ----------
 SPECTRUM_TYPES = {  # children of MS:1000559 spectrum type
     "MS:1000294": "mass spectrum",

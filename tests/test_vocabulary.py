@@ -1,0 +1,47 @@
+"""The CV constants and term families of ``vocabulary.py`` against the bundled PSI-MS and UO
+vocabularies (psims, offline): a typo'd accession or a family missing a term fails here."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from mzpeak_dask import cv
+from mzpeak_dask import vocabulary as V
+
+FAMILIES = {
+    "MS:1000559": V.SPECTRUM_TYPES,
+    "MS:1000626": V.CHROMATOGRAM_TYPES,
+    "MS:1000513": V.ARRAY_TYPES,
+    "MS:1000518": V.BINARY_DATA_TYPES,
+    "MS:1000572": V.COMPRESSIONS,
+    "MS:1002892": V.ION_MOBILITY_ATTRIBUTES,
+    "MS:1000044": V.DISSOCIATION_METHODS,
+    "MS:1000465": V.SCAN_POLARITIES,
+    "MS:1000525": V.REPRESENTATIONS,
+}
+ACCESSION = re.compile(r"(MS|UO):\d{7}")
+
+
+@pytest.mark.parametrize("parent", sorted(FAMILIES))
+def test_family_is_every_term_below_its_parent(parent) -> None:
+    family = FAMILIES[parent]
+    assert set(family) == cv.descendants(parent)
+    assert {k: cv.term_name(k) for k in family} == family
+
+
+def test_every_accession_constant_is_a_term() -> None:
+    constants = {
+        name: value
+        for name, value in vars(V).items()
+        if isinstance(value, str) and ACCESSION.fullmatch(value)
+    }
+    assert len(constants) > 50
+    assert [name for name, value in constants.items() if not cv.is_known(value)] == []
+
+
+def test_array_short_names_and_units_are_terms() -> None:
+    assert all(cv.is_known(k) for k in V.ARRAY_SHORT_NAME)
+    assert all(cv.is_known(k) for k in V.UNIT_CODE)
+    assert set(V.ION_MOBILITY_UNITS) <= set(V.ION_MOBILITY_ATTRIBUTES)
