@@ -5,6 +5,8 @@ Public API::
     convert(input, output, options=ConvertOptions(), cluster=ClusterOptions(), client=None)
     convert_many([(input, output), ...], ...)
     open_archive(path) -> MzPeakArchive
+    to_zarr([archive, ...], store, client=None, cluster=None)   # Zarr v3, mzPeak chunks
+    mzpeak_dask.analysis: open_runs, xic, tic, base_peak over archives and Zarr stores
 """
 
 from __future__ import annotations
@@ -41,4 +43,14 @@ __all__ = [
     "convert",
     "convert_many",
     "open_archive",
+    "to_zarr",
 ]
+
+
+def __getattr__(name: str):
+    # zarr loads only when the export is used
+    if name == "to_zarr":
+        from .export.zarr import to_zarr
+
+        return to_zarr
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

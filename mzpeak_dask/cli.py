@@ -14,110 +14,28 @@ import signal
 import sys
 import traceback
 from pathlib import Path
-from typing import Any
 
+from .cli_args import (
+    add_cluster_options,
+    add_common,
+    add_convert_options,
+    options_from,
+    picked,
+)
 from .errors import MzPeakDaskError
-from .options import ClusterOptions, ConvertOptions, load_config, resolve
+from .export.commands import add_commands
+from .options import load_config, resolve
 
 EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 
 
-def _add_convert_options(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("encoding (defaults: configs/default.toml)")
-    g.add_argument("--layout", choices=["point", "chunked"])
-    g.add_argument("--chunk-encoding", choices=["delta", "basic", "numpress"])
-    g.add_argument("--chunk-width", type=float, help="chunk width in main-axis units (m/z, min)")
-    g.add_argument(
-        "--numpress-intensity",
-        choices=["slof", "pic"],
-        help="store intensities with an MS-Numpress transform (lossy)",
-    )
-    g.add_argument(
-        "--peaks",
-        action="store_const",
-        const=True,
-        help="also store centroided peak lists of profile spectra in spectra_peaks.parquet",
-    )
-    g.add_argument(
-        "--centroids",
-        choices=["data", "peaks"],
-        help="where centroid spectra go: spectra_data (default; every reader shows them) or "
-        "spectra_peaks (the 2026 specification)",
-    )
-    g.add_argument(
-        "--no-strip-zero-runs",
-        dest="strip_zero_runs",
-        action="store_const",
-        const=False,
-        help="keep runs of zero intensities",
-    )
-    g.add_argument(
-        "--no-null-marking",
-        dest="null_marking",
-        action="store_const",
-        const=False,
-        help="store zero-intensity points as values instead of nulls",
-    )
-    g.add_argument("--compression", choices=["zstd", "snappy", "gzip", "lz4", "brotli", "none"])
-    g.add_argument("--compression-level", type=int)
-    g.add_argument("--data-page-size", type=int, help="Parquet data page size in bytes")
-    g.add_argument("--row-group-points", type=int, help="points per row group")
-    g.add_argument("--partition-bytes", type=int, help="input bytes per worker task")
-    g.add_argument("--partition-items", type=int, help="spectra per worker task (at most)")
-    g.add_argument(
-        "--unpacked",
-        action="store_const",
-        const=True,
-        help="write the directory form instead of a ZIP",
-    )
-    g.add_argument("--overwrite", action="store_const", const=True, help="replace existing outputs")
-
-
-def _add_cluster_options(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("cluster")
-    g.add_argument(
-        "--workers",
-        type=int,
-        help="local worker processes (default: CPU cores); SLURM jobs with --cluster slurm",
-    )
-    g.add_argument("--threads-per-worker", type=int)
-    g.add_argument("--memory-limit", help="per local worker, e.g. 4GB (default: auto)")
-    g.add_argument("--scheduler", help="address of a running Dask scheduler (tcp://HOST:PORT)")
-    g.add_argument(
-        "--cluster",
-        choices=["local", "slurm", "inline"],
-        help="local: embedded LocalCluster; slurm: dask-jobqueue; inline: no Dask",
-    )
-    g.add_argument("--window", type=int, help="partitions in flight (bounds memory)")
-    g.add_argument("--no-dashboard", dest="dashboard", action="store_const", const=False)
-
-
-def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--config", help="TOML config file (see configs/)")
-    p.add_argument("-v", "--verbose", action="store_true", help="tracebacks and debug logging")
-    p.add_argument("-q", "--quiet", action="store_true", help="no progress output")
-
-
-def _picked(args: argparse.Namespace, cls: type) -> dict[str, Any]:
-    names = cls.defaults().keys()
-    return {k: getattr(args, k) for k in names if getattr(args, k, None) is not None}
-
-
-def _options(args: argparse.Namespace) -> tuple[ConvertOptions, ClusterOptions]:
-    config = load_config(args.config)
-    return (
-        resolve(ConvertOptions, config, _picked(args, ConvertOptions)),
-        resolve(ClusterOptions, config, _picked(args, ClusterOptions)),
-    )
-
-
 def cmd_convert(args: argparse.Namespace) -> int:
     from .convert import archive_names, convert_many
     from .parallel.progress import ProgressReporter
 
-    options, cluster = _options(args)
+    options, cluster = options_from(args)
     inputs = [Path(p) for p in args.inputs]
     output = Path(args.output)
     if len(inputs) == 1 and not output.is_dir():
@@ -168,8 +86,8 @@ def cmd_batch(args: argparse.Namespace) -> int:
     from .batch.runner import BatchOptions, run_batch
     from .parallel.progress import ProgressReporter
 
-    options, cluster = _options(args)
-    batch = resolve(BatchOptions, load_config(args.config), _picked(args, BatchOptions))
+    options, cluster = options_from(args)
+    batch = resolve(BatchOptions, load_config(args.config), picked(args, BatchOptions))
     progress = None if args.quiet else ProgressReporter(0)
     try:
         outcome = run_batch(
@@ -221,7 +139,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 def cmd_cluster_script(args: argparse.Namespace) -> int:
     from .parallel.cluster import job_script
 
-    _, cluster = _options(args)
+    _, cluster = options_from(args)
     print(job_script(cluster))
     return 0
 
@@ -233,14 +151,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("inputs", nargs="+", metavar="INPUT", help="mzML, mzXML, MGF or mzMLb")
     p.add_argument("output", metavar="OUTPUT", help="archive path, or a directory for several")
     p.add_argument("--json", action="store_true", help="print results as JSON lines")
-    _add_convert_options(p)
-    _add_cluster_options(p)
-    _common(p)
+    add_convert_options(p)
+    add_cluster_options(p)
+    add_common(p)
     p.set_defaults(func=cmd_convert)
     p = sub.add_parser("info", help="summarize mzPeak archives")
     p.add_argument("archives", nargs="+", metavar="ARCHIVE")
     p.add_argument("--json", action="store_true")
-    _common(p)
+    add_common(p)
     p.set_defaults(func=cmd_info)
     p = sub.add_parser("batch", help="convert a whole repository (folder tree or manifest)")
     p.add_argument(
@@ -264,21 +182,22 @@ def build_parser() -> argparse.ArgumentParser:
         const=False,
         help="only batch_report.json (no HTML report, no catalog)",
     )
-    _add_convert_options(p)
-    _add_cluster_options(p)
-    _common(p)
+    add_convert_options(p)
+    add_cluster_options(p)
+    add_common(p)
     p.set_defaults(func=cmd_batch)
     p = sub.add_parser("validate", help="check archives against the format's rules")
     p.add_argument("archives", nargs="+", metavar="ARCHIVE")
     p.add_argument("--json", action="store_true")
-    _common(p)
+    add_common(p)
     p.set_defaults(func=cmd_validate)
     p = sub.add_parser(
         "cluster-script", help="print the SLURM batch script --cluster slurm would submit"
     )
-    _add_cluster_options(p)
-    _common(p)
+    add_cluster_options(p)
+    add_common(p)
     p.set_defaults(func=cmd_cluster_script)
+    add_commands(sub)
     return parser
 
 

@@ -82,11 +82,51 @@ def window_sums(
 ) -> np.ndarray:
     """``(segments, targets)`` sums of the intensities with ``low[t] <= mz <= high[t]``.
 
-    Each point finds its window by one binary search per group of disjoint windows."""
-    targets = len(low)
-    out = np.zeros(segments * targets, dtype=np.float64)
+    Points grouped by segment with m/z ascending inside each (what every mzPeak source gives)
+    take a binary search per segment; any other order a binary search per point."""
     mz = np.asarray(mz, dtype=np.float64)
     weights = np.asarray(intensity, dtype=np.float64)
+    segment = np.asarray(segment, dtype=np.int64)
+    step = np.diff(segment)
+    if np.all(step >= 0) and np.all((np.diff(mz) >= 0) | (step > 0)):
+        offsets = np.searchsorted(segment, np.arange(segments + 1), side="left")
+        return _sorted_sums(mz, weights, offsets, low, high)
+    return _unsorted_sums(mz, weights, segment, segments, low, high)
+
+
+def _sorted_sums(
+    mz: np.ndarray, weights: np.ndarray, offsets: np.ndarray, low: np.ndarray, high: np.ndarray
+) -> np.ndarray:
+    """Each segment is sorted: two binary searches per segment (a loop over segments) give
+    every window's index range; ``np.add.reduceat`` sums all ranges at once."""
+    segments, targets = len(offsets) - 1, len(low)
+    first = np.empty((segments, targets), dtype=np.int64)
+    stop = np.empty((segments, targets), dtype=np.int64)
+    for k in range(segments):
+        a, b = offsets[k], offsets[k + 1]
+        first[k] = a + np.searchsorted(mz[a:b], low, side="left")
+        stop[k] = a + np.searchsorted(mz[a:b], high, side="right")
+    out = np.zeros(segments * targets)
+    first, stop = first.ravel(), stop.ravel()
+    hit = np.flatnonzero(stop > first)
+    if len(hit):
+        bounds = np.column_stack((first[hit], stop[hit])).ravel()
+        out[hit] = np.add.reduceat(np.append(weights, 0.0), bounds)[::2]
+    return out.reshape(segments, targets)
+
+
+def _unsorted_sums(
+    mz: np.ndarray,
+    weights: np.ndarray,
+    segment: np.ndarray,
+    segments: int,
+    low: np.ndarray,
+    high: np.ndarray,
+) -> np.ndarray:
+    """Any order: each point finds its window by one binary search per group of disjoint
+    windows."""
+    targets = len(low)
+    out = np.zeros(segments * targets, dtype=np.float64)
     for group in _window_groups(low, high):
         j = np.searchsorted(low[group], mz, side="right") - 1
         j_safe = np.maximum(j, 0)

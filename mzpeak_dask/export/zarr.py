@@ -48,6 +48,7 @@ from ..options import ClusterOptions
 from ..parallel.executors import Task, open_executor
 from .plan import ArraySpec, RunPlan, cached_archive, plan_run
 from .zarr_store import (
+    COMPRESSIONS,
     create_point_array,
     enable_rectilinear,
     fill_value,
@@ -69,7 +70,7 @@ class ZarrRunResult:
     chunks: int
     points: int
     source_bytes: int
-    seconds: float
+    seconds: float  # from the start of the export to this run's commit
 
 
 @dataclass(frozen=True)
@@ -153,9 +154,11 @@ def write_block(job: BlockJob) -> BlockResult:
 class RunExport:
     """One run's export on the coordinator: create, collect block results, commit."""
 
-    def __init__(self, archive: Path, store: Path, name: str, width: float, overwrite: bool):
+    def __init__(
+        self, archive: Path, store: Path, name: str, width: float, overwrite: bool, compression: str
+    ):
         self.archive, self.store, self.name = archive, store, name
-        self.width, self.overwrite = width, overwrite
+        self.width, self.overwrite, self.compression = width, overwrite, compression
         self.final = store / name
         self.temporary = store / f".{name}.tmp-{uuid.uuid4().hex[:8]}"
         self.started = time.perf_counter()
@@ -168,7 +171,9 @@ class RunExport:
         self.plan = plan
         group = zarr.open_group(str(self.temporary), mode="w")
         for spec in plan.arrays:
-            create_point_array(group, spec.name, np.dtype(spec.dtype), plan.chunk_lengths)
+            create_point_array(
+                group, spec.name, np.dtype(spec.dtype), plan.chunk_lengths, self.compression
+            )
         write_table_array(group, "chunk_spectrum_index", plan.chunk_spectrum_index)
         write_table_array(group, "spectrum_offsets", plan.spectrum_offsets)
         write_table_array(group, "time", plan.time)
@@ -274,27 +279,33 @@ def to_zarr(
     cluster: ClusterOptions | None = None,
     chunk_width: float = 50.0,
     overwrite: bool = False,
+    compression: str = "zstd",
     block_points: int = BLOCK_POINTS,
 ) -> list[ZarrRunResult]:
     """Export archives into ``store`` (a folder), one group per run, in parallel on Dask.
 
     ``client`` is a ``distributed.Client`` to run on; otherwise ``cluster`` says which cluster
     to start (a LocalCluster by default; ``ClusterOptions(cluster="inline")`` runs in this
-    process). ``chunk_width`` sets the chunks of point-layout archives. Results are in input
-    order. The first failure stops the export; finished runs stay, the failed one leaves nothing.
+    process). ``chunk_width`` sets the chunks of point-layout archives; ``compression`` is
+    "zstd" or "none" for the signal arrays; ``block_points`` the points each write task
+    handles. Results are in input order. The first failure stops the export: finished runs
+    stay, unfinished ones leave nothing.
     """
     if isinstance(archives, (str, os.PathLike)):
         archives = [archives]
     paths = [Path(a) for a in archives]
     if not chunk_width > 0:
         raise OptionsError("chunk_width must be positive")
+    if compression not in COMPRESSIONS:
+        raise OptionsError(f"compression must be one of {COMPRESSIONS}, got {compression!r}")
     store = Path(store)
     names = run_names(paths)
     _check(paths, store, names, overwrite)
     enable_rectilinear()
     zarr.open_group(str(store), mode="a")
     runs = [
-        RunExport(p, store, n, chunk_width, overwrite) for p, n in zip(paths, names, strict=True)
+        RunExport(p, store, n, chunk_width, overwrite, compression)
+        for p, n in zip(paths, names, strict=True)
     ]
     with open_executor(cluster or ClusterOptions(), client) as executor:
         if hasattr(executor, "client"):

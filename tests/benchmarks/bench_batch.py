@@ -37,14 +37,32 @@ def run(source, workers: int) -> dict:
     output = workdir() / f"batch-{workers}"
     shutil.rmtree(output, ignore_errors=True)
     start = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "mzpeak_dask", "batch", str(source), str(output),
-                    "--workers", str(workers), "--no-dashboard", "-q"], cwd=ROOT, check=False)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mzpeak_dask",
+            "batch",
+            str(source),
+            str(output),
+            "--workers",
+            str(workers),
+            "--no-dashboard",
+            "-q",
+        ],
+        cwd=ROOT,
+        check=False,
+    )
     seconds = time.perf_counter() - start
     doc = json.loads((output / "batch_report.json").read_text())
     converted = [f for f in doc["files"] if f["status"] == "converted"]
     mb = sum(f["input_bytes"] for f in converted) / 1e6
-    return {"seconds": seconds, "files": len(converted), "failed": doc["summary"]["failed"],
-            "mb": mb}
+    return {
+        "seconds": seconds,
+        "files": len(converted),
+        "failed": doc["summary"]["failed"],
+        "mb": mb,
+    }
 
 
 def main() -> None:
@@ -55,10 +73,12 @@ def main() -> None:
     print(f"repository: {len(files)} real runs from ../shared/data, {total:.1f} MB")
     one, two = run(source, 1), run(source, 2)
     for workers, r in ((1, one), (2, two)):
-        print(f"  {workers} worker{'s' if workers > 1 else ' '}: {r['seconds']:6.1f} s  "
-              f"{r['files']} converted, {r['failed']} failed  "
-              f"{r['files'] / r['seconds'] * 3600:8.0f} files/hour  "
-              f"{r['mb'] / r['seconds']:5.2f} MB/s")
+        print(
+            f"  {workers} worker{'s' if workers > 1 else ' '}: {r['seconds']:6.1f} s  "
+            f"{r['files']} converted, {r['failed']} failed  "
+            f"{r['files'] / r['seconds'] * 3600:8.0f} files/hour  "
+            f"{r['mb'] / r['seconds']:5.2f} MB/s"
+        )
     speedup = one["seconds"] / two["seconds"]
     print(f"  speedup {speedup:.2f}, parallel efficiency {speedup / 2:.0%}")
 

@@ -1,0 +1,230 @@
+"""One mzPeak archive opened for analysis: lazy Dask pieces over blocks of spectra.
+
+Spectrum metadata is read when the run is opened (it is small); signal is read by Dask tasks,
+each over a block of selected spectra. A block reads only the row groups whose index statistics
+can hold one of its spectra, in one multi-threaded Parquet read, so selecting spectra by MS
+level and RT range prunes row groups (of point and chunked archives). In a chunked archive the
+chunk rows are pruned as well, by ``<axis>_chunk_start``/``_end`` against the m/z windows, and
+only the rows that can hold a target are decoded (in one vectorised call per block).
+
+For sums and maxima the stored points are used as they are: null-marked points (zero
+intensity) are left out instead of being reconstructed, which does not change any sum.
+"""
+
+from __future__ import annotations
+
+import weakref
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+from dask import delayed
+
+from .. import vocabulary as V
+from ..export.plan import cached_archive, precursor_mz
+from ..read.signal import SignalReader
+from .kernels import overlapping, segment_stats, window_sums
+
+BLOCK_SPECTRA = 256
+USE_THREADS = True
+# widening of stored chunk bounds when pruning: Numpress-linear chunks decode to values a
+# little off the stored (exact) chunk_start / chunk_end
+CHUNK_SLACK = 0.01
+_EMPTY = (np.zeros(0), np.zeros(0))
+POINTS_META = pd.DataFrame(
+    {
+        "spectrum_index": pd.Series([], dtype="int64"),
+        "mz": pd.Series([], dtype="float64"),
+        "intensity": pd.Series([], dtype="float64"),
+    }
+)
+
+
+def spectra_frame(time: np.ndarray, ms_level: np.ndarray, precursor: np.ndarray) -> pd.DataFrame:
+    frame = pd.DataFrame({"time": time, "ms_level": ms_level, "precursor_mz": precursor})
+    frame.index.name = "spectrum_index"
+    return frame
+
+
+def _intensity_view(signal: SignalReader) -> int | None:
+    kinds = [v.array_type for v in signal.views]
+    if V.INTENSITY_ARRAY in kinds:
+        return kinds.index(V.INTENSITY_ARRAY)
+    return 1 if len(kinds) > 1 else None
+
+
+def _valid(values: np.ndarray, valid: np.ndarray | None) -> np.ndarray:
+    return np.ones(len(values), bool) if valid is None else valid
+
+
+def _index_statistics(signal: SignalReader) -> tuple[np.ndarray, np.ndarray]:
+    """Per row group: the least and greatest item index (from the Parquet footer)."""
+    if signal in _STATISTICS:
+        return _STATISTICS[signal]
+    md = signal.file.metadata
+    path = f"{signal.prefix}.{signal.index_name}"
+    column = next(j for j in range(md.num_columns) if md.schema.column(j).path == path)
+    lows = np.zeros(md.num_row_groups, np.int64)
+    highs = np.full(md.num_row_groups, np.iinfo(np.int64).max)
+    for g in range(md.num_row_groups):
+        stats = md.row_group(g).column(column).statistics
+        if stats is not None and stats.has_min_max:
+            lows[g], highs[g] = stats.min, stats.max
+    _STATISTICS[signal] = (lows, highs)
+    return lows, highs
+
+
+_STATISTICS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def read_rows(signal: SignalReader, ids: np.ndarray) -> tuple[pa.StructArray, np.ndarray]:
+    """The rows of items ``ids`` (sorted), reading only the row groups whose index statistics
+    can hold one of them, in one multi-threaded Parquet read; and which ids have rows."""
+    lows, highs = _index_statistics(signal)
+    first = np.searchsorted(ids, lows, side="left")
+    groups = np.flatnonzero((first < len(ids)) & (ids[np.minimum(first, len(ids) - 1)] <= highs))
+    table = signal.file.read_row_groups(groups.tolist(), use_threads=USE_THREADS)
+    rows = table.column(signal.prefix).combine_chunks()
+    index = rows.field(signal.index_name).to_numpy(zero_copy_only=False).astype(np.int64)
+    if np.any(np.diff(index) < 0):  # the format sorts rows by item; tolerate other files
+        keep = np.isin(index, ids)
+        return rows.filter(pa.array(keep)), np.isin(ids, index[keep])
+    # rows sorted by item: mark the row range of each wanted item
+    left, right = np.searchsorted(index, ids, side="left"), np.searchsorted(index, ids, "right")
+    marks = np.zeros(len(index) + 1, np.int64)
+    np.add.at(marks, left, 1)
+    np.add.at(marks, right, -1)
+    keep = np.cumsum(marks[:-1]) > 0
+    return (rows if keep.all() else rows.filter(pa.array(keep))), right > left
+
+
+def _prune(signal: SignalReader, rows: pa.StructArray, windows: tuple) -> pa.StructArray:
+    """The chunk rows whose m/z range can meet a window."""
+    main = signal.main.columns
+    start = rows.field(main[V.CHUNK_START].column).to_numpy(zero_copy_only=False)
+    end = rows.field(main[V.CHUNK_END].column).to_numpy(zero_copy_only=False)
+    end = np.fmax(end, start)  # the reference writes end = 0.0 for a one-value chunk
+    keep = overlapping(start - CHUNK_SLACK, end + CHUNK_SLACK, *windows)
+    return rows.filter(pa.array(keep))
+
+
+def _points(signal: SignalReader, rows: pa.StructArray) -> tuple:
+    """Stored m/z, intensity and item index of every non-null point of ``rows``."""
+    k = _intensity_view(signal)
+    item = rows.field(signal.index_name).to_numpy(zero_copy_only=False).astype(np.int64)
+    if k is None or len(rows) == 0:
+        return (*_EMPTY, np.zeros(0, np.int64))
+    if signal.chunked:
+        # decoding a subset of chunk rows: SignalReader has no public call for it
+        raw, lengths = signal._decode_chunks(rows, with_lengths=True)
+        (mz, mz_valid), (intensity, int_valid) = raw[0], raw[k]
+        item = np.repeat(item, lengths)
+    else:
+        columns = (signal.main.columns[V.POINT].column, signal.views[k].columns[V.POINT].column)
+        # nulls become NaN (integer columns with nulls become floats): left out below
+        mz, intensity = (rows.field(c).to_numpy(zero_copy_only=False) for c in columns)
+        mz_valid, int_valid = ~_nan(mz), ~_nan(intensity)
+    keep = _valid(mz, mz_valid) & _valid(intensity, int_valid)
+    return mz[keep], intensity[keep], item[keep]
+
+
+def _nan(values: np.ndarray) -> np.ndarray:
+    return np.isnan(values) if values.dtype.kind == "f" else np.zeros(len(values), bool)
+
+
+def _block_points(source: str, ids: np.ndarray, windows: tuple | None) -> tuple:
+    """Stored points of spectra ``ids`` (sorted) with the position of their spectrum in
+    ``ids``: from the data member, and from the peaks member for spectra without data rows."""
+    archive = cached_archive(source)
+    parts, missing = [], ids
+    for kind in (V.DATA_ARRAYS, V.PEAKS):
+        signal = archive.signal(V.SPECTRUM, kind)
+        if signal is None or not len(missing):
+            continue
+        rows, found = read_rows(signal, missing)
+        missing = missing[~found]
+        if windows is not None and signal.chunked:
+            rows = _prune(signal, rows, windows)
+        parts.append(_points(signal, rows))
+    if len(parts) == 1:  # rows come sorted by spectrum
+        mz, intensity, item = parts[0]
+        return mz, intensity, np.searchsorted(ids, item)
+    mz = np.concatenate([np.zeros(0), *(p[0] for p in parts)])
+    intensity = np.concatenate([np.zeros(0), *(p[1] for p in parts)])
+    item = np.concatenate([np.zeros(0, np.int64), *(p[2] for p in parts)])
+    order = np.argsort(item, kind="stable")  # the peaks member's spectra among the others
+    return mz[order], intensity[order], np.searchsorted(ids, item[order])
+
+
+def raw_spectrum(source: str, i: int, windows: tuple | None = None) -> tuple:
+    """The stored (non-null) m/z and intensity of spectrum ``i`` of archive ``source``
+    (chunk rows pruned to ``windows`` = (low, high) when given)."""
+    mz, intensity, _ = _block_points(str(source), np.array([i]), windows)
+    return mz, intensity
+
+
+def block_xic(source: str, ids: np.ndarray, first: int, low: np.ndarray, high: np.ndarray):
+    """``(rows, sums)`` of one block: rows are positions in the run's selection."""
+    mz, intensity, segment = _block_points(source, ids, (low, high))
+    sums = window_sums(mz, intensity, segment, len(ids), low, high)
+    return np.arange(first, first + len(ids)), sums
+
+
+def block_stats(source: str, ids: np.ndarray, first: int):
+    mz, intensity, segment = _block_points(source, ids, None)
+    return np.arange(first, first + len(ids)), segment_stats(mz, intensity, segment, len(ids))
+
+
+def block_frame(source: str, ids: np.ndarray) -> pd.DataFrame:
+    """The decoded points of a block of spectra (as ``open_archive`` returns them)."""
+    archive = cached_archive(source)
+    spectra = [archive.read_spectrum(int(i)) for i in ids]
+    lengths = [len(s.mz) for s in spectra]
+    return pd.DataFrame(
+        {
+            "spectrum_index": np.repeat(np.asarray(ids, dtype=np.int64), lengths),
+            "mz": np.concatenate([np.zeros(0), *(s.mz for s in spectra)]),
+            "intensity": np.concatenate([np.zeros(0), *(s.intensity for s in spectra)]),
+        }
+    )
+
+
+class ArchiveRun:
+    """An mzPeak archive (ZIP or directory) as a run of the analysis."""
+
+    def __init__(self, path: str | Path):
+        self.source = str(path)
+        self.name = Path(path).stem
+        tables = cached_archive(self.source).tables_of(V.SPECTRUM)
+        time = np.array([np.nan if t is None else t for t in tables.times], dtype=np.float64)
+        level = np.array([0 if x is None else x for x in tables.ms_levels], dtype=np.int16)
+        self.spectra = spectra_frame(time, level, precursor_mz(tables, len(tables)))
+
+    def _blocks(self, ids: np.ndarray) -> list[tuple[np.ndarray, int]]:
+        return [(ids[a : a + BLOCK_SPECTRA], a) for a in range(0, len(ids), BLOCK_SPECTRA)]
+
+    def xic_parts(self, ids: np.ndarray, low: np.ndarray, high: np.ndarray) -> list:
+        """Lazy ``(rows, sums)`` pieces of the XIC of spectra ``ids``."""
+        task = delayed(block_xic, pure=True)
+        return [task(self.source, block, a, low, high) for block, a in self._blocks(ids)]
+
+    def stats_parts(self, ids: np.ndarray) -> list:
+        """Lazy ``(rows, [tic, base peak m/z, base peak intensity])`` pieces."""
+        task = delayed(block_stats, pure=True)
+        return [task(self.source, block, a) for block, a in self._blocks(ids)]
+
+    def points(self, ids: np.ndarray | None = None):
+        """A Dask dataframe (spectrum_index, mz, intensity) of the decoded spectra ``ids``."""
+        import dask.dataframe as dd
+
+        ids = np.arange(len(self.spectra)) if ids is None else np.unique(ids)
+        task = delayed(block_frame, pure=True)
+        parts = [task(self.source, block) for block, _ in self._blocks(ids)] or [POINTS_META]
+        return dd.from_delayed(parts, meta=POINTS_META, verify_meta=False)
+
+    def __repr__(self) -> str:
+        return f"ArchiveRun({self.source!r}, spectra={len(self.spectra)})"
+
+
+__all__ = ["ArchiveRun", "POINTS_META", "raw_spectrum", "spectra_frame"]

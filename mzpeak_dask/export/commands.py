@@ -1,0 +1,132 @@
+"""The ``export-zarr`` and ``xic`` subcommands (registered by ``mzpeak_dask.cli``).
+
+Conventions as in ``cli.py``: handlers return an exit code, errors are ``MzPeakDaskError``
+subclasses (printed as one line by ``cli.main``), options follow command line > ``--config`` >
+defaults.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+from ..cli_args import add_cluster_options, add_common, cluster_from
+from ..options import ConvertOptions, load_config, resolve
+
+
+def cmd_export_zarr(args: argparse.Namespace) -> int:
+    from .zarr import to_zarr
+
+    given = {} if args.chunk_width is None else {"chunk_width": args.chunk_width}
+    width = resolve(ConvertOptions, load_config(args.config), given).chunk_width
+    results = to_zarr(
+        args.archives,
+        args.store,
+        cluster=cluster_from(args),
+        chunk_width=width,
+        overwrite=bool(args.overwrite),
+        compression=args.compression,
+    )
+    for r in results:
+        if args.json:
+            print(json.dumps(r.__dict__))
+        elif not args.quiet:
+            print(
+                f"{r.archive} -> {r.group}: {r.spectra:,} spectra, {r.chunks:,} chunks, "
+                f"{r.points:,} points in {r.seconds:.1f} s"
+            )
+    return 0
+
+
+@contextlib.contextmanager
+def _analysis_client(args: argparse.Namespace) -> Iterator[Any]:
+    """A cluster only when one is asked for (--workers, --scheduler, --cluster local/slurm);
+    otherwise Dask's threaded scheduler in this process."""
+    options = cluster_from(args)
+    wanted = args.workers or args.scheduler or args.cluster in ("local", "slurm")
+    if not wanted or options.cluster == "inline":
+        yield None
+        return
+    from ..parallel.cluster import start_client
+
+    with start_client(options) as client:
+        yield client
+
+
+def format_xic(name: str, frame: Any, ppm: float, max_rows: int) -> str:
+    """A compact table of one run's XICs: time, then one column per target."""
+    table = frame.rename(columns={c: f"{c:.4f}" for c in frame.columns if c != "time"})
+    body = table.to_string(max_rows=max_rows, float_format=lambda x: f"{x:.6g}")
+    return f"== {name}: {len(frame)} spectra, ±{ppm:g} ppm ==\n{body}"
+
+
+def cmd_xic(args: argparse.Namespace) -> int:
+    from ..analysis import plot_xic, xic
+
+    rt = tuple(args.rt) if args.rt else None
+    level = None if args.ms_level == 0 else args.ms_level
+    with _analysis_client(args) as client:
+        results = xic(args.sources, args.mz, ppm=args.ppm, rt=rt, ms_level=level, client=client)
+    if args.json:
+        for name, frame in results.items():
+            print(json.dumps({"run": name, "xic": json.loads(frame.to_json(orient="split"))}))
+    elif not args.quiet:
+        print("\n\n".join(format_xic(n, f, args.ppm, args.max_rows) for n, f in results.items()))
+    if args.plot:
+        plot_xic(results, args.plot, ppm=args.ppm)
+        if not args.quiet and not args.json:
+            print(f"plot written to {args.plot}", file=sys.stderr)
+    return 0
+
+
+def _positive(value: str) -> float:
+    number = float(value)
+    if not number > 0:
+        raise argparse.ArgumentTypeError(f"must be positive, got {value}")
+    return number
+
+
+def add_commands(subparsers: Any) -> None:
+    """Register ``export-zarr`` and ``xic`` on an argparse subparsers object."""
+    p = subparsers.add_parser(
+        "export-zarr", help="export archives to a Zarr v3 store with the mzPeak chunks"
+    )
+    p.add_argument("archives", nargs="+", metavar="ARCHIVE", help="mzPeak archives")
+    p.add_argument("store", metavar="STORE.zarr", help="Zarr store folder (created if needed)")
+    p.add_argument(
+        "--chunk-width",
+        type=_positive,
+        help="m/z width of the chunks of point-layout archives (default: chunk_width of the "
+        "configuration, 50)",
+    )
+    p.add_argument(
+        "--compression",
+        choices=["zstd", "none"],
+        default="zstd",
+        help="signal arrays: zstd (default) or none (about 30%% faster to write and read)",
+    )
+    p.add_argument("--overwrite", action="store_true", help="replace existing run groups")
+    p.add_argument("--json", action="store_true", help="print results as JSON lines")
+    add_cluster_options(p)
+    add_common(p)
+    p.set_defaults(func=cmd_export_zarr)
+
+    p = subparsers.add_parser("xic", help="extracted-ion chromatograms across runs")
+    p.add_argument("sources", nargs="+", metavar="ARCHIVE_OR_STORE")
+    p.add_argument("--mz", type=_positive, action="append", required=True, help="target m/z")
+    p.add_argument("--ppm", type=_positive, default=10.0, help="m/z tolerance (default 10)")
+    p.add_argument("--rt", type=float, nargs=2, metavar=("LOW", "HIGH"), help="minutes")
+    p.add_argument("--ms-level", type=int, default=1, help="MS level (0: all; default 1)")
+    p.add_argument("--plot", metavar="FILE.png", help="draw the XICs with matplotlib")
+    p.add_argument("--max-rows", type=int, default=40, help="rows shown per run (default 40)")
+    p.add_argument("--json", action="store_true", help="print each run's XIC as JSON")
+    add_cluster_options(p)
+    add_common(p)
+    p.set_defaults(func=cmd_xic)
+
+
+__all__ = ["add_commands", "cmd_export_zarr", "cmd_xic", "format_xic"]

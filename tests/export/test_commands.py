@@ -1,0 +1,75 @@
+"""The ``export-zarr`` and ``xic`` subcommands of ``mzpeak-dask``."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import zarr
+
+from mzpeak_dask import OutputError, cli
+
+
+def run(argv: list[str]) -> int:
+    """The command's handler, called as ``mzpeak-dask`` calls it (exceptions propagate)."""
+    args = cli.build_parser().parse_args(argv)
+    return args.func(args)
+
+
+def test_export_zarr_command(exported, tmp_path, capsys) -> None:
+    archives = [str(exported.archives[n]) for n in ("three.chunked", "maldi.point")]
+    store = tmp_path / "cli.zarr"
+    assert run(["export-zarr", *archives, str(store), "--cluster", "inline"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) == 2 and "three.chunked.mzpeak ->" in out[0] and "3 spectra" in out[0]
+    with zarr.config.set({"array.rectilinear_chunks": True}):
+        group = zarr.open_group(str(store / "maldi.point"), mode="r")
+        assert group["mz"].shape == (21_936,) and group.attrs["layout"] == "point"
+    with pytest.raises(OutputError, match="--overwrite"):
+        run(["export-zarr", archives[0], str(store), "--cluster", "inline"])
+    argv = ["export-zarr", archives[1], str(store), "--cluster", "inline", "--overwrite"]
+    assert run([*argv, "--chunk-width", "20", "--compression", "none", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["spectra"] == 1 and result["chunks"] > 10  # 10 chunks at width 50
+    with zarr.config.set({"array.rectilinear_chunks": True}):
+        group = zarr.open_group(str(store / "maldi.point"), mode="r")
+        assert group["mz"].compressors == () and group["mz"].nchunks == result["chunks"]
+
+
+def test_xic_command(exported, tmp_path, capsys) -> None:
+    sources = [str(exported.archives["ref.point"]), str(exported.store / "ref.chunked")]
+    plot = tmp_path / "xic.png"
+    argv = ["xic", *sources, "--mz", "810.4155", "--mz", "524.2648", "--ppm", "10"]
+    assert run([*argv, "--rt", "0.05", "0.3", "--plot", str(plot)]) == 0
+    out = capsys.readouterr().out
+    assert "== ref.point: 8 spectra, ±10 ppm ==" in out and "== ref.chunked:" in out
+    assert "810.4155" in out.splitlines()[1] and "524.2648" in out.splitlines()[1]
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert run([*argv, "--json", "--ms-level", "0"]) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [line["run"] for line in lines] == ["ref.point", "ref.chunked"]
+    assert len(lines[0]["xic"]["index"]) == 48  # every spectrum with --ms-level 0
+
+
+def test_errors_are_one_line(exported, tmp_path, capsys) -> None:
+    assert cli.main(["xic", str(tmp_path / "missing.mzpeak"), "--mz", "500"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"error: {tmp_path / 'missing.mzpeak'}: no such archive or Zarr store"]
+    archive = str(exported.archives["three.chunked"])
+    assert cli.main(["xic", archive, "--mz", "500", "--rt", "5", "1"]) == 2
+    assert "RT range is empty" in capsys.readouterr().err
+
+
+def test_export_zarr_chunk_width_from_config(exported, tmp_path, capsys) -> None:
+    """``chunk_width`` of a --config file applies unless --chunk-width is given."""
+    config = tmp_path / "narrow.toml"
+    config.write_text("[convert]\nchunk_width = 20.0\n")
+    archive = str(exported.archives["maldi.point"])
+    argv = ["export-zarr", archive, str(tmp_path / "c.zarr"), "--cluster", "inline", "--json"]
+    assert run([*argv, "--config", str(config)]) == 0
+    narrow = json.loads(capsys.readouterr().out)["chunks"]
+    assert run([*argv, "--config", str(config), "--overwrite", "--chunk-width", "50"]) == 0
+    wide = json.loads(capsys.readouterr().out)["chunks"]
+    assert narrow > wide > 0
+    with zarr.config.set({"array.rectilinear_chunks": True}):
+        assert zarr.open_group(str(tmp_path / "c.zarr" / "maldi.point")).attrs["chunk_width"] == 50

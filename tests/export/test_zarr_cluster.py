@@ -1,0 +1,63 @@
+"""The export and the analysis on a real LocalCluster (2 worker processes)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+import zarr
+from distributed import get_task_stream
+
+from mzpeak_dask import ClusterOptions
+from mzpeak_dask.analysis import open_runs, xic
+from mzpeak_dask.export.zarr import to_zarr
+from mzpeak_dask.parallel.cluster import start_client
+
+pytestmark = pytest.mark.cluster
+NAMES = ["ref.chunked", "small.peaks", "metabo.point", "kitchen.point"]
+
+
+@pytest.fixture(scope="module")
+def client():
+    with start_client(ClusterOptions(workers=2, dashboard=False)) as client:
+        yield client
+
+
+def _flag() -> object:
+    return zarr.config.get("array.rectilinear_chunks", None)
+
+
+def _disable() -> None:
+    zarr.config.set({"array.rectilinear_chunks": False})
+
+
+def test_cluster_export_equals_inline_export(exported, client, tmp_path) -> None:
+    store = tmp_path / "cluster.zarr"
+    archives = [exported.archives[name] for name in NAMES]
+    client.run(_disable)  # as on a cluster started elsewhere: to_zarr must set the flag
+    with get_task_stream(client) as stream:
+        results = to_zarr(archives, store, client=client, block_points=20_000)
+    assert all(v is True for v in client.run(_flag).values())
+    writers = {t["worker"] for t in stream.data if t["key"].startswith("write_block")}
+    assert len(writers) == 2  # blocks of the runs were written by both workers
+    assert [r.group for r in results] == [str(store / name) for name in NAMES]
+    with zarr.config.set({"array.rectilinear_chunks": True}):
+        for name in NAMES:
+            got = zarr.open_group(str(store / name), mode="r")
+            want = zarr.open_group(str(exported.store / name), mode="r")
+            assert dict(got.attrs) == dict(want.attrs)
+            assert sorted(got.array_keys()) == sorted(want.array_keys())
+            for key in want.array_keys():
+                assert got[key].read_chunk_sizes == want[key].read_chunk_sizes, (name, key)
+                assert got[key][:].tobytes() == want[key][:].tobytes(), (name, key)
+
+
+def test_cluster_xic_equals_threaded_xic(exported, client) -> None:
+    runs = open_runs([exported.store / "ref.chunked", exported.archives["ref.point"]])
+    targets = [445.1200, 524.2648, 810.4155, 1000.0]
+    threaded = xic(runs, targets, ppm=10, rt=(0.05, 0.45))
+    distributed = xic(runs, targets, ppm=10, rt=(0.05, 0.45), client=client)
+    assert list(threaded) == list(distributed) == ["ref.chunked", "ref.point"]
+    for name in threaded:
+        pd.testing.assert_frame_equal(threaded[name], distributed[name])
+    assert np.count_nonzero(threaded["ref.point"][810.4155].to_numpy()) > 3

@@ -1,0 +1,180 @@
+"""The Zarr export: chunk grids mirror the mzPeak chunks, values equal what open_archive
+returns (bit for bit), per-chunk and per-spectrum arrays, attributes, overwrite, atomicity."""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+import pytest
+import zarr
+
+from mzpeak_dask import ArchiveError, InputError, OptionsError, OutputError, open_archive
+from mzpeak_dask.export.zarr import to_zarr
+
+from ..conftest import INLINE
+from .builds import CONVERSIONS, COPIED
+
+NAMES = sorted([*CONVERSIONS, *COPIED])
+FAST = {
+    "array.rectilinear_chunks": True,
+    "codec_pipeline.path": "zarr.core.codec_pipeline.FusedCodecPipeline",
+    "codec_pipeline.max_workers": 1,
+}
+
+
+@pytest.fixture(autouse=True)
+def _zarr_settings():
+    with zarr.config.set(FAST):  # the flag, and fast reads of one chunk at a time
+        yield
+
+
+def expected_chunks(archive, i: int, width: float = 50.0) -> tuple[dict, np.ndarray]:
+    """Spectrum ``i`` and its chunk offsets, straight from the archive's signal readers (the
+    data member, else the peaks member, as open_archive reads it)."""
+    model = archive.tables_of("spectrum").models[i]
+    data, peaks = archive.signal("spectrum"), archive.signal("spectrum", "peaks")
+    arrays, offsets = data.read_chunked(i, np.asarray(model) if model else None, width)
+    if not arrays and peaks is not None:
+        arrays, offsets = peaks.read_chunked(i, None, width)
+    return arrays, (np.unique(offsets) if arrays else np.zeros(1, np.int64))
+
+
+def _same(got: np.ndarray, want: np.ndarray) -> bool:
+    return got.dtype == want.dtype and got.tobytes() == want.tobytes()
+
+
+def _fill(dtype: np.dtype, n: int) -> np.ndarray:
+    return np.full(n, np.nan if dtype.kind == "f" else 0, dtype=dtype)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_chunk_holds_its_mzpeak_chunk(exported, name) -> None:
+    group = zarr.open_group(str(exported.store / name), mode="r")
+    keys = group.attrs["arrays"]  # zarr name -> mzPeak array name
+    assert list(keys)[:2] == ["mz", "intensity"]
+    with open_archive(exported.archives[name]) as archive:
+        spectra = [expected_chunks(archive, i) for i in range(len(archive))]
+    lengths = np.concatenate([np.diff(offsets) for _, offsets in spectra])
+    assert len(lengths) and lengths.min() > 0
+    for zname, key in keys.items():
+        array = group[zname]
+        assert array.read_chunk_sizes == (tuple(lengths.tolist()),), zname
+        c = 0
+        for values, offsets in spectra:
+            want = values.get(key, _fill(array.dtype, int(offsets[-1])))
+            for a, b in zip(offsets[:-1], offsets[1:], strict=True):
+                assert _same(array.get_block_selection(c), want[a:b]), (zname, c)
+                c += 1
+        assert c == array.nchunks
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_arrays_equal_open_archive(exported, name) -> None:
+    group = zarr.open_group(str(exported.store / name), mode="r")
+    keys = group.attrs["arrays"]
+    arrays = {zname: group[zname][:] for zname in keys}
+    offsets = group["spectrum_offsets"][:]
+    with open_archive(exported.archives[name]) as archive:
+        assert len(offsets) == len(archive) + 1
+        for spectrum in archive:
+            a, b = offsets[spectrum.index], offsets[spectrum.index + 1]
+            assert set(spectrum.arrays) <= set(keys.values())
+            for zname, key in keys.items():
+                want = spectrum.arrays.get(key, _fill(arrays[zname].dtype, b - a))
+                assert _same(arrays[zname][a:b], want), (spectrum.index, key)
+
+
+@pytest.mark.parametrize("name", ["ref.chunked", "small.peaks", "kitchen.point", "metabo.point"])
+def test_chunk_and_spectrum_tables(exported, name) -> None:
+    path = exported.archives[name]
+    group = zarr.open_group(str(exported.store / name), mode="r")
+    mz = group["mz"][:]
+    lengths = np.array(group["mz"].read_chunk_sizes[0])
+    starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
+    chunk_spectrum = group["chunk_spectrum_index"][:]
+    offsets = group["spectrum_offsets"][:]
+    assert np.array_equal(group["chunk_start"][:], mz[starts])
+    assert np.array_equal(group["chunk_end"][:], mz[starts + lengths - 1])
+    # each chunk lies inside its spectrum's point range
+    assert np.all(offsets[chunk_spectrum] <= starts)
+    assert np.all(starts + lengths <= offsets[chunk_spectrum + 1])
+    assert np.all(np.diff(chunk_spectrum) >= 0)
+    with open_archive(path) as archive:
+        spectra = list(archive)
+        assert np.array_equal(group["time"][:], [s.time for s in spectra])
+        assert np.array_equal(group["ms_level"][:], [s.ms_level or 0 for s in spectra])
+        precursor = [s.precursors[0].target_mz if s.precursors else np.nan for s in spectra]
+        assert np.array_equal(group["precursor_mz"][:], np.array(precursor, float), equal_nan=True)
+    assert group.attrs["source"] == str(path.resolve())
+    assert group.attrs["source_sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
+    assert group.attrs["layout"] == name.split(".")[1].replace("peaks", "point")
+
+
+def test_reference_chunk_grid_from_raw_rows(exported) -> None:
+    """Independent of the reader: one Zarr chunk per non-empty row of the reference writer's
+    chunk table, its length the row's intensity list length."""
+    with open_archive(exported.archives["ref.chunked"]) as archive:
+        chunk = archive.signal("spectrum").file.read().column("chunk").combine_chunks()
+    index = chunk.field("spectrum_index").to_numpy()
+    lengths = np.diff(chunk.field("intensity").offsets.to_numpy())
+    lengths = lengths[np.argsort(index, kind="stable")]
+    group = zarr.open_group(str(exported.store / "ref.chunked"), mode="r")
+    assert len(lengths) == 1311
+    assert group["intensity"].read_chunk_sizes == (tuple(lengths[lengths > 0].tolist()),)
+    assert np.array_equal(group["chunk_spectrum_index"][:], np.sort(index)[lengths > 0])
+
+
+@pytest.mark.parametrize("source", ["small", "metabo"])
+def test_point_archive_gets_the_chunked_layouts_grid(exported, source) -> None:
+    """A point archive's chunks are those our chunked layout writes for the same run."""
+    point = zarr.open_group(str(exported.store / f"{source}.point"), mode="r")
+    chunked = zarr.open_group(str(exported.store / f"{source}.chunked"), mode="r")
+    assert point["mz"].read_chunk_sizes == chunked["mz"].read_chunk_sizes
+    assert np.array_equal(point["mz"][:], chunked["mz"][:])
+
+
+def test_chunk_width_overwrite_and_atomic_groups(exported, tmp_path) -> None:
+    archive = exported.archives["metabo.point"]
+    store = tmp_path / "w.zarr"
+    (first,) = to_zarr([archive], store, cluster=INLINE)
+    wide = zarr.open_group(str(store / "metabo.point"), mode="r")["mz"].nchunks
+    assert first.chunks == wide and first.spectra == 380
+    with pytest.raises(OutputError, match="already exists"):
+        to_zarr([archive], store, cluster=INLINE, chunk_width=5.0)
+    assert zarr.open_group(str(store / "metabo.point"), mode="r")["mz"].nchunks == wide
+    to_zarr([archive], store, cluster=INLINE, chunk_width=5.0, overwrite=True)
+    group = zarr.open_group(str(store / "metabo.point"), mode="r")
+    assert group.attrs["chunk_width"] == 5.0
+    assert group["mz"].nchunks > wide
+    with open_archive(archive) as a:
+        want = [np.diff(expected_chunks(a, i, 5.0)[1]) for i in range(len(a))]
+    assert group["mz"].read_chunk_sizes == (tuple(np.concatenate(want).tolist()),)
+    assert sorted(p.name for p in store.iterdir()) == ["metabo.point", "zarr.json"]
+
+
+def test_failed_run_leaves_nothing(exported, tmp_path) -> None:
+    bogus = tmp_path / "bogus.mzpeak"
+    bogus.write_text("not an archive")
+    store = tmp_path / "f.zarr"
+    with pytest.raises(ArchiveError, match="bogus.mzpeak"):
+        to_zarr([exported.archives["three.chunked"], bogus], store, cluster=INLINE)
+    assert not (store / "bogus").exists()
+    assert not [p for p in store.iterdir() if p.name.startswith(".")]
+
+
+def test_bad_arguments(exported, tmp_path) -> None:
+    a = exported.archives["three.chunked"]
+    twin = tmp_path / "x" / a.name
+    twin.parent.mkdir()
+    twin.write_bytes(a.read_bytes())
+    with pytest.raises(OptionsError, match="same group"):
+        to_zarr([a, twin], tmp_path / "s.zarr", cluster=INLINE)
+    with pytest.raises(InputError, match="no such archive"):
+        to_zarr([tmp_path / "missing.mzpeak"], tmp_path / "s.zarr", cluster=INLINE)
+    (tmp_path / "plain").mkdir()
+    (tmp_path / "plain" / "file.txt").write_text("x")
+    with pytest.raises(OutputError, match="not a Zarr store"):
+        to_zarr([a], tmp_path / "plain", cluster=INLINE)
+    with pytest.raises(OptionsError, match="chunk_width"):
+        to_zarr([a], tmp_path / "s.zarr", cluster=INLINE, chunk_width=0)
