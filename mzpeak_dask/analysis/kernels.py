@@ -136,6 +136,40 @@ def _unsorted_sums(
     return out.reshape(segments, targets)
 
 
+def item_window_sums(
+    mz: np.ndarray,
+    intensity: np.ndarray,
+    item: np.ndarray,
+    ids: np.ndarray,
+    low: np.ndarray,
+    high: np.ndarray,
+) -> np.ndarray:
+    """``(len(ids), targets)`` sums of the intensities with ``low[t] <= mz <= high[t]``, per
+    item id of ``ids`` (sorted), straight from stored columns in any order: points of other
+    items and points with a NaN m/z or intensity (nulls) add nothing. Only the points inside a
+    window are looked up by item, so the cost is one binary search per point and window
+    group, whatever the number of spectra.
+    """
+    targets = len(low)
+    out = np.zeros(len(ids) * targets, dtype=np.float64)
+    if not len(ids) or not len(mz):
+        return out.reshape(len(ids), targets)
+    for group in _window_groups(low, high):
+        lows, highs = low[group], high[group]
+        j = np.searchsorted(lows, mz, side="right") - 1
+        hit = np.flatnonzero(mz <= highs[np.maximum(j, 0)])  # NaN m/z compares False
+        hit = hit[j[hit] >= 0]
+        if not len(hit):
+            continue
+        found = np.asarray(item[hit], dtype=np.int64)
+        where = np.minimum(np.searchsorted(ids, found), len(ids) - 1)
+        ours = ids[where] == found
+        weights = np.asarray(intensity[hit[ours]], dtype=np.float64)
+        key = where[ours] * targets + group[j[hit[ours]]]
+        out += np.bincount(key, weights=np.nan_to_num(weights), minlength=len(out))
+    return out.reshape(len(ids), targets)
+
+
 def segment_stats(
     mz: np.ndarray, intensity: np.ndarray, segment: np.ndarray, segments: int
 ) -> np.ndarray:
@@ -172,6 +206,7 @@ def add_rows(total: np.ndarray, parts: list[tuple[np.ndarray, np.ndarray]]) -> n
 
 __all__ = [
     "add_rows",
+    "item_window_sums",
     "compact",
     "overlapping",
     "ppm_windows",

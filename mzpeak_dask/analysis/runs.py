@@ -77,8 +77,9 @@ def as_runs(sources: Sources) -> list[Run]:
 
 
 def compute(parts: list[Any], client: Any = None) -> list[Any]:
-    """Compute lazy pieces: on ``client`` (a ``distributed.Client``) or with Dask's threaded
-    scheduler in this process."""
+    """Compute lazy pieces: on ``client`` (a ``distributed.Client``), else with the scheduler
+    Dask is configured with (its threads in this process unless set otherwise, e.g.
+    ``dask.config.set(scheduler="sync")``)."""
     import dask
 
     if not parts:
@@ -86,7 +87,7 @@ def compute(parts: list[Any], client: Any = None) -> list[Any]:
     if client is not None:
         client.run(enable_rectilinear)
         return list(dask.compute(*parts, scheduler=client))
-    return list(dask.compute(*parts, scheduler="threads"))
+    return list(dask.compute(*parts))
 
 
 __all__ = ["Run", "Sources", "as_runs", "compute", "open_run_source", "open_runs", "unique_names"]

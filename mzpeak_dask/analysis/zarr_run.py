@@ -19,13 +19,15 @@ import pandas as pd
 import zarr
 from dask import delayed
 
+from ..export.zarr_chunks import chunk_files
 from ..export.zarr_store import (
     ChunkAdapter,
     SelectionAdapter,
     cached_array,
-    chunk_lengths,
     dask_array,
     enable_rectilinear,
+    grid,
+    read_whole,
 )
 from .archive_run import POINTS_META, spectra_frame
 from .kernels import overlapping, segment_stats, window_sums
@@ -63,16 +65,16 @@ class ZarrRun:
         self.source = str(path)
         self.name = self.path.name
         self.attrs = dict(zarr.open_group(self.source, mode="r").attrs)
-        tables = {name: cached_array(self.path / name)[:] for name in TABLES}
+        tables = {name: read_whole(self.path / name) for name in TABLES}
         self.chunk_spectrum = tables["chunk_spectrum_index"].astype(np.int64)
         self.chunk_start, self.chunk_end = tables["chunk_start"], tables["chunk_end"]
         self.spectrum_offsets = tables["spectrum_offsets"].astype(np.int64)
-        self.chunk_lengths = chunk_lengths(cached_array(self.path / "mz"))
+        self.chunk_lengths = grid(self.path / "mz")
         self.chunk_offsets = np.concatenate(([0], np.cumsum(self.chunk_lengths))).astype(np.int64)
         self.spectra = spectra_frame(
             tables["time"],
-            cached_array(self.path / "ms_level")[:],
-            cached_array(self.path / "precursor_mz")[:],
+            read_whole(self.path / "ms_level"),
+            read_whole(self.path / "precursor_mz"),
         )
 
     @property
@@ -80,6 +82,9 @@ class ZarrRun:
         return list(self.attrs.get("arrays", {}))
 
     def _adapter(self, name: str) -> ChunkAdapter:
+        files = chunk_files(self.path / name)
+        if files.direct:
+            return ChunkAdapter(files.path, (int(files.offsets[-1]),), files.dtype)
         array = cached_array(self.path / name)
         return ChunkAdapter(self.path / name, array.shape, array.dtype)
 

@@ -47,6 +47,7 @@ from ..errors import ArchiveError, InputError, OptionsError, OutputError
 from ..options import ClusterOptions
 from ..parallel.executors import Task, open_executor
 from .plan import ArraySpec, RunPlan, cached_archive, plan_run
+from .zarr_chunks import chunk_files
 from .zarr_store import (
     COMPRESSIONS,
     create_point_array,
@@ -83,6 +84,7 @@ class BlockJob:
     start: int
     stop: int
     point_start: int
+    first_chunk: int  # the run's index of the block's first chunk
     lengths: np.ndarray  # the planned chunk lengths of these spectra
     width: float
 
@@ -142,13 +144,23 @@ def write_block(job: BlockJob) -> BlockResult:
         if main is None:
             main = values
         if stop > job.point_start:
-            open_array(Path(job.group) / spec.name, mode="r+")[job.point_start : stop] = values
+            _write_chunks(Path(job.group) / spec.name, job, stop, values)
     starts = np.concatenate(([0], np.cumsum(lengths)[:-1])).astype(np.int64)
     if main is None or not len(lengths):
         empty = np.zeros(0)
         return BlockResult(job.start, empty, empty)
     main = main.astype(np.float64)
     return BlockResult(job.start, np.fmin.reduceat(main, starts), np.fmax.reduceat(main, starts))
+
+
+def _write_chunks(path: Path, job: BlockJob, stop: int, values: np.ndarray) -> None:
+    """Write the block's whole chunks of one array: straight to the chunk objects when the
+    array's codecs allow (the arrays :func:`to_zarr` creates always do), else through zarr."""
+    files = chunk_files(path)
+    if files.direct:
+        files.write(job.first_chunk, values)
+    else:
+        open_array(path, mode="r+")[job.point_start : stop] = values
 
 
 class RunExport:
@@ -195,6 +207,7 @@ class RunExport:
                 start=a,
                 stop=b,
                 point_start=int(offsets[a]),
+                first_chunk=int(first[a]),
                 lengths=plan.chunk_lengths[first[a] : first[b]],
                 width=self.width,
             )

@@ -107,6 +107,21 @@ class SignalReader:
     def row_groups(self) -> int:
         return self.file.metadata.num_row_groups
 
+    def groups_for(self, items: np.ndarray) -> list[int]:
+        """The row groups whose index statistics can hold one of ``items`` (sorted)."""
+        items = np.asarray(items, dtype=np.uint64)
+        if not len(items):
+            return []
+        lows, highs = self._stats
+        first = np.searchsorted(items, lows, side="left")
+        keep = (first < len(items)) & (items[np.minimum(first, len(items) - 1)] <= highs)
+        return np.flatnonzero(keep).tolist()
+
+    def decode_rows(self, rows: pa.StructArray) -> tuple[dict[int, tuple], np.ndarray]:
+        """Decode any chunk rows of this (chunked) member: per array view ``(values, valid)``
+        over all the rows' points, and the number of points of each row."""
+        return self._decode_chunks(rows, with_lengths=True)
+
     def _row_group(self, i: int) -> tuple[pa.StructArray, np.ndarray]:
         if self._cached is None or self._cached[0] != i:
             table = self.file.read_row_group(i, use_threads=False)

@@ -7,6 +7,7 @@ import pytest
 
 from mzpeak_dask import OptionsError
 from mzpeak_dask.analysis.kernels import (
+    item_window_sums,
     overlapping,
     ppm_windows,
     segment_stats,
@@ -84,3 +85,28 @@ def test_selection_and_validation() -> None:
         False,
         False,
     ]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_item_window_sums_match_a_naive_loop(seed) -> None:
+    """Stored columns as they come: nulls (NaN m/z or intensity), spectra that were not
+    asked for, uint64 ids, overlapping windows."""
+    mz, intensity, segment = _points(seed)
+    rng = np.random.default_rng(seed + 7)
+    item = (segment * 3 + 5).astype(np.uint64)  # spectrum ids, not positions
+    mz[rng.random(len(mz)) < 0.05] = np.nan
+    intensity = intensity.astype(np.float64)
+    intensity[rng.random(len(mz)) < 0.05] = np.nan
+    ids = np.unique(item)[::2].astype(np.int64)  # every other spectrum
+    targets = rng.choice(mz[np.isfinite(mz)], 10)
+    targets[:2] = targets[0] * (1 + np.array([0, 4e-6]))
+    low, high = ppm_windows(targets, 15.0)
+    got = item_window_sums(mz, intensity, item, ids, low, high)
+    want = np.zeros((len(ids), len(targets)))
+    for r, spectrum in enumerate(ids):
+        mine = item == spectrum
+        for t in range(len(targets)):
+            inside = mine & (mz >= low[t]) & (mz <= high[t])
+            want[r, t] = np.nansum(intensity[inside])
+    assert want.sum() > 0
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=0)
