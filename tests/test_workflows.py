@@ -80,7 +80,7 @@ def test_slurm_job_runs_a_resumable_batch(tmp_path) -> None:
 def test_slurm_job_stops_cleanly_at_the_wall_time_signal(tmp_path) -> None:
     source = tmp_path / "repository"
     source.mkdir()
-    for k in range(4):  # large enough that the signal arrives while some still convert
+    for k in range(8):  # enough that the signal arrives while some still wait or convert
         replicate(BUNDLED / "small.mzML", source / f"run{k}.mzML", copies=8)
     output = tmp_path / "mzpeak"
     job = subprocess.Popen(
