@@ -9,6 +9,7 @@ import contextlib
 import os
 import shutil
 import tempfile
+import time
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -44,8 +45,14 @@ class Staging:
     def file(self, name: str) -> Path:
         return self.path / name
 
-    def cleanup(self) -> None:
-        shutil.rmtree(self.path, ignore_errors=True)
+    def cleanup(self, attempts: int = 5) -> None:
+        """Remove the folder. A cancelled worker task may still drop a file into it while it
+        is being removed (the removal then fails with the folder not empty): try again."""
+        for attempt in range(attempts):
+            shutil.rmtree(self.path, ignore_errors=True)
+            if not self.path.exists():
+                return
+            time.sleep(0.05 * (attempt + 1))
 
 
 class Container:

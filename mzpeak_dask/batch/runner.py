@@ -294,6 +294,8 @@ def run_batch(
     except KeyboardInterrupt:
         outcome.interrupted = True
         run.interrupted(todo)
+        # the cluster is gone: no cancelled task can still write into a staging folder
+        run.remove_stale_staging()
     finally:
         outcome.records = [run.records[s] for s, _ in run.pairs if s in run.records]
         outcome.seconds = time.perf_counter() - started

@@ -127,7 +127,11 @@ class Coordinator:
             except MzPeakDaskError as exc:
                 self._record(number, exc, results)
                 continue
-            active = _Active(job, number, self.executor.handoff_folder(job.staging.path))
+            try:  # probing the workers takes a while: an interrupt here must not leak staging
+                active = _Active(job, number, self.executor.handoff_folder(job.staging.path))
+            except BaseException:
+                job.abort()
+                raise
             self.active.append(active)
             if active.handoff is None:  # workers cannot see the staging folder: plan here
                 self._planned(active, plan_run(source, job.staging.path, self.options), results)
@@ -193,10 +197,10 @@ class Coordinator:
     def _maybe_finish(self, active: _Active, results: list) -> None:
         if not (active.submitted_all and active.assembled_all):
             return
-        self.active.remove(active)
         try:
-            result = active.job.finish()
+            result = active.job.finish()  # cleans up after itself whatever happens
         except Exception as exc:  # noqa: BLE001 - one run's failure, never the whole call
+            self.active.remove(active)
             error = (
                 exc
                 if isinstance(exc, MzPeakDaskError)
@@ -206,6 +210,7 @@ class Coordinator:
             )
             self._record(active.number, error, results)
             return
+        self.active.remove(active)
         if self.progress:
             self.progress(str(active.job.source), active.job.items_total, active.job.items_total)
         self._record(active.number, result, results)
