@@ -6,7 +6,9 @@ Input: ../shared/data/mzdata/small.mzML (Thermo LTQ FT, 48 spectra, profile + ce
 replicated to >= 100 MB — synthetic by replication. Prints, measured in this one run:
 
 * conversion time / the time pyteomics alone needs to iterate and decode the file, for one
-  process (no Dask) and for the default local cluster (2 workers on this machine);
+  process (no Dask), for the default local cluster (2 workers on this machine) started by the
+  call, and for a cluster that is already running (how batch and HPC jobs use it: one cluster,
+  many runs);
 * output size / mzML size, and the size of small.mzML's own archive;
 * median milliseconds to read one random spectrum by index from the archive, beside pyteomics'
   indexed ``get_by_index`` on the mzML;
@@ -23,6 +25,7 @@ from pathlib import Path
 from pyteomics import mzml
 
 from mzpeak_dask import ClusterOptions, ConvertOptions, convert, open_archive
+from mzpeak_dask.parallel.cluster import start_client
 
 from .common import DATA, machine, median_ms, replicated, timed, workdir
 
@@ -88,11 +91,19 @@ def main() -> None:
         ConvertOptions(overwrite=True),
         cluster=ClusterOptions(workers=2, dashboard=False),
     )
+    with start_client(ClusterOptions(workers=2, dashboard=False)) as client:
+        t_running, _ = timed(
+            convert, source, out / "running.mzpeak", ConvertOptions(overwrite=True), client=client
+        )
     print(f"pyteomics iterate+decode       {t_parse:7.2f} s  ({n} spectra)")
     print(f"convert, one process (inline)  {t_inline:7.2f} s  ratio {t_inline / t_parse:.2f}")
     print(
         f"convert, LocalCluster 2 workers{t_cluster:7.2f} s  ratio {t_cluster / t_parse:.2f} "
         "(includes starting the cluster)"
+    )
+    print(
+        f"convert, running 2-worker cluster{t_running:5.2f} s  ratio {t_running / t_parse:.2f} "
+        "(cluster started beforehand)"
     )
     print(
         f"output / mzML size              {result.output_bytes / size:.3f} "
