@@ -156,6 +156,7 @@ class MGFFormat(InputFormat):
         with open(path, "rb") as f:
             raw = os.pread(f.fileno(), items.byte_stop - items.byte_start, items.byte_start)
         text = io.StringIO(raw.decode("utf-8", "replace"))
+        del raw
         position = items.start
         try:
             for info in mgf.read(
@@ -167,3 +168,5 @@ class MGFFormat(InputFormat):
             raise spectrum_error(
                 path, f"spectrum index={position}", f"malformed MGF ({exc})"
             ) from None
+        finally:
+            text.close()  # pyteomics' reader sits in cycles: free the text now, not at a full gc

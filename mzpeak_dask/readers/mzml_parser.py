@@ -144,10 +144,15 @@ def parse_records(
     tag = "chromatogram" if kind == CHROMATOGRAMS else "spectrum"
     convert = chromatogram_record if kind == CHROMATOGRAMS else spectrum_record
     position = first_position
+    # pyteomics' reader sits in reference cycles (its RT locator, bound methods), so it and its
+    # still-open file are freed only when a full garbage collection happens to run; closing the
+    # file here frees the document's text now (a worker's memory stays flat over many partitions)
+    buffer = io.BytesIO(document)
     try:
-        infos = RecordMzML(io.BytesIO(document)).iterfind(tag)
-        for info in infos:
+        for info in RecordMzML(buffer).iterfind(tag):
             yield convert(info, position, path, fetch)
             position += 1
     except etree.XMLSyntaxError as exc:
         raise input_error(path, f"malformed XML in {tag} {position} (0-based): {exc}") from None
+    finally:
+        buffer.close()
