@@ -80,8 +80,10 @@ def test_slurm_job_runs_a_resumable_batch(tmp_path) -> None:
 def test_slurm_job_stops_cleanly_at_the_wall_time_signal(tmp_path) -> None:
     source = tmp_path / "repository"
     source.mkdir()
-    for k in range(8):  # enough that the signal arrives while some still wait or convert
-        replicate(BUNDLED / "small.mzML", source / f"run{k}.mzML", copies=8)
+    # many small runs: the window of in-flight partitions holds a few of them at a time, so when
+    # the first is converted most of the others have not started yet
+    for k in range(24):
+        replicate(BUNDLED / "small.mzML", source / f"run{k:02d}.mzML", copies=2)
     output = tmp_path / "mzpeak"
     job = subprocess.Popen(
         [
