@@ -11,22 +11,19 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
-import hashlib
 import shutil
 import time
-import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import vocabulary as V
 from ..convert import ConversionResult, Progress, convert_many
 from ..errors import OptionsError
 from ..options import ClusterOptions, ConvertOptions, _Options
-from ..read.archive import open_archive
 from ..read.validate import ERROR, validate
 from ..tables.file_metadata import file_sha256
 from . import report
+from .inspect import Inspector
 from .sources import discover, outputs_for
 from .state import CONVERTED, FAILED, PENDING, SKIPPED, BatchState
 
@@ -61,38 +58,6 @@ class BatchOutcome:
         return self.count(FAILED) + self.count(PENDING)
 
 
-def member_digests(archive: Path) -> dict[str, str]:
-    """SHA-256 of every member of an archive (ZIP or folder)."""
-    if archive.is_dir():
-        return {p.name: file_sha256(p) for p in sorted(archive.iterdir()) if p.is_file()}
-    digests = {}
-    with zipfile.ZipFile(archive) as z:
-        for info in z.infolist():
-            digest = hashlib.sha256()
-            with z.open(info) as f:
-                while block := f.read(1 << 22):
-                    digest.update(block)
-            digests[info.filename] = digest.hexdigest()
-    return digests
-
-
-def tic_thumbnail(archive: Path, points: int = 120) -> list[list[float]]:
-    """A downsampled total-ion chromatogram of the MS1 spectra (from the metadata)."""
-    with open_archive(archive) as a:
-        tables = a.tables_of(V.SPECTRUM)
-        times, levels = tables.times, tables.ms_levels
-        tic = tables._list("MS:1000285")
-    pairs = [
-        (t, v)
-        for t, level, v in zip(times, levels, tic, strict=True)
-        if t is not None and v is not None and level in (1, None)
-    ]
-    if len(pairs) > points:
-        step = len(pairs) / points
-        pairs = [pairs[int(k * step)] for k in range(points)]
-    return [[float(t), float(v)] for t, v in pairs]
-
-
 def _safe_sha256(path: Path) -> str | None:
     try:
         return file_sha256(path)
@@ -119,6 +84,7 @@ class BatchRun:
             folder.mkdir(parents=True, exist_ok=True)
         self.state = BatchState(output_dir)
         self.records: dict[Path, dict[str, Any]] = {}
+        self.inspector: Inspector | None = None  # set once the cluster is known
 
     def remove_stale_staging(self) -> None:
         """Temporary folders a killed run left beside its outputs."""
@@ -133,19 +99,14 @@ class BatchRun:
             if previous and previous["status"] in (CONVERTED, SKIPPED) and output.exists():
                 candidates.append((source, output, previous))
         with concurrent.futures.ThreadPoolExecutor(self.batch.hash_threads) as pool:
-            hashes = dict(
-                zip(
-                    [c[0] for c in candidates],
-                    pool.map(_safe_sha256, [c[0] for c in candidates]),
-                    strict=True,
-                )
-            )
+            hashes = pool.map(_safe_sha256, [c[0] for c in candidates])
+            unchanged = [
+                c for c, h in zip(candidates, hashes, strict=True) if h == c[2]["input_sha256"]
+            ]
+            valid = pool.map(_valid, [c[1] for c in unchanged])
+            kept = [c for c, ok in zip(unchanged, valid, strict=True) if ok]
         skipped = set()
-        for source, output, previous in candidates:
-            if hashes[source] != previous["input_sha256"]:
-                continue
-            if any(p.severity == ERROR for p in validate(output)):
-                continue
+        for source, _, previous in kept:
             self.records[source] = {**previous, "status": SKIPPED}
             skipped.add(source)
         return [(s, o) for s, o in self.pairs if s not in skipped]
@@ -153,25 +114,49 @@ class BatchRun:
     def record(
         self, source: Path, output: Path, outcome: ConversionResult | BaseException, attempts: int
     ) -> None:
+        """Record one input's outcome; a converted one once its output has been inspected."""
         if isinstance(outcome, ConversionResult):
-            record = self._converted(source, output, outcome)
-        else:
-            record = {
+            assert self.inspector is not None
+            self.inspector.submit((source, output, outcome, attempts), output)
+            self.collect()
+            return
+        self._store(
+            source,
+            {
                 "input": str(source),
                 "output": str(output),
                 "status": FAILED,
                 "error": str(outcome).splitlines()[0] if str(outcome) else type(outcome).__name__,
                 "input_sha256": _safe_sha256(source),
                 "input_bytes": source.stat().st_size if source.exists() else None,
-            }
+            },
+            attempts,
+        )
+
+    def collect(self, wait: bool = False) -> None:
+        """Record the converted inputs whose inspection is done (all of them with ``wait``)."""
+        if self.inspector is None:
+            return
+        for (source, output, result, attempts), inspection in self.inspector.finished(wait):
+            self._store(source, self._converted(source, output, result, inspection), attempts)
+
+    def abandon_inspections(self) -> None:
+        """After an interruption: outputs not yet inspected are removed (left pending)."""
+        if self.inspector is None:
+            return
+        for _, output, _, _ in self.inspector.abandon():
+            _remove(output)
+
+    def _store(self, source: Path, record: dict[str, Any], attempts: int) -> None:
         record["attempts"] = attempts
         record["finished_at"] = time.time()
         self.records[source] = record
         self.state.put(record)
 
-    def _converted(self, source: Path, output: Path, result: ConversionResult) -> dict:
-        problems = validate(output)
-        errors = [p for p in problems if p.severity == ERROR]
+    @staticmethod
+    def _converted(
+        source: Path, output: Path, result: ConversionResult, inspection: dict[str, Any]
+    ) -> dict:
         base = {
             "input": str(source),
             "output": str(output),
@@ -179,9 +164,13 @@ class BatchRun:
             "input_bytes": result.input_bytes,
             "seconds": result.seconds,
         }
-        if errors:
+        if inspection["errors"]:
             _remove(output)
-            return {**base, "status": FAILED, "error": f"invalid archive: {errors[0]}"}
+            return {
+                **base,
+                "status": FAILED,
+                "error": f"invalid archive: {inspection['errors'][0]}",
+            }
         return {
             **base,
             "status": CONVERTED,
@@ -190,9 +179,9 @@ class BatchRun:
             "spectra": result.spectra,
             "chromatograms": result.chromatograms,
             "points": result.points,
-            "members": member_digests(output),
-            "warnings": [str(p) for p in problems],
-            "tic": tic_thumbnail(output),
+            "members": inspection["members"],
+            "warnings": inspection["warnings"],
+            "tic": inspection["tic"],
         }
 
     def interrupted(self, todo: list[tuple[Path, Path]]) -> None:
@@ -206,6 +195,10 @@ class BatchRun:
                 }
                 self.records[source] = record
                 self.state.put(record)
+
+
+def _valid(output: Path) -> bool:
+    return not any(p.severity == ERROR for p in validate(output))
 
 
 def _died(record: dict[str, Any]) -> bool:
@@ -255,6 +248,7 @@ def run_batch(
     outcome = BatchOutcome()
     try:
         with _client(run.cluster, client) as shared:
+            run.inspector = Inspector(shared, output_dir)
             for attempt in range(1, batch.retries + 2):
                 if not todo:
                     break
@@ -274,6 +268,7 @@ def run_batch(
                     fail_fast=False,
                     on_result=on_result,
                 )
+                run.collect(wait=True)
                 todo = [(s, o) for s, o in jobs if run.records[s]["status"] == FAILED]
             # A dying worker takes the tasks of other inputs with it: try each input that
             # failed that way once more, alone, so only the one that kills workers fails.
@@ -291,8 +286,10 @@ def run_batch(
                     fail_fast=False,
                     on_result=alone,
                 )
+                run.collect(wait=True)
     except KeyboardInterrupt:
         outcome.interrupted = True
+        run.abandon_inspections()
         run.interrupted(todo)
         # the cluster is gone: no cancelled task can still write into a staging folder
         run.remove_stale_staging()
