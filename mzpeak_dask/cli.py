@@ -64,7 +64,8 @@ def cmd_convert(args: argparse.Namespace) -> int:
         elif not args.quiet:
             print(
                 f"{result.input} -> {result.output}: {result.spectra:,} spectra, "
-                f"{result.points:,} points, {result.output_bytes:,} bytes "
+                f"{result.points:,} points, {result.chromatograms:,} chromatograms, "
+                f"{result.output_bytes:,} bytes "
                 f"({result.output_bytes / max(result.input_bytes, 1):.2f}x input) "
                 f"in {result.seconds:.1f} s"
             )

@@ -37,7 +37,8 @@ class ConversionResult:
     spectra: int
     chromatograms: int
     wavelength_spectra: int
-    points: int
+    points: int  # data points of the spectra (mass and wavelength spectra)
+    chromatogram_points: int
     input_bytes: int
     output_bytes: int
     seconds: float
@@ -114,7 +115,10 @@ class RunJob:
             spectra=counts.get(V.SPECTRUM, {}).get("count", 0),
             chromatograms=counts.get(V.CHROMATOGRAM, {}).get("count", 0),
             wavelength_spectra=counts.get(V.WAVELENGTH_SPECTRUM, {}).get("count", 0),
-            points=sum(c["points"] for c in counts.values()),
+            points=sum(
+                counts.get(e, {}).get("points", 0) for e in (V.SPECTRUM, V.WAVELENGTH_SPECTRUM)
+            ),
+            chromatogram_points=counts.get(V.CHROMATOGRAM, {}).get("points", 0),
             input_bytes=self.source.stat().st_size,
             output_bytes=_size(self.output),
             seconds=time.perf_counter() - self.started,

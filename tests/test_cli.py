@@ -30,7 +30,7 @@ def test_convert_on_a_local_cluster_logs_progress(tmp_path) -> None:
     output = tmp_path / "small.mzpeak"
     result = cli("convert", str(SMALL), str(output), "--workers", "2", "--partition-items", "10")
     assert result.returncode == 0, result.stderr
-    assert "48 spectra" in result.stdout
+    assert "48 spectra, 243,054 points, 1 chromatograms" in result.stdout
     assert "done " in result.stderr and "49/49 items" in result.stderr  # non-terminal: log lines
     with open_archive(output) as archive:
         assert len(archive) == 48
@@ -43,6 +43,10 @@ def test_convert_several_inputs_into_a_folder(tmp_path) -> None:
     assert result.returncode == 0, result.stderr
     lines = [json.loads(line) for line in result.stdout.splitlines()]
     assert [r["spectra"] for r in lines] == [35, 48]
+    assert [r["chromatograms"] for r in lines] == [0, 1]
+    with open_archive(tmp_path / "small.mzML.gz.mzpeak") as archive:
+        assert lines[1]["points"] == sum(len(spectrum.mz) for spectrum in archive)
+        assert lines[1]["chromatogram_points"] == len(archive.read_chromatogram(0).time)
     # same folder, same stem: each keeps its whole name
     assert sorted(p.name for p in tmp_path.iterdir()) == [
         "small.mgf.mzpeak",
