@@ -29,8 +29,8 @@ def add_convert_options(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--centroids",
         choices=["data", "peaks"],
-        help="where centroid spectra go: spectra_data (default; every reader shows them) or "
-        "spectra_peaks (the 2026 specification)",
+        help="where centroid spectra go: spectra_peaks (default, as the specification says) or "
+        "spectra_data (for readers that look only there)",
     )
     g.add_argument(
         "--no-strip-zero-runs",

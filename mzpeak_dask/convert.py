@@ -37,7 +37,7 @@ class ConversionResult:
     spectra: int
     chromatograms: int
     wavelength_spectra: int
-    points: int  # data points of the spectra (mass and wavelength spectra)
+    points: int  # data points of the spectra (with centroids kept in spectra_peaks)
     chromatogram_points: int
     input_bytes: int
     output_bytes: int
@@ -116,7 +116,9 @@ class RunJob:
             chromatograms=counts.get(V.CHROMATOGRAM, {}).get("count", 0),
             wavelength_spectra=counts.get(V.WAVELENGTH_SPECTRUM, {}).get("count", 0),
             points=sum(
-                counts.get(e, {}).get("points", 0) for e in (V.SPECTRUM, V.WAVELENGTH_SPECTRUM)
+                counts.get(e, {}).get(k, 0)
+                for e in (V.SPECTRUM, V.WAVELENGTH_SPECTRUM)
+                for k in ("points", "centroid_points")
             ),
             chromatogram_points=counts.get(V.CHROMATOGRAM, {}).get("points", 0),
             input_bytes=self.source.stat().st_size,

@@ -64,6 +64,7 @@ class EncodedPartition:
     peaks: pa.Table | None = None  # spectra_peaks rows (point layout), local indices
     peak_spectra: int = 0  # spectra with a peak list in ``peaks``
     peak_points: int = 0
+    centroid_points: int = 0  # of ``peak_points``: centroid spectra stored only in ``peaks``
     metadata: dict[str, dict[str, pa.Array]] = field(default_factory=dict)
     selected_ion_refs: dict[str, list] = field(default_factory=dict)
 
@@ -169,6 +170,7 @@ def _encode_spectra(records: list[SpectrumRecord], spec: EncodeSpec, out: Encode
                     spec.schemas[PEAKS], local, record.arrays, profile=False, options=options
                 )
                 signal = PreparedSignal(local, {}, None, 0)
+                out.centroid_points += peak.length
             else:
                 signal, auxiliary = prepare_signal(
                     schema, local, record.arrays, profile=profile, options=options

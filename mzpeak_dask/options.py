@@ -64,7 +64,9 @@ class ConvertOptions(_Options):
     null_marking: bool = True
     null_marking_ppm: float = 0.02  # a zero pair is null-marked only if rebuilt within this
     peaks: bool = False  # also store centroided peak lists of profile spectra (spectra_peaks)
-    centroids: str = "data"  # where centroid-only spectra go: "data" or "peaks" (2026 spec)
+    # where centroid-only spectra go (mzpeak-format.md section 9 #9): "peaks", as the
+    # specification says, or "data" beside the profiles, as the reference writer does
+    centroids: str = "peaks"
     compression: str = "zstd"
     compression_level: int = 3
     data_page_size: int = 1 << 20

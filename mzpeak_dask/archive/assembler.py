@@ -128,7 +128,7 @@ class RunAssembler:
             sink, V.SPECTRUM, spec.schemas[V.SPECTRUM], spec.options
         )
         self.peaks: DataMember | None = None  # spectra_peaks.parquet, opened on first use
-        self.peak_spectra = self.peak_points = 0
+        self.peak_spectra = self.peak_points = self.centroid_points = 0
 
     def _state(self, entity: str) -> EntityState:
         state = self.entities.get(entity)
@@ -178,6 +178,7 @@ class RunAssembler:
         self.peaks.write(part.peaks, offset)
         self.peak_spectra += part.peak_spectra
         self.peak_points += part.peak_points
+        self.centroid_points += part.centroid_points
 
     def finish(self, footer: dict[str, Any]) -> dict[str, Any]:
         """Write the remaining members and the index; returns counts per entity."""
@@ -213,9 +214,11 @@ class RunAssembler:
             self.container.add_file(name, self.staging.file(name))
         names = [name for name, _ in self.container.members]
         self.container.add_bytes(V.INDEX_MEMBER, archive_index.build(names, footer))
-        return {
+        counts = {
             entity: {"count": s.count, "points": s.points} for entity, s in self.entities.items()
         }
+        counts[V.SPECTRUM]["centroid_points"] = self.centroid_points  # kept in the peaks member
+        return counts
 
     def _counts(self, entity: str, points_only: bool = False) -> dict[str, str]:
         state = self.entities.get(entity) or EntityState()

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.compute as pc
 
 from .. import vocabulary as V
@@ -49,6 +50,21 @@ def _layout(archive: MzPeakArchive) -> dict[str, Any]:
     }
 
 
+def _spectrum_points(spectra: pa.Table, points_column: str | None) -> int | None:
+    """Data points of every spectrum; a centroid spectrum kept only in ``spectra_peaks`` (no
+    data points) counts its peaks, a profile spectrum's derived peak list does not count."""
+    if not points_column:
+        return None
+    points = pc.fill_null(spectra.column(points_column), 0)
+    total = int(pc.sum(points).as_py() or 0)
+    peaks_column = find_column(spectra.column_names, V.NUMBER_OF_PEAKS)
+    if peaks_column:
+        peaks = pc.fill_null(spectra.column(peaks_column), 0)
+        alone = pc.if_else(pc.equal(points, 0), peaks, pa.scalar(0, peaks.type))
+        total += int(pc.sum(alone).as_py() or 0)
+    return total
+
+
 def summarize(archive: MzPeakArchive) -> dict[str, Any]:
     spectra = archive.spectra
     level_column = find_column(spectra.column_names, V.MS_LEVEL)
@@ -67,9 +83,7 @@ def summarize(archive: MzPeakArchive) -> dict[str, Any]:
         "format_version": archive.index_metadata.get("version"),
         "spectra": len(archive),
         "ms_levels": {str(k): v for k, v in sorted(levels.items(), key=lambda kv: str(kv[0]))},
-        "points": int(pc.sum(spectra.column(points_column)).as_py() or 0)
-        if points_column
-        else None,
+        "points": _spectrum_points(spectra, points_column),
         "time_range": [pc.min(times).as_py(), pc.max(times).as_py()]
         if times is not None and len(times)
         else None,

@@ -27,15 +27,20 @@ PROFILE_RUNS = [
 
 @pytest.fixture(scope="module")
 def archives(tmp_path_factory) -> dict:
-    """Each run in the point layout and in every chunk encoding."""
+    """Each run in the point layout (centroid spectra in spectra_peaks, the default) and in every
+    chunk encoding, with the centroid spectra chunked too (``centroids="data"``: basic chunks in
+    the same file)."""
     out = {}
     folder = tmp_path_factory.mktemp("chunked")
     variants = {
         "point": ConvertOptions(),
-        "delta": ConvertOptions(layout="chunked"),
-        "basic": ConvertOptions(layout="chunked", chunk_encoding="basic"),
+        "delta": ConvertOptions(layout="chunked", centroids="data"),
+        "basic": ConvertOptions(layout="chunked", chunk_encoding="basic", centroids="data"),
         "numpress": ConvertOptions(
-            layout="chunked", chunk_encoding="numpress", numpress_intensity="slof"
+            layout="chunked",
+            chunk_encoding="numpress",
+            numpress_intensity="slof",
+            centroids="data",
         ),
     }
     for run in PROFILE_RUNS:
@@ -142,7 +147,7 @@ def test_peak_lists_beside_profiles(tmp_path) -> None:
     convert(
         DATA / "mzdata" / "small.mzML",
         output,
-        ConvertOptions(layout="chunked", peaks=True),
+        ConvertOptions(layout="chunked", peaks=True, centroids="data"),
         cluster=INLINE,
     )
     with open_archive(output) as archive:
