@@ -28,9 +28,10 @@ def add_convert_options(p: argparse.ArgumentParser) -> None:
     )
     g.add_argument(
         "--centroids",
-        choices=["data", "peaks"],
-        help="where centroid spectra go: spectra_peaks (default, as the specification says) or "
-        "spectra_data (for readers that look only there)",
+        choices=["auto", "data", "peaks"],
+        help="where centroid spectra go: spectra_peaks (as the specification says) or "
+        "spectra_data (for readers that look only there); auto (default): spectra_peaks in the "
+        "point layout, spectra_data (basic chunks) in the chunked layout",
     )
     g.add_argument(
         "--no-strip-zero-runs",

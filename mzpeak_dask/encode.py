@@ -165,7 +165,7 @@ def _encode_spectra(records: list[SpectrumRecord], spec: EncodeSpec, out: Encode
         for local, record in enumerate(group):
             profile = record.is_profile and entity == V.SPECTRUM
             peak = None
-            if entity == V.SPECTRUM and options.centroids == PEAKS and record.is_centroid:
+            if entity == V.SPECTRUM and options.centroids_in_peaks and record.is_centroid:
                 peak, auxiliary = prepare_signal(
                     spec.schemas[PEAKS], local, record.arrays, profile=False, options=options
                 )

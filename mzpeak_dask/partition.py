@@ -106,7 +106,7 @@ def _schemas(
     )
     return {
         V.SPECTRUM: spectrum,
-        PEAKS: spectrum.for_peaks(source_centroids=options.centroids == "peaks"),
+        PEAKS: spectrum.for_peaks(source_centroids=options.centroids_in_peaks),
         V.WAVELENGTH_SPECTRUM: SignalSchema.from_sample(
             V.WAVELENGTH_SPECTRUM, by_entity[V.WAVELENGTH_SPECTRUM]
         ),

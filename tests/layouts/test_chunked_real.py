@@ -27,9 +27,9 @@ PROFILE_RUNS = [
 
 @pytest.fixture(scope="module")
 def archives(tmp_path_factory) -> dict:
-    """Each run in the point layout (centroid spectra in spectra_peaks, the default) and in every
-    chunk encoding, with the centroid spectra chunked too (``centroids="data"``: basic chunks in
-    the same file)."""
+    """Each run in the point layout (centroid spectra in spectra_peaks, its default) and in every
+    chunk encoding, with the centroid spectra as basic chunks of the same file (the chunked
+    layout's default, spelled out)."""
     out = {}
     folder = tmp_path_factory.mktemp("chunked")
     variants = {
@@ -174,3 +174,25 @@ def test_centroids_in_the_peaks_member(tmp_path) -> None:
             assert len(ours) == len(theirs)
             if ours.is_centroid:  # read transparently from spectra_peaks
                 assert np.array_equal(ours.mz, theirs.mz)
+
+
+def test_centroid_spectra_by_default_follow_the_layout(tmp_path) -> None:
+    """``centroids="auto"``: spectra_peaks in the point layout (the specification), basic
+    chunks in spectra_data in the chunked layout (where reference readers look for them)."""
+    assert ConvertOptions().centroids_in_peaks
+    assert not ConvertOptions(layout="chunked").centroids_in_peaks
+    assert ConvertOptions(layout="chunked", centroids="peaks").centroids_in_peaks
+    assert not ConvertOptions(centroids="data").centroids_in_peaks
+    source = DATA / "mzdata" / "small.mzML"
+    point, chunked = tmp_path / "point.mzpeak", tmp_path / "chunked.mzpeak"
+    convert(source, point, cluster=INLINE)
+    convert(source, chunked, ConvertOptions(layout="chunked"), cluster=INLINE)
+    with open_archive(point) as a, open_archive(chunked) as b:
+        assert a.member("spectrum", "peaks") == "spectra_peaks.parquet"
+        assert b.member("spectrum", "peaks") is None
+        for x, y in zip(a, b, strict=True):
+            assert np.array_equal(x.mz, y.mz) and np.array_equal(x.intensity, y.intensity)
+    rows = _chunk_rows(chunked)
+    assert len(set(rows["spectrum_index"])) == 48
+    centroid = [k for k, r in enumerate(rows["representation"]) if r == V.CENTROID_SPECTRUM]
+    assert centroid and {rows["chunk_encoding"][k] for k in centroid} == {V.NO_COMPRESSION}
