@@ -10,7 +10,7 @@ matplotlib (Agg backend: no display needed).
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -38,6 +38,22 @@ def _computed(pieces: list[list[Any]], client: Any) -> list[list[Any]]:
     return out
 
 
+def _per_run(
+    sources: Sources,
+    rt: tuple[float, float] | None,
+    ms_level: int | None,
+    client: Any,
+    pieces_of: Callable[[Run, np.ndarray], list[Any]],
+) -> Iterator[tuple[str, Run, np.ndarray, list[Any]]]:
+    """Select each run's spectra, compute the pieces of every run together, and hand back per
+    run its name, the run, the selected spectrum ids and the results of its pieces."""
+    runs = as_runs(sources)
+    selections = [_selection(run, rt, ms_level) for run in runs]
+    pieces = [pieces_of(run, ids) for run, ids in zip(runs, selections, strict=True)]
+    results = _computed(pieces, client)
+    return zip(unique_names(runs), runs, selections, results, strict=True)
+
+
 def _frame(run: Run, ids: np.ndarray, values: np.ndarray, columns: Sequence[Any]) -> pd.DataFrame:
     frame = pd.DataFrame(values, columns=list(columns), index=pd.Index(ids, name="spectrum_index"))
     frame.insert(0, "time", run.spectra["time"].to_numpy()[ids])
@@ -57,14 +73,12 @@ def xic(
     run, per selected spectrum (MS level ``ms_level``, None for all; time within ``rt``
     minutes), the summed intensity of the points within ``ppm`` of each target m/z. Columns:
     ``time`` and one per target (the target m/z)."""
-    runs = as_runs(sources)
     targets = np.asarray(targets, dtype=np.float64)
     low, high = ppm_windows(targets, ppm)
-    selections = [_selection(run, rt, ms_level) for run in runs]
-    pieces = [run.xic_parts(ids, low, high) for run, ids in zip(runs, selections, strict=True)]
     out = {}
-    results = _computed(pieces, client)
-    for name, run, ids, parts in zip(unique_names(runs), runs, selections, results, strict=True):
+    for name, run, ids, parts in _per_run(
+        sources, rt, ms_level, client, lambda run, ids: run.xic_parts(ids, low, high)
+    ):
         total = add_rows(np.zeros((len(ids), len(targets))), parts)
         out[name] = _frame(run, ids, total, targets.tolist())
     return out
@@ -79,12 +93,10 @@ def spectrum_stats(
 ) -> dict[str, pd.DataFrame]:
     """Per run and selected spectrum: ``tic`` (total intensity), ``base_peak_mz`` and
     ``base_peak_intensity`` (NaN for a spectrum without points)."""
-    runs = as_runs(sources)
-    selections = [_selection(run, rt, ms_level) for run in runs]
-    pieces = [run.stats_parts(ids) for run, ids in zip(runs, selections, strict=True)]
     out = {}
-    results = _computed(pieces, client)
-    for name, run, ids, parts in zip(unique_names(runs), runs, selections, results, strict=True):
+    for name, run, ids, parts in _per_run(
+        sources, rt, ms_level, client, lambda run, ids: run.stats_parts(ids)
+    ):
         table = np.zeros((len(ids), 3))
         table[:, 1:] = np.nan
         for rows, values in parts:
