@@ -8,6 +8,7 @@ as a task on the cluster and the coordinator only records its result.
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import hashlib
 import zipfile
@@ -76,48 +77,41 @@ class Inspector:
     them with ``wait``), each with the caller's tag."""
 
     def __init__(self, client: Any, folder: Path):
-        self.client = (
-            client if client is not None and handoff.visible_to_workers(client, folder) else None
-        )
-        self._pending: list[tuple[Any, str, Any]] = []  # (tag, output, future or result)
+        visible = client is not None and handoff.visible_to_workers(client, folder)
+        self.client = client if visible else None
+        self._pending: list[tuple[Any, str, Any]] = []  # (tag, output, future)
 
     def submit(self, tag: Any, output: Path) -> None:
         if self.client is None:
-            self._pending.append((tag, str(output), inspect_output(str(output))))
-            return
-        # ahead of queued partitions, so that the durable state keeps up with the outputs
-        future = self.client.submit(inspect_output, str(output), pure=False, priority=1)
+            future: Any = concurrent.futures.Future()
+            future.set_result(inspect_output(str(output)))
+        else:  # ahead of queued partitions, so that the durable state keeps up with the outputs
+            future = self.client.submit(inspect_output, str(output), pure=False, priority=1)
         self._pending.append((tag, str(output), future))
 
     def finished(self, wait: bool = False) -> list[tuple[Any, dict[str, Any]]]:
         done, still = [], []
-        for tag, output, item in self._pending:
-            if isinstance(item, dict):
-                done.append((tag, item))
-            elif wait or item.done():
-                done.append((tag, self._result(item, output)))
+        for tag, output, future in self._pending:
+            if wait or future.done():
+                done.append((tag, _result(future, output)))
             else:
-                still.append((tag, output, item))
+                still.append((tag, output, future))
         self._pending = still
         return done
 
     def abandon(self) -> list[Any]:
-        """Drop the inspections still on the cluster (after an interruption, when the cluster
-        may be gone); returns their tags."""
-        tags = []
-        for tag, _, item in self._pending:
-            if not isinstance(item, dict):
-                tags.append(tag)
-                with contextlib.suppress(BaseException):
-                    item.cancel()
-        self._pending = [p for p in self._pending if isinstance(p[2], dict)]
+        """Drop the inspections not yet collected (after an interruption, when the cluster may
+        be gone); returns their tags."""
+        for _, _, future in self._pending:
+            with contextlib.suppress(BaseException):
+                future.cancel()
+        tags = [tag for tag, _, _ in self._pending]
+        self._pending = []
         return tags
 
-    @staticmethod
-    def _result(future: Any, output: str) -> dict[str, Any]:
-        try:
-            return future.result()
-        except Exception:  # noqa: BLE001 - a lost worker or task: check here instead
-            return inspect_output(output)
-        finally:
-            future.release()
+
+def _result(future: Any, output: str) -> dict[str, Any]:
+    try:
+        return future.result()
+    except Exception:  # noqa: BLE001 - a lost worker or task: check here instead
+        return inspect_output(output)

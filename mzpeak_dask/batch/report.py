@@ -20,27 +20,14 @@ import pyarrow.parquet as pq
 
 from .. import vocabulary as V
 from .._version import __version__
-from .state import CONVERTED, FAILED, PENDING, SKIPPED
+from .state import CONVERTED, FAILED, FIELDS, PENDING, SKIPPED
 
 REPORT_JSON = "batch_report.json"
 REPORT_HTML = "batch_report.html"
 CATALOG = "catalog.parquet"
-_REPORTED = (
-    "input",
-    "status",
-    "output",
-    "error",
-    "input_sha256",
-    "input_bytes",
-    "output_bytes",
-    "spectra",
-    "chromatograms",
-    "points",
-    "seconds",
-    "attempts",
-    "members",
-    "warnings",
-)
+# per input in batch_report.json: the state's record without the TIC thumbnail (drawn in the
+# HTML report) and the time it finished (plotted there as throughput)
+_REPORTED = tuple(f for f in FIELDS if f not in ("tic", "finished_at"))
 
 
 def _atomic_write(path: Path, data: bytes) -> None:

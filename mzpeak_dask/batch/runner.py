@@ -13,6 +13,7 @@ import concurrent.futures
 import contextlib
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -84,7 +85,7 @@ class BatchRun:
             folder.mkdir(parents=True, exist_ok=True)
         self.state = BatchState(output_dir)
         self.records: dict[Path, dict[str, Any]] = {}
-        self.inspector: Inspector | None = None  # set once the cluster is known
+        self.inspector = Inspector(None, output_dir)  # on the cluster once there is one
 
     def remove_stale_staging(self) -> None:
         """Temporary folders a killed run left beside its outputs."""
@@ -116,7 +117,6 @@ class BatchRun:
     ) -> None:
         """Record one input's outcome; a converted one once its output has been inspected."""
         if isinstance(outcome, ConversionResult):
-            assert self.inspector is not None
             self.inspector.submit((source, output, outcome, attempts), output)
             self.collect()
             return
@@ -135,17 +135,37 @@ class BatchRun:
 
     def collect(self, wait: bool = False) -> None:
         """Record the converted inputs whose inspection is done (all of them with ``wait``)."""
-        if self.inspector is None:
-            return
         for (source, output, result, attempts), inspection in self.inspector.finished(wait):
             self._store(source, self._converted(source, output, result, inspection), attempts)
 
     def abandon_inspections(self) -> None:
         """After an interruption: outputs not yet inspected are removed (left pending)."""
-        if self.inspector is None:
-            return
         for _, output, _, _ in self.inspector.abandon():
             _remove(output)
+
+    def convert(
+        self,
+        jobs: list[tuple[Path, Path]],
+        attempt: Callable[[Path], int],
+        client: Any,
+        progress: Progress | None,
+    ) -> None:
+        """Convert ``jobs``, recording each outcome as attempt number ``attempt(input)``."""
+
+        def on_result(k: int, result: Any) -> None:
+            source, output = jobs[k]
+            self.record(source, output, result, attempt(source))
+
+        convert_many(
+            jobs,
+            self.options,
+            cluster=self.cluster,
+            client=client,
+            progress=progress,
+            fail_fast=False,
+            on_result=on_result,
+        )
+        self.collect(wait=True)
 
     def _store(self, source: Path, record: dict[str, Any], attempts: int) -> None:
         record["attempts"] = attempts
@@ -248,45 +268,18 @@ def run_batch(
     outcome = BatchOutcome()
     try:
         with _client(run.cluster, client) as shared:
-            run.inspector = Inspector(shared, output_dir)
+            if shared is not None:
+                run.inspector = Inspector(shared, output_dir)
             for attempt in range(1, batch.retries + 2):
                 if not todo:
                     break
                 jobs = list(todo)
-
-                def on_result(
-                    k: int, result: Any, jobs: list = jobs, attempt: int = attempt
-                ) -> None:
-                    run.record(*jobs[k], result, attempt)
-
-                convert_many(
-                    jobs,
-                    run.options,
-                    cluster=run.cluster,
-                    client=shared,
-                    progress=progress,
-                    fail_fast=False,
-                    on_result=on_result,
-                )
-                run.collect(wait=True)
+                run.convert(jobs, lambda _, n=attempt: n, shared, progress)
                 todo = [(s, o) for s, o in jobs if run.records[s]["status"] == FAILED]
             # A dying worker takes the tasks of other inputs with it: try each input that
             # failed that way once more, alone, so only the one that kills workers fails.
-            for source_path, output_path in [(s, o) for s, o in todo if _died(run.records[s])]:
-
-                def alone(k: int, result: Any, pair=(source_path, output_path)) -> None:
-                    run.record(*pair, result, run.records[pair[0]]["attempts"] + 1)
-
-                convert_many(
-                    [(source_path, output_path)],
-                    run.options,
-                    cluster=run.cluster,
-                    client=shared,
-                    progress=progress,
-                    fail_fast=False,
-                    on_result=alone,
-                )
-                run.collect(wait=True)
+            for pair in [(s, o) for s, o in todo if _died(run.records[s])]:
+                run.convert([pair], lambda s: run.records[s]["attempts"] + 1, shared, progress)
     except KeyboardInterrupt:
         outcome.interrupted = True
         run.abandon_inspections()

@@ -34,8 +34,8 @@ CREATE TABLE IF NOT EXISTS files (
 """
 FIELDS = (
     "input",
-    "output",
     "status",
+    "output",
     "error",
     "input_sha256",
     "input_bytes",
