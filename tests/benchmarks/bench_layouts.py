@@ -26,17 +26,9 @@ from mzpeak_dask.encode import prepare_signal
 from mzpeak_dask.partition import plan_run
 from mzpeak_dask.readers import FORMATS
 
-from .common import DATA, machine, workdir
+from .common import DATA, PROFILE_RUNS, machine, workdir
 
 INLINE = ClusterOptions(cluster="inline")
-RUNS = [
-    DATA / "mzdata" / "small.mzML",
-    DATA / "mzdata" / "three_test_scans.mzML",
-    DATA / "openms" / "FeatureFinderMetaboIdent_1_input.mzML",
-    DATA / "openms" / "TargetedSpectraExtractor_13C1_spectra0to100.mzML",
-    DATA / "openms" / "peakpicker_tutorial_2.mzML",
-    DATA / "openms" / "SerumTest.mzML",
-]
 VARIANTS = {
     "point": ConvertOptions(),
     "chunked delta": ConvertOptions(layout="chunked"),
@@ -56,7 +48,7 @@ REFERENCE = {
 def sizes() -> dict:
     out = {}
     print(f"{'run':44} {'variant':44} {'bytes':>11} {'/ mzML':>7} {'/ reference':>11}")
-    for run in RUNS:
+    for run in PROFILE_RUNS:
         size = run.stat().st_size
         variants = dict(VARIANTS)
         if run.name == "small.mzML":  # the reference's arrangement, for the ratios to it
@@ -113,7 +105,7 @@ def throughput() -> None:
 
 def numpress_errors(paths: dict) -> None:
     print("Numpress linear + SLOF, largest error against the lossless archive:")
-    for run in RUNS:
+    for run in PROFILE_RUNS:
         with (
             open_archive(paths[run.name, "point"]) as exact,
             open_archive(paths[run.name, "chunked numpress + slof"]) as lossy,

@@ -13,6 +13,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT.parent / "shared" / "data"
 WORK = ROOT / "bench-output"
+# the profile runs of ../shared/data: the layout tests and the layout benchmark use all of them
+PROFILE_RUNS = [
+    DATA / "mzdata" / "small.mzML",
+    DATA / "mzdata" / "three_test_scans.mzML",
+    DATA / "openms" / "FeatureFinderMetaboIdent_1_input.mzML",
+    DATA / "openms" / "TargetedSpectraExtractor_13C1_spectra0to100.mzML",
+    DATA / "openms" / "peakpicker_tutorial_2.mzML",
+    DATA / "openms" / "SerumTest.mzML",
+]
 
 
 def workdir() -> Path:

@@ -13,16 +13,8 @@ from mzpeak_dask import ConvertOptions, convert, open_archive
 from mzpeak_dask import vocabulary as V
 from mzpeak_dask.codecs import numpress
 
+from ..benchmarks.common import PROFILE_RUNS
 from ..conftest import DATA, INLINE
-
-PROFILE_RUNS = [
-    DATA / "mzdata" / "small.mzML",
-    DATA / "mzdata" / "three_test_scans.mzML",
-    DATA / "openms" / "FeatureFinderMetaboIdent_1_input.mzML",
-    DATA / "openms" / "TargetedSpectraExtractor_13C1_spectra0to100.mzML",
-    DATA / "openms" / "peakpicker_tutorial_2.mzML",
-    DATA / "openms" / "SerumTest.mzML",
-]
 
 
 @pytest.fixture(scope="module")
