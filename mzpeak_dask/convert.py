@@ -116,9 +116,7 @@ class RunJob:
             chromatograms=counts.get(V.CHROMATOGRAM, {}).get("count", 0),
             wavelength_spectra=counts.get(V.WAVELENGTH_SPECTRUM, {}).get("count", 0),
             points=sum(
-                counts.get(e, {}).get(k, 0)
-                for e in (V.SPECTRUM, V.WAVELENGTH_SPECTRUM)
-                for k in ("points", "centroid_points")
+                counts.get(e, {}).get("points", 0) for e in (V.SPECTRUM, V.WAVELENGTH_SPECTRUM)
             ),
             chromatogram_points=counts.get(V.CHROMATOGRAM, {}).get("points", 0),
             input_bytes=self.source.stat().st_size,

@@ -181,7 +181,8 @@ class RunAssembler:
         self.centroid_points += part.centroid_points
 
     def finish(self, footer: dict[str, Any]) -> dict[str, Any]:
-        """Write the remaining members and the index; returns counts per entity."""
+        """Write the remaining members and the index; returns items and points per entity (the
+        spectrum points include centroid spectra kept in spectra_peaks)."""
         footer_kv = {k: json.dumps(v, separators=(",", ":")) for k, v in footer.items()}
         spectra = self._state(V.SPECTRUM)
         spectra.data.close(self._counts(V.SPECTRUM))
@@ -217,7 +218,7 @@ class RunAssembler:
         counts = {
             entity: {"count": s.count, "points": s.points} for entity, s in self.entities.items()
         }
-        counts[V.SPECTRUM]["centroid_points"] = self.centroid_points  # kept in the peaks member
+        counts[V.SPECTRUM]["points"] += self.centroid_points  # spectra kept in the peaks member
         return counts
 
     def _counts(self, entity: str, points_only: bool = False) -> dict[str, str]:
