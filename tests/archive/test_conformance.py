@@ -41,8 +41,7 @@ def test_zip_members_stored_in_order_index_last(archive_path: Path) -> None:
     with zipfile.ZipFile(archive_path) as z:
         infos = z.infolist()
         assert [i.filename for i in infos] == [
-            "spectra_data.parquet",
-            "spectra_peaks.parquet",  # the centroid spectra (the default, as the spec says)
+            "spectra_data.parquet",  # every spectrum, centroid ones included
             "spectra_metadata.parquet",
             "chromatograms_metadata.parquet",
             "chromatograms_data.parquet",
@@ -61,7 +60,6 @@ def test_zip_members_stored_in_order_index_last(archive_path: Path) -> None:
 def test_footers_and_writer_settings(archive_path: Path) -> None:
     with zipfile.ZipFile(archive_path) as z:
         data = _parquet(z, "spectra_data.parquet")
-        peaks = _parquet(z, "spectra_peaks.parquet")
         meta = _parquet(z, "spectra_metadata.parquet")
         chrom = _parquet(z, "chromatograms_data.parquet")
     kv = data.metadata.metadata
@@ -73,13 +71,7 @@ def test_footers_and_writer_settings(archive_path: Path) -> None:
     assert array_index["entries"][1]["transform"] == "MS:1003902"
     assert kv[b"spectrum_count"] == b"48"
     assert int(kv[b"spectrum_data_point_count"]) == data.metadata.num_rows
-    peaks_kv = peaks.metadata.metadata
-    peaks_index = json.loads(peaks_kv[b"spectrum_array_index"])
-    assert [e["path"] for e in peaks_index["entries"]] == ["point.mz", "point.intensity"]
-    assert all(e["transform"] is None for e in peaks_index["entries"])  # centroids: no nulls
-    assert peaks_kv[b"spectrum_count"] == b"34"  # the MS2 centroid spectra
-    assert int(peaks_kv[b"spectrum_data_point_count"]) == peaks.metadata.num_rows
-    assert data.metadata.num_rows + peaks.metadata.num_rows == 243_054
+    assert data.metadata.num_rows == 243_054  # as many rows as the reference's small.mzpeak
     assert data.schema_arrow.field("point").type.field(0).name == "spectrum_index"
     md = data.metadata
     assert md.num_row_groups > 1  # sized for random access
@@ -106,10 +98,9 @@ def test_footers_and_writer_settings(archive_path: Path) -> None:
     assert b"chromatogram_array_index" in chrom.metadata.metadata
 
 
-@pytest.mark.parametrize("member", ["spectra_data.parquet", "spectra_peaks.parquet"])
-def test_row_groups_hold_whole_spectra(archive_path: Path, member: str) -> None:
+def test_row_groups_hold_whole_spectra(archive_path: Path) -> None:
     with zipfile.ZipFile(archive_path) as z:
-        md = _parquet(z, member).metadata
+        md = _parquet(z, "spectra_data.parquet").metadata
     bounds = [
         (md.row_group(i).column(0).statistics.min, md.row_group(i).column(0).statistics.max)
         for i in range(md.num_row_groups)
