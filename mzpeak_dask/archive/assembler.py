@@ -81,7 +81,8 @@ class DataMember:
         self.prefix = layouts.prefix(options)
         self.index_name = f"{self.context}_index"
         self.arrow_schema = layouts.table_schema(schema, options)
-        self.array_index = array_index.dumps(self.prefix, layouts.index_entries(schema, options))
+        self.entries = layouts.index_entries(schema, options)
+        self.ordered = True  # every item's main axis ascending so far
         props = data_writer_properties(
             self.arrow_schema, options, f"{self.prefix}.{self.index_name}"
         )
@@ -93,8 +94,15 @@ class DataMember:
             layouts.row_weights(options) or point_weights,
         )
 
-    def write(self, table: pa.Table, offset: int) -> None:
+    def write(self, table: pa.Table, offset: int, ordered: bool = True) -> None:
         self.rows.write(_rebase_table(table, self.prefix, self.index_name, offset))
+        self.ordered = self.ordered and ordered
+
+    @property
+    def array_index(self) -> str:
+        """The array index JSON, declaring the main axis sorted only if every item was."""
+        entries = array_index.declared_sorting(self.entries, self.ordered)
+        return array_index.dumps(self.prefix, entries)
 
     def close(self, metadata: dict[str, str]) -> None:
         self.rows.close()
@@ -152,7 +160,7 @@ class RunAssembler:
                 state.data = DataMember(
                     str(path), entity, self.spec.schemas[entity], self.spec.options
                 )
-            state.data.write(part.data[entity], offset)
+            state.data.write(part.data[entity], offset, entity not in part.unsorted)
             for name, struct in part.metadata[entity].items():
                 if name not in state.spills:
                     continue  # e.g. precursors of UV spectra, which have none
@@ -175,7 +183,7 @@ class RunAssembler:
                 self.spec.schemas[PEAKS],
                 replace(self.spec.options, layout="point"),
             )
-        self.peaks.write(part.peaks, offset)
+        self.peaks.write(part.peaks, offset, PEAKS not in part.unsorted)
         self.peak_spectra += part.peak_spectra
         self.peak_points += part.peak_points
         self.centroid_points += part.centroid_points

@@ -2,8 +2,9 @@
 
 Errors break a rule a reader relies on; warnings flag what the reference writer is known to do
 differently from the specification (format doc sections 4 and 9), so its archives pass with
-warnings only. Signal values are not decoded: the checks read footers, the index column and the
-chunk bounds, which keeps validating a large archive cheap.
+warnings only. Signal values are not decoded: the checks read footers, the index column, the
+chunk bounds and the main axis of a point layout that declares it sorted, which keeps
+validating a large archive cheap.
 """
 
 from __future__ import annotations
@@ -242,13 +243,17 @@ def _data(
             checks.error(name, f"array index path {entry.path} is not in the schema")
         for key in _CURIE_KEYS:
             checks.curie(f"{name}: {entry.path} {key}", getattr(entry, key))
-    ranks = [e.sorting_rank for e in entries if e.sorting_rank is not None]
-    if not ranks:
-        checks.error(name, "no array has a sorting rank (the main axis is unknown)")
-    elif min(ranks) != 0:
-        checks.warn(name, f"the main axis has sorting rank {min(ranks)}, not 0")
-    found = _index_column(pf, prefix, index_name, name, checks)
     chunked = any(e.buffer_format == V.CHUNK_START for e in entries)
+    ranked = [e for e in entries if e.sorting_rank is not None]
+    if not ranked and chunked:
+        checks.error(name, "no array has a sorting rank (the chunked layout needs one)")
+    elif ranked and min(e.sorting_rank for e in ranked) != 0:
+        rank = min(e.sorting_rank for e in ranked)
+        checks.warn(name, f"the main axis has sorting rank {rank}, not 0")
+    found = _index_column(pf, prefix, index_name, name, checks)
+    if ranked and not chunked:
+        main = min(ranked, key=lambda e: e.sorting_rank)
+        _declared_order(pf, prefix, index_name, main.column, name, checks)
     points = _chunks(pf, prefix, entries, name, checks) if chunked else pf.metadata.num_rows
     declared = kv.get(f"{context}_data_point_count".encode())
     if declared is not None and points is not None and int(declared) != points:
@@ -270,6 +275,28 @@ def _index_column(
     if len(values) > 1 and np.any(np.diff(values.astype(np.int64)) < 0):
         checks.error(name, f"{prefix}.{index_name} is not sorted")
     return np.unique(values)
+
+
+def _declared_order(
+    pf: pq.ParquetFile, prefix: str, index_name: str, column: str, name: str, checks: _Checks
+) -> None:
+    """A main axis declared sorted (point layout) is ascending within every item (nulls
+    aside): range queries of every reader rely on it."""
+    paths = [f"{prefix}.{index_name}", f"{prefix}.{column}"]
+    struct = pf.read(columns=paths, use_threads=False).column(0)
+    index = pc.struct_field(struct, index_name)
+    values = pc.struct_field(struct, column)
+    keep = pc.is_valid(values)
+    index = pc.filter(index, keep).to_numpy(zero_copy_only=False)
+    values = pc.filter(values, keep).to_numpy(zero_copy_only=False)
+    falls = (index[1:] == index[:-1]) & (values[1:] < values[:-1])
+    if falls.any():
+        items = np.unique(index[1:][falls])
+        checks.error(
+            name,
+            f"{prefix}.{column} is declared sorted (sorting rank 0) but is not ascending in "
+            f"{len(items)} items (the first: {int(items[0])})",
+        )
 
 
 def _chunks(
