@@ -128,13 +128,7 @@ class RunAssembler:
         self.entities: dict[str, EntityState] = {}
         self._stack = contextlib.ExitStack()
         self.expected_sequence = 0
-        # the main data member always exists (readers expect it) and streams into the archive
-        sink = self._stack.enter_context(
-            container.stream(V.MEMBER_NAMES[(V.SPECTRUM, V.DATA_ARRAYS)])
-        )
-        self._state(V.SPECTRUM).data = DataMember(
-            sink, V.SPECTRUM, spec.schemas[V.SPECTRUM], spec.options
-        )
+        self._state(V.SPECTRUM)  # spectra_metadata always exists
         self.peaks: DataMember | None = None  # spectra_peaks.parquet, opened on first use
         self.peak_spectra = self.peak_points = self.centroid_points = 0
 
@@ -156,10 +150,7 @@ class RunAssembler:
             state = self._state(entity)
             offset = state.count
             if state.data is None:
-                path = self.staging.file(V.MEMBER_NAMES[(entity, V.DATA_ARRAYS)])
-                state.data = DataMember(
-                    str(path), entity, self.spec.schemas[entity], self.spec.options
-                )
+                state.data = self._data_member(entity)
             state.data.write(part.data[entity], offset, entity not in part.unsorted)
             for name, struct in part.metadata[entity].items():
                 if name not in state.spills:
@@ -173,6 +164,18 @@ class RunAssembler:
                 self._write_peaks(part, offset)
             state.count += count
             state.points += part.points[entity]
+
+    def _data_member(self, entity: str) -> DataMember:
+        """An entity's data member, opened with its first items: an entity without items has
+        none (the TypeScript reader rejects a Parquet file without a row group, and both
+        reference readers open an archive without the member). The spectrum data member is
+        streamed straight into the archive as its first member; the others are staged."""
+        name = V.MEMBER_NAMES[(entity, V.DATA_ARRAYS)]
+        if entity == V.SPECTRUM:
+            sink: IO[bytes] | str = self._stack.enter_context(self.container.stream(name))
+        else:
+            sink = str(self.staging.file(name))
+        return DataMember(sink, entity, self.spec.schemas[entity], self.spec.options)
 
     def _write_peaks(self, part: EncodedPartition, offset: int) -> None:
         if self.peaks is None:
@@ -193,7 +196,8 @@ class RunAssembler:
         spectrum points include centroid spectra kept in spectra_peaks)."""
         footer_kv = {k: json.dumps(v, separators=(",", ":")) for k, v in footer.items()}
         spectra = self._state(V.SPECTRUM)
-        spectra.data.close(self._counts(V.SPECTRUM))
+        if spectra.data is not None:
+            spectra.data.close(self._counts(V.SPECTRUM))
         self._stack.close()
         if self.peaks is not None:
             self.peaks.close(

@@ -134,3 +134,28 @@ def test_unpacked_directory_form(tmp_path: Path) -> None:
 
 def test_size_of_small_below_two_megabytes(archive_path: Path) -> None:
     assert archive_path.stat().st_size <= 2_000_000  # the reference writes 2,215,870 bytes
+
+
+def test_chromatogram_only_run_has_no_spectrum_data_member(tmp_path: Path) -> None:
+    """A run without spectra gets no spectra_data member rather than a Parquet file without a
+    row group (which the TypeScript reader rejects); spectra_metadata stays, with no rows."""
+    from mzpeak_dask.read.validate import ERROR, validate
+
+    output = tmp_path / "srm.mzpeak"
+    convert(DATA / "openms" / "Spyogenes.chrom.mzML", output, cluster=INLINE)
+    with zipfile.ZipFile(output) as z:
+        names = z.namelist()
+        index = json.loads(z.read("mzpeak_index.json"))
+        row_groups = {n: _parquet(z, n).metadata.num_row_groups for n in names[:-1]}
+    assert names == [
+        "spectra_metadata.parquet",
+        "chromatograms_metadata.parquet",
+        "chromatograms_data.parquet",
+        "mzpeak_index.json",
+    ]
+    assert [f["name"] for f in index["files"]] == names[:-1]
+    assert row_groups["chromatograms_data.parquet"] >= 1
+    with open_archive(output) as archive:
+        assert len(archive) == 0 and archive.chromatogram_count == 106
+        assert len(archive.read_chromatogram(105).intensity) > 0
+    assert not [p for p in validate(output) if p.severity == ERROR]
