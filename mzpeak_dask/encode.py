@@ -28,6 +28,7 @@ from .tables.spectrum_metadata import SpectrumTables
 from .transforms.null_marking import fit_delta_model, verified_null_mask
 from .transforms.peak_picking import pick_peaks
 from .transforms.sorting import is_sorted, sort_order
+from .transforms.units import in_minutes
 from .transforms.zero_runs import zero_run_keep_mask
 
 PEAKS = "peaks"  # key of the spectra_peaks columns in EncodeSpec.schemas
@@ -135,10 +136,10 @@ def prepare_signal(
     options: ConvertOptions,
     sort: bool | None = None,
 ) -> tuple[PreparedSignal, list[SignalArray]]:
-    """Main-axis order (``sort``; by default in the chunked layout, which needs it, see
-    :mod:`~mzpeak_dask.transforms.sorting`), then zero-run stripping and null marking
-    (profile spectra only), per format doc 5.1-5.2."""
-    columns, auxiliary, n = route_arrays(schema, arrays)
+    """Time arrays in minutes, main-axis order (``sort``; by default in the chunked layout,
+    which needs it, see :mod:`~mzpeak_dask.transforms.sorting`), then zero-run stripping and
+    null marking (profile spectra only), per format doc 5.1-5.2."""
+    columns, auxiliary, n = route_arrays(schema, in_minutes(arrays))
     if options.layout == "chunked" if sort is None else sort:
         columns, auxiliary = _in_axis_order(schema, columns, auxiliary, n)
     intensity_column = schema.intensity

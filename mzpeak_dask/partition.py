@@ -27,6 +27,7 @@ from .readers import (
     detect_format,
 )
 from .records import SignalArray
+from .transforms.units import in_minutes
 
 SAMPLE_HEAD = 8
 SAMPLE_SPREAD = 8
@@ -99,8 +100,8 @@ def _schemas(
     spectra = _sample(fmt, path, survey, SPECTRA)
     by_entity: dict[str, list[list[SignalArray]]] = {V.SPECTRUM: [], V.WAVELENGTH_SPECTRUM: []}
     for r in spectra:
-        by_entity[entity_of(r)].append(r.arrays)
-    chromatograms = [r.arrays for r in _sample(fmt, path, survey, CHROMATOGRAMS)]
+        by_entity[entity_of(r)].append(in_minutes(r.arrays))
+    chromatograms = [in_minutes(r.arrays) for r in _sample(fmt, path, survey, CHROMATOGRAMS)]
     spectrum = SignalSchema.from_sample(
         V.SPECTRUM, by_entity[V.SPECTRUM], null_marking=options.null_marking
     )

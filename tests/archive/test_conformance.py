@@ -7,9 +7,11 @@ import json
 import zipfile
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from pyteomics import mzml
 
 from mzpeak_dask import ConvertOptions, convert, open_archive
 
@@ -159,3 +161,22 @@ def test_chromatogram_only_run_has_no_spectrum_data_member(tmp_path: Path) -> No
         assert len(archive) == 0 and archive.chromatogram_count == 106
         assert len(archive.read_chromatogram(105).intensity) > 0
     assert not [p for p in validate(output) if p.severity == ERROR]
+
+
+@pytest.mark.parametrize("layout", ["point", "chunked"])
+def test_chromatogram_times_are_stored_in_minutes(tmp_path: Path, layout: str) -> None:
+    """diaPASEF's chromatograms have time arrays in seconds: they are stored in minutes, the
+    unit of the specification's time columns (and of the reference writer)."""
+    output = tmp_path / "dia.mzpeak"
+    convert(
+        DATA / "mzdata" / "diaPASEF.mzML", output, ConvertOptions(layout=layout), cluster=INLINE
+    )
+    with zipfile.ZipFile(output) as z:
+        kv = _parquet(z, "chromatograms_data.parquet").metadata.metadata
+    entries = json.loads(kv[b"chromatogram_array_index"])["entries"]
+    time_units = {e["unit"] for e in entries if e["array_type"] == "MS:1000595"}
+    assert time_units == {"UO:0000031"}
+    seconds = next(mzml.MzML(str(DATA / "mzdata" / "diaPASEF.mzML")).iterfind("chromatogram"))
+    with open_archive(output) as archive:
+        times = archive.read_chromatogram(0).time
+    assert np.array_equal(times, seconds["time array"] / 60)  # 64.4 to 64.5 minutes
