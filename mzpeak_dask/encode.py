@@ -41,6 +41,7 @@ class EncodeSpec:
     options: ConvertOptions
     schemas: dict[str, SignalSchema]  # entity -> data columns
     instrument_ids: dict[str, int]
+    default_data_processing: str | None = None  # the run's default_data_processing_id
 
 
 @dataclass(frozen=True)
@@ -188,7 +189,7 @@ def _encode_spectra(records: list[SpectrumRecord], spec: EncodeSpec, out: Encode
     options = spec.options
     for entity, group in by_entity.items():
         schema = spec.schemas[entity]
-        tables = SpectrumTables(spec.instrument_ids)
+        tables = SpectrumTables(spec.instrument_ids, spec.default_data_processing)
         prepared, peaks = [], []
         for local, record in enumerate(group):
             profile = record.is_profile and entity == V.SPECTRUM
@@ -234,7 +235,7 @@ def _encode_chromatograms(
     records: list[ChromatogramRecord], spec: EncodeSpec, out: EncodedPartition
 ) -> None:
     schema = spec.schemas[V.CHROMATOGRAM]
-    tables = ChromatogramTables()
+    tables = ChromatogramTables(spec.default_data_processing)
     prepared = []
     for local, record in enumerate(records):
         signal, auxiliary = prepare_signal(

@@ -120,8 +120,12 @@ def plan_run(source: Path, staging_dir: Path, options: ConvertOptions) -> RunPla
     fmt = detect_format(str(source))
     readable = decompress_to(str(source), str(staging_dir))
     survey = fmt.survey(readable)
+    run = survey.run_metadata
     spec = EncodeSpec(
-        options, _schemas(fmt, readable, survey, options), dict(survey.run_metadata.instrument_ids)
+        options,
+        _schemas(fmt, readable, survey, options),
+        dict(run.instrument_ids),
+        run.run.get("default_data_processing_id"),
     )
     partitions = []
     for kind in (SPECTRA, CHROMATOGRAMS):
