@@ -28,10 +28,10 @@ def add_convert_options(p: argparse.ArgumentParser) -> None:
     )
     g.add_argument(
         "--centroids",
-        choices=["auto", "data", "peaks"],
-        help="where centroid spectra go: spectra_peaks (as the specification says) or "
-        "spectra_data (for readers that look only there); auto (default): spectra_peaks in the "
-        "point layout, spectra_data (basic chunks) in the chunked layout",
+        choices=["data", "peaks"],
+        help="where centroid-only spectra go: data (default; spectra_data, where every mzPeak "
+        "reader looks) or peaks (spectra_peaks only: the reference readers return these "
+        "spectra without arrays and do not iterate such archives)",
     )
     g.add_argument(
         "--no-strip-zero-runs",

@@ -9,7 +9,7 @@ rebases them. No Dask and no file output here.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pyarrow as pa
@@ -27,6 +27,8 @@ from .tables.chromatogram_metadata import ChromatogramTables
 from .tables.spectrum_metadata import SpectrumTables
 from .transforms.null_marking import fit_delta_model, verified_null_mask
 from .transforms.peak_picking import pick_peaks
+from .transforms.sorting import is_sorted, sort_order
+from .transforms.units import in_minutes
 from .transforms.zero_runs import zero_run_keep_mask
 
 PEAKS = "peaks"  # key of the spectra_peaks columns in EncodeSpec.schemas
@@ -39,6 +41,7 @@ class EncodeSpec:
     options: ConvertOptions
     schemas: dict[str, SignalSchema]  # entity -> data columns
     instrument_ids: dict[str, int]
+    default_data_processing: str | None = None  # the run's default_data_processing_id
 
 
 @dataclass(frozen=True)
@@ -67,6 +70,8 @@ class EncodedPartition:
     centroid_points: int = 0  # of ``peak_points``: centroid spectra stored only in ``peaks``
     metadata: dict[str, dict[str, pa.Array]] = field(default_factory=dict)
     selected_ion_refs: dict[str, list] = field(default_factory=dict)
+    # members (entities, or PEAKS) with an item whose main axis is not in ascending order
+    unsorted: set[str] = field(default_factory=set)
 
 
 def entity_of(record: SpectrumRecord) -> str:
@@ -106,6 +111,23 @@ def route_arrays(
     return columns, auxiliary, n
 
 
+def _in_axis_order(
+    schema: SignalSchema, columns: dict[str, np.ndarray], auxiliary: list[SignalArray], n: int
+) -> tuple[dict[str, np.ndarray], list[SignalArray]]:
+    """The item's points sorted along the main axis, every per-point array carried along (the
+    auxiliary ones of the same length too)."""
+    main = columns.get(schema.main.name)
+    order = None if main is None else sort_order(main)
+    if order is None:
+        return columns, auxiliary
+    columns = {k: v[order] for k, v in columns.items()}
+    auxiliary = [
+        replace(a, values=np.asarray(a.values)[order]) if len(a.values) == n else a
+        for a in auxiliary
+    ]
+    return columns, auxiliary
+
+
 def prepare_signal(
     schema: SignalSchema,
     index: int,
@@ -113,9 +135,14 @@ def prepare_signal(
     *,
     profile: bool,
     options: ConvertOptions,
+    sort: bool | None = None,
 ) -> tuple[PreparedSignal, list[SignalArray]]:
-    """Zero-run stripping and null marking (profile spectra only), per format doc 5.1-5.2."""
-    columns, auxiliary, n = route_arrays(schema, arrays)
+    """Time arrays in minutes, main-axis order (``sort``; by default in the chunked layout,
+    which needs it, see :mod:`~mzpeak_dask.transforms.sorting`), then zero-run stripping and
+    null marking (profile spectra only), per format doc 5.1-5.2."""
+    columns, auxiliary, n = route_arrays(schema, in_minutes(arrays))
+    if options.layout == "chunked" if sort is None else sort:
+        columns, auxiliary = _in_axis_order(schema, columns, auxiliary, n)
     intensity_column = schema.intensity
     intensity = columns.get(intensity_column.name) if intensity_column else None
     main_values = columns.get(schema.main.name)
@@ -135,7 +162,9 @@ def prepare_signal(
                 main_values, intensity, np.asarray(model), options.null_marking_ppm
             )
             valid = ~marked if marked.any() else None
-    return PreparedSignal(index, columns, valid, n, profile, model), auxiliary
+    main_values = columns.get(schema.main.name)
+    ordered = main_values is None or is_sorted(main_values, valid)
+    return PreparedSignal(index, columns, valid, n, profile, model, ordered), auxiliary
 
 
 def _peak_list(schema: SignalSchema, index: int, arrays: list[SignalArray]) -> PreparedSignal:
@@ -150,7 +179,7 @@ def _peak_list(schema: SignalSchema, index: int, arrays: list[SignalArray]) -> P
         schema.main.name: peak_mz,
         schema.intensity.name: peak_intensity.astype(intensity_dtype),
     }
-    return PreparedSignal(index, columns, None, len(peak_mz))
+    return PreparedSignal(index, columns, None, len(peak_mz), ordered=is_sorted(peak_mz))
 
 
 def _encode_spectra(records: list[SpectrumRecord], spec: EncodeSpec, out: EncodedPartition) -> None:
@@ -160,14 +189,19 @@ def _encode_spectra(records: list[SpectrumRecord], spec: EncodeSpec, out: Encode
     options = spec.options
     for entity, group in by_entity.items():
         schema = spec.schemas[entity]
-        tables = SpectrumTables(spec.instrument_ids)
+        tables = SpectrumTables(spec.instrument_ids, spec.default_data_processing)
         prepared, peaks = [], []
         for local, record in enumerate(group):
             profile = record.is_profile and entity == V.SPECTRUM
             peak = None
             if entity == V.SPECTRUM and options.centroids_in_peaks and record.is_centroid:
                 peak, auxiliary = prepare_signal(
-                    spec.schemas[PEAKS], local, record.arrays, profile=False, options=options
+                    spec.schemas[PEAKS],
+                    local,
+                    record.arrays,
+                    profile=False,
+                    options=options,
+                    sort=False,  # spectra_peaks is always in the point layout
                 )
                 signal = PreparedSignal(local, {}, None, 0)
                 out.centroid_points += peak.length
@@ -193,13 +227,15 @@ def _encode_spectra(records: list[SpectrumRecord], spec: EncodeSpec, out: Encode
             out.peaks = point.encode(spec.schemas[PEAKS], peaks)
             out.peak_spectra = sum(1 for p in peaks if p.length)
             out.peak_points = sum(p.length for p in peaks)
+            if not all(p.ordered for p in peaks):
+                out.unsorted.add(PEAKS)
 
 
 def _encode_chromatograms(
     records: list[ChromatogramRecord], spec: EncodeSpec, out: EncodedPartition
 ) -> None:
     schema = spec.schemas[V.CHROMATOGRAM]
-    tables = ChromatogramTables()
+    tables = ChromatogramTables(spec.default_data_processing)
     prepared = []
     for local, record in enumerate(records):
         signal, auxiliary = prepare_signal(
@@ -222,6 +258,8 @@ def _store(
     out.counts[entity] = len(prepared)
     out.points[entity] = sum(p.length for p in prepared)
     out.data[entity] = layouts.encode(schema, prepared, spec.options)
+    if not all(p.ordered for p in prepared):
+        out.unsorted.add(entity)
     out.metadata[entity] = metadata
     out.selected_ion_refs[entity] = refs
 

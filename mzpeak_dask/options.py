@@ -64,12 +64,12 @@ class ConvertOptions(_Options):
     null_marking: bool = True
     null_marking_ppm: float = 0.02  # a zero pair is null-marked only if rebuilt within this
     peaks: bool = False  # also store centroided peak lists of profile spectra (spectra_peaks)
-    # where centroid-only spectra go: "peaks" (spectra_peaks, as the specification says:
-    # mzpeak-format.md section 9 #9), "data" (beside the profiles, as the reference writer
-    # does), or "auto": peaks in the point layout; data in the chunked layout, where they are
-    # basic-encoded chunks of the same file (section 2.2) and where reference readers look for
-    # every spectrum (the Python reader raises on a spectrum missing from a chunked data file)
-    centroids: str = "auto"
+    # where centroid-only spectra go: "data" (spectra_data, in either layout: the specification's
+    # `peaks` kind is a more refined view of signal that is also in `data arrays`, format doc
+    # sections 2.3 and 9 #9; the reference writer does the same and the reference readers
+    # look only there), or "peaks" (spectra_peaks only; the reference readers return such
+    # spectra without arrays and do not iterate such archives)
+    centroids: str = "data"
     compression: str = "zstd"
     compression_level: int = 3
     data_page_size: int = 1 << 20
@@ -84,7 +84,7 @@ class ConvertOptions(_Options):
         _choice("chunk_encoding", self.chunk_encoding, CHUNK_ENCODINGS)
         _choice("numpress_intensity", self.numpress_intensity, NUMPRESS_INTENSITY)
         _choice("compression", self.compression, COMPRESSIONS)
-        _choice("centroids", self.centroids, ("auto", "data", "peaks"))
+        _choice("centroids", self.centroids, ("data", "peaks"))
         for name in ("data_page_size", "row_group_points", "partition_bytes", "partition_items"):
             if getattr(self, name) < 1:
                 raise OptionsError(f"{name} must be a positive integer")
@@ -99,9 +99,7 @@ class ConvertOptions(_Options):
 
     @property
     def centroids_in_peaks(self) -> bool:
-        """Whether centroid-only spectra are written to spectra_peaks."""
-        if self.centroids == "auto":
-            return self.layout == "point"
+        """Whether centroid-only spectra are written to spectra_peaks (opt-in)."""
         return self.centroids == "peaks"
 
     @property

@@ -27,6 +27,7 @@ from .readers import (
     detect_format,
 )
 from .records import SignalArray
+from .transforms.units import in_minutes
 
 SAMPLE_HEAD = 8
 SAMPLE_SPREAD = 8
@@ -99,8 +100,8 @@ def _schemas(
     spectra = _sample(fmt, path, survey, SPECTRA)
     by_entity: dict[str, list[list[SignalArray]]] = {V.SPECTRUM: [], V.WAVELENGTH_SPECTRUM: []}
     for r in spectra:
-        by_entity[entity_of(r)].append(r.arrays)
-    chromatograms = [r.arrays for r in _sample(fmt, path, survey, CHROMATOGRAMS)]
+        by_entity[entity_of(r)].append(in_minutes(r.arrays))
+    chromatograms = [in_minutes(r.arrays) for r in _sample(fmt, path, survey, CHROMATOGRAMS)]
     spectrum = SignalSchema.from_sample(
         V.SPECTRUM, by_entity[V.SPECTRUM], null_marking=options.null_marking
     )
@@ -119,8 +120,12 @@ def plan_run(source: Path, staging_dir: Path, options: ConvertOptions) -> RunPla
     fmt = detect_format(str(source))
     readable = decompress_to(str(source), str(staging_dir))
     survey = fmt.survey(readable)
+    run = survey.run_metadata
     spec = EncodeSpec(
-        options, _schemas(fmt, readable, survey, options), dict(survey.run_metadata.instrument_ids)
+        options,
+        _schemas(fmt, readable, survey, options),
+        dict(run.instrument_ids),
+        run.run.get("default_data_processing_id"),
     )
     partitions = []
     for kind in (SPECTRA, CHROMATOGRAMS):

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import bz2
 import gzip
+import io
 import shutil
 from pathlib import Path
 from typing import Any
 
+import h5py
 import numpy as np
+from lxml import etree
 from pyteomics import mgf, mzml, mzmlb, mzxml
 
 WAVELENGTH = "wavelength array"
@@ -158,12 +161,38 @@ def spectra(path: Path, tmp: Path) -> list[dict[str, Any]]:
     return [_mzml_spectrum(s) for s in mzml.MzML(str(plain_copy(path, tmp)), use_index=False)]
 
 
+_PER_MINUTE = {"UO:0000010": 60.0, "UO:0000028": 60_000.0}  # second, millisecond
+_NS = "{http://psi.hupo.org/ms/mzml}"
+
+
+def _time_units(xml: bytes) -> list[str | None]:
+    """The unit of each chromatogram's time array, in document order (pyteomics drops it)."""
+    units: list[str | None] = []
+    for _, element in etree.iterparse(io.BytesIO(xml), tag=f"{_NS}chromatogram"):
+        found = element.find(f".//{_NS}cvParam[@accession='MS:1000595']")
+        units.append(None if found is None else found.get("unitAccession"))
+        element.clear()
+    return units
+
+
 def chromatograms(path: Path, tmp: Path) -> list[dict[str, Any]]:
+    """Chromatograms as pyteomics decodes them, time arrays in minutes (as mzPeak stores
+    them): a time array in seconds is divided by 60 (in milliseconds, by 60,000)."""
     name = path.name
     if name.endswith(".mzMLb"):
         reader = mzmlb.MzMLb(str(path))
+        with h5py.File(path) as f:
+            xml = f["mzML"][:].tobytes()
     elif name.endswith((".mzML", ".mzML.gz", ".mzML.bz2")):
-        reader = mzml.MzML(str(plain_copy(path, tmp)), use_index=False)
+        plain = plain_copy(path, tmp)
+        reader = mzml.MzML(str(plain), use_index=False)
+        xml = plain.read_bytes()
     else:
         return []
-    return [{"id": c["id"], "arrays": _arrays(c)} for c in reader.iterfind("chromatogram")]
+    out = []
+    for c, unit in zip(reader.iterfind("chromatogram"), _time_units(xml), strict=True):
+        arrays = _arrays(c)
+        if unit in _PER_MINUTE and "time array" in arrays:
+            arrays["time array"] = arrays["time array"].astype(np.float64) / _PER_MINUTE[unit]
+        out.append({"id": c["id"], "arrays": arrays})
+    return out

@@ -94,6 +94,12 @@ def test_round_trip(path: Path, tmp_path: Path) -> None:
     with open_archive(output) as archive:
         assert len(archive) == len(ms) == result.spectra
         assert archive.wavelength_spectrum_count == len(uv)
+        # every spectrum's signal is in spectra_data, where every mzPeak reader looks
+        assert archive.member("spectrum", "peaks") is None
+        data = archive.signal("spectrum")
+        stored = set(data.item_indices().tolist()) if data is not None else set()
+        with_signal = {i for i, s in enumerate(ms) if len(s["arrays"].get("m/z array", ()))}
+        assert with_signal <= stored, f"{path.name}: spectra missing from spectra_data"
         for i, want in enumerate(ms):
             spectrum = archive[i]
             where = f"{path.name} spectrum {i}"

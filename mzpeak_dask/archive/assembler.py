@@ -81,7 +81,8 @@ class DataMember:
         self.prefix = layouts.prefix(options)
         self.index_name = f"{self.context}_index"
         self.arrow_schema = layouts.table_schema(schema, options)
-        self.array_index = array_index.dumps(self.prefix, layouts.index_entries(schema, options))
+        self.entries = layouts.index_entries(schema, options)
+        self.ordered = True  # every item's main axis ascending so far
         props = data_writer_properties(
             self.arrow_schema, options, f"{self.prefix}.{self.index_name}"
         )
@@ -93,8 +94,15 @@ class DataMember:
             layouts.row_weights(options) or point_weights,
         )
 
-    def write(self, table: pa.Table, offset: int) -> None:
+    def write(self, table: pa.Table, offset: int, ordered: bool = True) -> None:
         self.rows.write(_rebase_table(table, self.prefix, self.index_name, offset))
+        self.ordered = self.ordered and ordered
+
+    @property
+    def array_index(self) -> str:
+        """The array index JSON, declaring the main axis sorted only if every item was."""
+        entries = array_index.declared_sorting(self.entries, self.ordered)
+        return array_index.dumps(self.prefix, entries)
 
     def close(self, metadata: dict[str, str]) -> None:
         self.rows.close()
@@ -120,13 +128,7 @@ class RunAssembler:
         self.entities: dict[str, EntityState] = {}
         self._stack = contextlib.ExitStack()
         self.expected_sequence = 0
-        # the main data member always exists (readers expect it) and streams into the archive
-        sink = self._stack.enter_context(
-            container.stream(V.MEMBER_NAMES[(V.SPECTRUM, V.DATA_ARRAYS)])
-        )
-        self._state(V.SPECTRUM).data = DataMember(
-            sink, V.SPECTRUM, spec.schemas[V.SPECTRUM], spec.options
-        )
+        self._state(V.SPECTRUM)  # spectra_metadata always exists
         self.peaks: DataMember | None = None  # spectra_peaks.parquet, opened on first use
         self.peak_spectra = self.peak_points = self.centroid_points = 0
 
@@ -148,11 +150,8 @@ class RunAssembler:
             state = self._state(entity)
             offset = state.count
             if state.data is None:
-                path = self.staging.file(V.MEMBER_NAMES[(entity, V.DATA_ARRAYS)])
-                state.data = DataMember(
-                    str(path), entity, self.spec.schemas[entity], self.spec.options
-                )
-            state.data.write(part.data[entity], offset)
+                state.data = self._data_member(entity)
+            state.data.write(part.data[entity], offset, entity not in part.unsorted)
             for name, struct in part.metadata[entity].items():
                 if name not in state.spills:
                     continue  # e.g. precursors of UV spectra, which have none
@@ -166,6 +165,18 @@ class RunAssembler:
             state.count += count
             state.points += part.points[entity]
 
+    def _data_member(self, entity: str) -> DataMember:
+        """An entity's data member, opened with its first items: an entity without items has
+        none (the TypeScript reader rejects a Parquet file without a row group, and both
+        reference readers open an archive without the member). The spectrum data member is
+        streamed straight into the archive as its first member; the others are staged."""
+        name = V.MEMBER_NAMES[(entity, V.DATA_ARRAYS)]
+        if entity == V.SPECTRUM:
+            sink: IO[bytes] | str = self._stack.enter_context(self.container.stream(name))
+        else:
+            sink = str(self.staging.file(name))
+        return DataMember(sink, entity, self.spec.schemas[entity], self.spec.options)
+
     def _write_peaks(self, part: EncodedPartition, offset: int) -> None:
         if self.peaks is None:
             path = self.staging.file(V.MEMBER_NAMES[(V.SPECTRUM, V.PEAKS)])
@@ -175,7 +186,7 @@ class RunAssembler:
                 self.spec.schemas[PEAKS],
                 replace(self.spec.options, layout="point"),
             )
-        self.peaks.write(part.peaks, offset)
+        self.peaks.write(part.peaks, offset, PEAKS not in part.unsorted)
         self.peak_spectra += part.peak_spectra
         self.peak_points += part.peak_points
         self.centroid_points += part.centroid_points
@@ -185,7 +196,8 @@ class RunAssembler:
         spectrum points include centroid spectra kept in spectra_peaks)."""
         footer_kv = {k: json.dumps(v, separators=(",", ":")) for k, v in footer.items()}
         spectra = self._state(V.SPECTRUM)
-        spectra.data.close(self._counts(V.SPECTRUM))
+        if spectra.data is not None:
+            spectra.data.close(self._counts(V.SPECTRUM))
         self._stack.close()
         if self.peaks is not None:
             self.peaks.close(

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from .. import vocabulary as V
@@ -61,6 +61,15 @@ class ArrayIndexEntry:
         return self.path.split(".", 1)[1] if "." in self.path else self.path
 
 
+def declared_sorting(entries: list[ArrayIndexEntry], ordered: bool) -> list[ArrayIndexEntry]:
+    """The entries as the data file declares them: the main axis keeps sorting rank 0 only
+    when every item's points are in main-axis order (``ordered``); otherwise no array claims
+    an order (the reference writer's fix for spectra stored in source order)."""
+    if ordered:
+        return entries
+    return [replace(e, sorting_rank=None) if e.sorting_rank == 0 else e for e in entries]
+
+
 def dumps(prefix: str, entries: list[ArrayIndexEntry]) -> str:
     return json.dumps({"prefix": prefix, "entries": [asdict(e) for e in entries]}, indent=2)
 
@@ -71,9 +80,18 @@ def loads(text: str | bytes) -> tuple[str, list[ArrayIndexEntry]]:
 
 
 def field_metadata(
-    schema: SignalSchema, column: SignalColumn, buffer_format: str, transform: str | None = None
+    schema: SignalSchema,
+    column: SignalColumn,
+    buffer_format: str,
+    transform: str | None = None,
+    *,
+    with_rank: bool = True,
 ) -> dict[str, str]:
-    """The same descriptors as Arrow field metadata (redundant, as the reference writes them)."""
+    """The same descriptors as Arrow field metadata (redundant, as the reference writes them).
+
+    ``with_rank=False`` leaves the sorting rank out: the schema is fixed before any point is
+    seen, and in the point layout whether the main axis is sorted is known only at the end
+    (it is then declared in the array index, see :func:`declared_sorting`)."""
     entry = ArrayIndexEntry.for_column(schema, column, "", buffer_format, transform)
     meta = {
         "context": entry.context,
@@ -84,7 +102,7 @@ def field_metadata(
         "data_type_accession": entry.data_type,
         "unit": entry.unit or "",
     }
-    if entry.sorting_rank is not None:
+    if entry.sorting_rank is not None and with_rank:
         meta["sorting_rank"] = str(entry.sorting_rank)
     if entry.transform:
         meta["transform"] = entry.transform

@@ -29,6 +29,7 @@ class PreparedSignal:
     length: int
     profile: bool = False
     model: list[float] | None = None  # the mz_delta_model of a null-marked item
+    ordered: bool = True  # the non-null main-axis values are ascending
 
 
 def index_column(context: str) -> str:
@@ -42,7 +43,8 @@ def arrow_type(column: SignalColumn) -> pa.DataType:
 def struct_type(schema: SignalSchema) -> pa.StructType:
     fields = [pa.field(index_column(schema.entity), pa.uint64())]
     for c in schema.columns:
-        fields.append(pa.field(c.name, arrow_type(c), metadata=field_metadata(schema, c, "point")))
+        meta = field_metadata(schema, c, V.POINT, with_rank=False)  # known at the end only
+        fields.append(pa.field(c.name, arrow_type(c), metadata=meta))
     return pa.struct(fields)
 
 

@@ -117,6 +117,13 @@ class SignalReader:
         keep = (first < len(items)) & (items[np.minimum(first, len(items) - 1)] <= highs)
         return np.flatnonzero(keep).tolist()
 
+    def item_indices(self) -> np.ndarray:
+        """The distinct items that have rows in this member (reads the index column only)."""
+        path = f"{self.prefix}.{self.index_name}"
+        table = self.file.read(columns=[path], use_threads=False)
+        index = pc.struct_field(table.column(0), self.index_name)
+        return np.unique(index.to_numpy(zero_copy_only=False))
+
     def decode_rows(self, rows: pa.StructArray) -> tuple[dict[int, tuple], np.ndarray]:
         """Decode any chunk rows of this (chunked) member: per array view ``(values, valid)``
         over all the rows' points, and the number of points of each row."""

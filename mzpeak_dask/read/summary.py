@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -65,6 +66,20 @@ def _spectrum_points(spectra: pa.Table, points_column: str | None) -> int | None
     return total
 
 
+def _peaks(archive: MzPeakArchive) -> dict[str, int] | None:
+    """What ``spectra_peaks`` holds: peak lists beside spectra that have signal in
+    ``spectra_data`` (what the specification keeps it for), and spectra stored only there
+    (centroid spectra written with ``--centroids peaks``, or by other writers)."""
+    peaks = archive.signal(V.SPECTRUM, V.PEAKS)
+    if peaks is None:
+        return None
+    data = archive.signal(V.SPECTRUM)
+    in_peaks = peaks.item_indices()
+    in_data = data.item_indices() if data is not None else np.zeros(0, in_peaks.dtype)
+    alone = int(np.count_nonzero(~np.isin(in_peaks, in_data)))
+    return {"peak_lists": len(in_peaks) - alone, "only_in_peaks": alone}
+
+
 def summarize(archive: MzPeakArchive) -> dict[str, Any]:
     spectra = archive.spectra
     level_column = find_column(spectra.column_names, V.MS_LEVEL)
@@ -90,6 +105,7 @@ def summarize(archive: MzPeakArchive) -> dict[str, Any]:
         "chromatograms": archive.chromatogram_count,
         "chromatogram_types": {str(k): v for k, v in chromatogram_types.items()},
         "wavelength_spectra": archive.wavelength_spectrum_count,
+        "peaks": _peaks(archive),
         **_layout(archive),
         "members": archive.members,
         "instruments": [_instrument(ic) for ic in meta.get("instrument_configuration_list", [])],
@@ -116,6 +132,15 @@ def format_summary(s: dict[str, Any]) -> str:
     lines.append(f"spectra        {s['spectra']:,} ({levels}); {points}")
     if s["time_range"]:
         lines.append(f"retention time {s['time_range'][0]:.4g} - {s['time_range'][1]:.4g} min")
+    if s.get("peaks"):
+        peaks = s["peaks"]
+        line = f"spectra_peaks  {peaks['peak_lists']:,} peak lists beside spectra_data signal"
+        if peaks["only_in_peaks"]:
+            line += (
+                f"; {peaks['only_in_peaks']:,} spectra only here (readers that look in "
+                "spectra_data, as the reference readers do, return them without arrays)"
+            )
+        lines.append(line)
     if s["wavelength_spectra"]:
         lines.append(f"UV spectra     {s['wavelength_spectra']:,}")
     kinds = ", ".join(

@@ -2,8 +2,9 @@
 
 Errors break a rule a reader relies on; warnings flag what the reference writer is known to do
 differently from the specification (format doc sections 4 and 9), so its archives pass with
-warnings only. Signal values are not decoded: the checks read footers, the index column and the
-chunk bounds, which keeps validating a large archive cheap.
+warnings only. Signal values are not decoded: the checks read footers, the index column, the
+chunk bounds and the main axis of a point layout that declares it sorted, which keeps
+validating a large archive cheap.
 """
 
 from __future__ import annotations
@@ -71,9 +72,13 @@ def validate(path: str | Path) -> list[Problem]:
         for (entity, kind), name in members.items():
             if kind == V.METADATA:
                 counts[entity] = _metadata(storage, name, entity, checks)
+        items: dict[tuple[str, str], np.ndarray] = {}
         for (entity, kind), name in members.items():
             if kind in (V.DATA_ARRAYS, V.PEAKS):
-                _data(storage, name, entity, kind, counts.get(entity), checks)
+                found = _data(storage, name, entity, kind, counts.get(entity), checks)
+                if found is not None:
+                    items[entity, kind] = found
+        _peaks_only(members, items, checks)
     finally:
         storage.close()
     return checks.problems
@@ -185,28 +190,49 @@ def _key_first_and_sorted(member: str, table_name: str, table: pa.Table, checks:
         checks.error(member, f"{table_name}.{key} is not sorted")
 
 
+def _peaks_only(
+    members: dict[tuple[str, str], str], items: dict[tuple[str, str], np.ndarray], checks: _Checks
+) -> None:
+    """Spectra whose signal is only in spectra_peaks: the specification keeps that member for
+    peak lists beside signal in spectra_data (format doc sections 2.3 and 9 #9), and readers
+    that read spectra_data (the reference readers) return such spectra without arrays."""
+    peaks = items.get((V.SPECTRUM, V.PEAKS))
+    if peaks is None or not len(peaks):
+        return
+    data = items.get((V.SPECTRUM, V.DATA_ARRAYS), np.zeros(0, peaks.dtype))
+    alone = peaks[~np.isin(peaks, data)]
+    if len(alone):
+        checks.warn(
+            members[V.SPECTRUM, V.PEAKS],
+            f"{len(alone)} spectra (the first: index {int(alone[0])}) have signal only here, "
+            "not in spectra_data: readers that read spectra_data return them without arrays "
+            "(centroid-only spectra belong in spectra_data)",
+        )
+
+
 def _data(
     storage: ArchiveStorage, name: str, entity: str, kind: str, items: int | None, checks: _Checks
-) -> None:
+) -> np.ndarray | None:
+    """Checks one data (or peaks) member; returns the items that have rows in it."""
     pf = _parquet(storage, name, checks)
     if pf is None:
-        return
+        return None
     _page_index(pf, name, checks)
     context = V.CONTEXT[entity]
     kv = pf.metadata.metadata or {}
     raw = kv.get(f"{context}_array_index".encode())
     if raw is None:
         checks.error(name, f"no {context}_array_index key-value")
-        return
+        return None
     try:
         prefix, entries = array_index_json.loads(raw)
     except (ValueError, KeyError, TypeError) as exc:
         checks.error(name, f"unreadable array index ({exc})")
-        return
+        return None
     schema = pf.schema_arrow
     if prefix not in schema.names:
         checks.error(name, f"the array index prefix {prefix!r} is not a top-level field")
-        return
+        return None
     struct = schema.field(prefix).type
     children = [f.name for f in struct]
     index_name = f"{context}_index"
@@ -217,13 +243,17 @@ def _data(
             checks.error(name, f"array index path {entry.path} is not in the schema")
         for key in _CURIE_KEYS:
             checks.curie(f"{name}: {entry.path} {key}", getattr(entry, key))
-    ranks = [e.sorting_rank for e in entries if e.sorting_rank is not None]
-    if not ranks:
-        checks.error(name, "no array has a sorting rank (the main axis is unknown)")
-    elif min(ranks) != 0:
-        checks.warn(name, f"the main axis has sorting rank {min(ranks)}, not 0")
-    _index_column(pf, prefix, index_name, name, checks)
     chunked = any(e.buffer_format == V.CHUNK_START for e in entries)
+    ranked = [e for e in entries if e.sorting_rank is not None]
+    if not ranked and chunked:
+        checks.error(name, "no array has a sorting rank (the chunked layout needs one)")
+    elif ranked and min(e.sorting_rank for e in ranked) != 0:
+        rank = min(e.sorting_rank for e in ranked)
+        checks.warn(name, f"the main axis has sorting rank {rank}, not 0")
+    found = _index_column(pf, prefix, index_name, name, checks)
+    if ranked and not chunked:
+        main = min(ranked, key=lambda e: e.sorting_rank)
+        _declared_order(pf, prefix, index_name, main.column, name, checks)
     points = _chunks(pf, prefix, entries, name, checks) if chunked else pf.metadata.num_rows
     declared = kv.get(f"{context}_data_point_count".encode())
     if declared is not None and points is not None and int(declared) != points:
@@ -233,15 +263,40 @@ def _data(
             f"{context}_data_point_count says {int(declared)}, the data holds {points}"
             + (" (a known reference-writer quirk)" if quirk else ""),
         )
+    return found
 
 
 def _index_column(
     pf: pq.ParquetFile, prefix: str, index_name: str, name: str, checks: _Checks
-) -> None:
+) -> np.ndarray:
+    """Checks the index column is sorted; returns its distinct values."""
     column = pf.read(columns=[f"{prefix}.{index_name}"], use_threads=False).column(0)
     values = pc.struct_field(column, index_name).to_numpy(zero_copy_only=False)
     if len(values) > 1 and np.any(np.diff(values.astype(np.int64)) < 0):
         checks.error(name, f"{prefix}.{index_name} is not sorted")
+    return np.unique(values)
+
+
+def _declared_order(
+    pf: pq.ParquetFile, prefix: str, index_name: str, column: str, name: str, checks: _Checks
+) -> None:
+    """A main axis declared sorted (point layout) is ascending within every item (nulls
+    aside): range queries of every reader rely on it."""
+    paths = [f"{prefix}.{index_name}", f"{prefix}.{column}"]
+    struct = pf.read(columns=paths, use_threads=False).column(0)
+    index = pc.struct_field(struct, index_name)
+    values = pc.struct_field(struct, column)
+    keep = pc.is_valid(values)
+    index = pc.filter(index, keep).to_numpy(zero_copy_only=False)
+    values = pc.filter(values, keep).to_numpy(zero_copy_only=False)
+    falls = (index[1:] == index[:-1]) & (values[1:] < values[:-1])
+    if falls.any():
+        items = np.unique(index[1:][falls])
+        checks.error(
+            name,
+            f"{prefix}.{column} is declared sorted (sorting rank 0) but is not ascending in "
+            f"{len(items)} items (the first: {int(items[0])})",
+        )
 
 
 def _chunks(

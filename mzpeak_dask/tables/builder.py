@@ -38,13 +38,23 @@ class StructBuilder:
         return pa.StructArray.from_arrays(children, fields=list(self.type))
 
 
+def padding(type: pa.DataType, length: int) -> pa.Array:
+    """``length`` padding values of ``type``: null, except that a struct is a valid struct of
+    padding values, nested structs included, as the reference writer pads."""
+    if pa.types.is_struct(type):
+        children = [padding(f.type, length) for f in type]
+        return pa.StructArray.from_arrays(children, fields=list(type))
+    return pa.nulls(length, type=type)
+
+
 def pad_struct(array: pa.StructArray, length: int) -> pa.StructArray:
-    """Extend a struct array to ``length`` rows with valid structs whose fields are all null —
-    the padding of the packed metadata tables (format doc section 2.4)."""
+    """Extend a struct array to ``length`` rows with valid structs whose fields are all null
+    (nested structs valid too) — the padding of the packed metadata tables (format doc
+    section 2.4)."""
     missing = length - len(array)
     if missing <= 0:
         return array
     children = [
-        pa.concat_arrays([child, pa.nulls(missing, type=child.type)]) for child in array.flatten()
+        pa.concat_arrays([child, padding(child.type, missing)]) for child in array.flatten()
     ]
     return pa.StructArray.from_arrays(children, fields=list(array.type))

@@ -24,6 +24,7 @@ from .spectrum_metadata import (
     NUMBER_OF_DATA_POINTS,
     POLARITY,
     PrecursorTables,
+    own_data_processing,
 )
 
 CHROMATOGRAM_TYPE = TermColumn("MS_1000626_chromatogram_type", pa.string(), V.CHROMATOGRAM_TYPES)
@@ -49,6 +50,7 @@ PRODUCT_TYPE_STRUCT = pa.struct(
 
 @dataclass
 class ChromatogramTables:
+    default_data_processing: str | None = None  # the run's default_data_processing_id
     chromatogram: StructBuilder = field(
         default_factory=lambda: StructBuilder(CHROMATOGRAM_TYPE_STRUCT)
     )
@@ -63,7 +65,9 @@ class ChromatogramTables:
         row.update(
             index=index,
             id=record.id,
-            data_processing_ref=record.data_processing_ref,
+            data_processing_ref=own_data_processing(
+                record.data_processing_ref, self.default_data_processing
+            ),
             parameters=param_rows(rest),
             number_of_auxiliary_arrays=len(auxiliary),
         )

@@ -167,6 +167,12 @@ def split_ion_mobility(params: list[Param]) -> tuple[dict[str, Any], list[Param]
     return {}, params
 
 
+def own_data_processing(ref: str | None, default: str | None) -> str | None:
+    """An item's ``data_processing_ref``: null unless it departs from the run's default (the
+    specification's ``data_processing_id`` rule; the reference writer writes null as well)."""
+    return None if ref == default else ref
+
+
 def minutes(param: Param | None) -> float | None:
     """A time param's value in minutes (mzML allows seconds or minutes)."""
     if param is None or not isinstance(param.value, (int, float)):
@@ -226,6 +232,7 @@ class SpectrumTables:
     """Accumulates the four packed tables for the spectra of one partition."""
 
     instrument_ids: dict[str, int]
+    default_data_processing: str | None = None  # the run's default_data_processing_id
     spectrum: StructBuilder = field(default_factory=lambda: StructBuilder(SPECTRUM_TYPE_STRUCT))
     scan: StructBuilder = field(default_factory=lambda: StructBuilder(SCAN_TYPE_STRUCT))
     precursors: PrecursorTables = field(default_factory=PrecursorTables)
@@ -251,7 +258,9 @@ class SpectrumTables:
             index=index,
             id=record.id,
             time=first_scan_time,
-            data_processing_ref=record.data_processing_ref,
+            data_processing_ref=own_data_processing(
+                record.data_processing_ref, self.default_data_processing
+            ),
             parameters=param_rows(rest),
             number_of_auxiliary_arrays=len(auxiliary),
             mz_delta_model=mz_delta_model,

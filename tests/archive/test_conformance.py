@@ -7,9 +7,11 @@ import json
 import zipfile
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from pyteomics import mzml
 
 from mzpeak_dask import ConvertOptions, convert, open_archive
 
@@ -41,8 +43,7 @@ def test_zip_members_stored_in_order_index_last(archive_path: Path) -> None:
     with zipfile.ZipFile(archive_path) as z:
         infos = z.infolist()
         assert [i.filename for i in infos] == [
-            "spectra_data.parquet",
-            "spectra_peaks.parquet",  # the centroid spectra (the default, as the spec says)
+            "spectra_data.parquet",  # every spectrum, centroid ones included
             "spectra_metadata.parquet",
             "chromatograms_metadata.parquet",
             "chromatograms_data.parquet",
@@ -61,7 +62,6 @@ def test_zip_members_stored_in_order_index_last(archive_path: Path) -> None:
 def test_footers_and_writer_settings(archive_path: Path) -> None:
     with zipfile.ZipFile(archive_path) as z:
         data = _parquet(z, "spectra_data.parquet")
-        peaks = _parquet(z, "spectra_peaks.parquet")
         meta = _parquet(z, "spectra_metadata.parquet")
         chrom = _parquet(z, "chromatograms_data.parquet")
     kv = data.metadata.metadata
@@ -73,13 +73,7 @@ def test_footers_and_writer_settings(archive_path: Path) -> None:
     assert array_index["entries"][1]["transform"] == "MS:1003902"
     assert kv[b"spectrum_count"] == b"48"
     assert int(kv[b"spectrum_data_point_count"]) == data.metadata.num_rows
-    peaks_kv = peaks.metadata.metadata
-    peaks_index = json.loads(peaks_kv[b"spectrum_array_index"])
-    assert [e["path"] for e in peaks_index["entries"]] == ["point.mz", "point.intensity"]
-    assert all(e["transform"] is None for e in peaks_index["entries"])  # centroids: no nulls
-    assert peaks_kv[b"spectrum_count"] == b"34"  # the MS2 centroid spectra
-    assert int(peaks_kv[b"spectrum_data_point_count"]) == peaks.metadata.num_rows
-    assert data.metadata.num_rows + peaks.metadata.num_rows == 243_054
+    assert data.metadata.num_rows == 243_054  # as many rows as the reference's small.mzpeak
     assert data.schema_arrow.field("point").type.field(0).name == "spectrum_index"
     md = data.metadata
     assert md.num_row_groups > 1  # sized for random access
@@ -106,10 +100,9 @@ def test_footers_and_writer_settings(archive_path: Path) -> None:
     assert b"chromatogram_array_index" in chrom.metadata.metadata
 
 
-@pytest.mark.parametrize("member", ["spectra_data.parquet", "spectra_peaks.parquet"])
-def test_row_groups_hold_whole_spectra(archive_path: Path, member: str) -> None:
+def test_row_groups_hold_whole_spectra(archive_path: Path) -> None:
     with zipfile.ZipFile(archive_path) as z:
-        md = _parquet(z, member).metadata
+        md = _parquet(z, "spectra_data.parquet").metadata
     bounds = [
         (md.row_group(i).column(0).statistics.min, md.row_group(i).column(0).statistics.max)
         for i in range(md.num_row_groups)
@@ -143,3 +136,47 @@ def test_unpacked_directory_form(tmp_path: Path) -> None:
 
 def test_size_of_small_below_two_megabytes(archive_path: Path) -> None:
     assert archive_path.stat().st_size <= 2_000_000  # the reference writes 2,215,870 bytes
+
+
+def test_chromatogram_only_run_has_no_spectrum_data_member(tmp_path: Path) -> None:
+    """A run without spectra gets no spectra_data member rather than a Parquet file without a
+    row group (which the TypeScript reader rejects); spectra_metadata stays, with no rows."""
+    from mzpeak_dask.read.validate import ERROR, validate
+
+    output = tmp_path / "srm.mzpeak"
+    convert(DATA / "openms" / "Spyogenes.chrom.mzML", output, cluster=INLINE)
+    with zipfile.ZipFile(output) as z:
+        names = z.namelist()
+        index = json.loads(z.read("mzpeak_index.json"))
+        row_groups = {n: _parquet(z, n).metadata.num_row_groups for n in names[:-1]}
+    assert names == [
+        "spectra_metadata.parquet",
+        "chromatograms_metadata.parquet",
+        "chromatograms_data.parquet",
+        "mzpeak_index.json",
+    ]
+    assert [f["name"] for f in index["files"]] == names[:-1]
+    assert row_groups["chromatograms_data.parquet"] >= 1
+    with open_archive(output) as archive:
+        assert len(archive) == 0 and archive.chromatogram_count == 106
+        assert len(archive.read_chromatogram(105).intensity) > 0
+    assert not [p for p in validate(output) if p.severity == ERROR]
+
+
+@pytest.mark.parametrize("layout", ["point", "chunked"])
+def test_chromatogram_times_are_stored_in_minutes(tmp_path: Path, layout: str) -> None:
+    """diaPASEF's chromatograms have time arrays in seconds: they are stored in minutes, the
+    unit of the specification's time columns (and of the reference writer)."""
+    output = tmp_path / "dia.mzpeak"
+    convert(
+        DATA / "mzdata" / "diaPASEF.mzML", output, ConvertOptions(layout=layout), cluster=INLINE
+    )
+    with zipfile.ZipFile(output) as z:
+        kv = _parquet(z, "chromatograms_data.parquet").metadata.metadata
+    entries = json.loads(kv[b"chromatogram_array_index"])["entries"]
+    time_units = {e["unit"] for e in entries if e["array_type"] == "MS:1000595"}
+    assert time_units == {"UO:0000031"}
+    seconds = next(mzml.MzML(str(DATA / "mzdata" / "diaPASEF.mzML")).iterfind("chromatogram"))
+    with open_archive(output) as archive:
+        times = archive.read_chromatogram(0).time
+    assert np.array_equal(times, seconds["time array"] / 60)  # 64.4 to 64.5 minutes

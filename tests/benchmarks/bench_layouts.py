@@ -6,9 +6,7 @@ Prints, measured in this one run:
 * a size table: small.mzML and the other profile runs in ../shared/data, each layout and
   encoding, as bytes and as a ratio to the mzML, beside the reference implementation's
   archives of small.mzML (point 2,215,870 B; chunked + peaks 2,338,864 B; numpress 734,551 B).
-  The reference keeps centroid spectra in spectra_data, so the ratios to it are taken on the
-  same choice (``centroids="data"``, extra rows for small.mzML); the default puts them in
-  spectra_peaks;
+  Both keep centroid spectra in spectra_data, so the variants compare one to one;
 * encode and decode throughput (million points per second, one core) per encoding;
 * the largest Numpress error per file (m/z relative to the lossless archive, intensities
   relative for intensities >= 1).
@@ -50,18 +48,13 @@ def sizes() -> dict:
     print(f"{'run':44} {'variant':44} {'bytes':>11} {'/ mzML':>7} {'/ reference':>11}")
     for run in PROFILE_RUNS:
         size = run.stat().st_size
-        variants = dict(VARIANTS)
-        if run.name == "small.mzML":  # the reference's arrangement, for the ratios to it
-            for name in REFERENCE:
-                variants[f"{name}, centroids in data"] = VARIANTS[name].updated(centroids="data")
-        for name, options in variants.items():
+        for name, options in VARIANTS.items():
             path = workdir() / f"layout-{run.stem}-{name.replace(' ', '_')}.mzpeak"
             result = convert(run, path, options.updated(overwrite=True), cluster=INLINE)
             out[run.name, name] = path
             reference = ""
-            same_choice = name.removesuffix(", centroids in data")
-            if run.name == "small.mzML" and name != same_choice:
-                reference = f"{result.output_bytes / REFERENCE[same_choice]:.2f}"
+            if run.name == "small.mzML" and name in REFERENCE:
+                reference = f"{result.output_bytes / REFERENCE[name]:.2f}"
             print(
                 f"{run.name[:44]:44} {name:44} {result.output_bytes:>11,} "
                 f"{result.output_bytes / size:>7.3f} {reference:>11}"

@@ -19,20 +19,16 @@ from ..conftest import DATA, INLINE
 
 @pytest.fixture(scope="module")
 def archives(tmp_path_factory) -> dict:
-    """Each run in the point layout (centroid spectra in spectra_peaks, its default) and in every
-    chunk encoding, with the centroid spectra as basic chunks of the same file (the chunked
-    layout's default, spelled out)."""
+    """Each run in the point layout and in every chunk encoding (centroid spectra in
+    spectra_data in both, the default; as basic chunks in the chunked layout)."""
     out = {}
     folder = tmp_path_factory.mktemp("chunked")
     variants = {
         "point": ConvertOptions(),
-        "delta": ConvertOptions(layout="chunked", centroids="data"),
-        "basic": ConvertOptions(layout="chunked", chunk_encoding="basic", centroids="data"),
+        "delta": ConvertOptions(layout="chunked"),
+        "basic": ConvertOptions(layout="chunked", chunk_encoding="basic"),
         "numpress": ConvertOptions(
-            layout="chunked",
-            chunk_encoding="numpress",
-            numpress_intensity="slof",
-            centroids="data",
+            layout="chunked", chunk_encoding="numpress", numpress_intensity="slof"
         ),
     }
     for run in PROFILE_RUNS:
@@ -139,7 +135,7 @@ def test_peak_lists_beside_profiles(tmp_path) -> None:
     convert(
         DATA / "mzdata" / "small.mzML",
         output,
-        ConvertOptions(layout="chunked", peaks=True, centroids="data"),
+        ConvertOptions(layout="chunked", peaks=True),
         cluster=INLINE,
     )
     with open_archive(output) as archive:
@@ -168,23 +164,38 @@ def test_centroids_in_the_peaks_member(tmp_path) -> None:
                 assert np.array_equal(ours.mz, theirs.mz)
 
 
-def test_centroid_spectra_by_default_follow_the_layout(tmp_path) -> None:
-    """``centroids="auto"``: spectra_peaks in the point layout (the specification), basic
-    chunks in spectra_data in the chunked layout (where reference readers look for them)."""
-    assert ConvertOptions().centroids_in_peaks
+def test_centroid_spectra_by_default_in_spectra_data(tmp_path) -> None:
+    """Centroid-only spectra go to spectra_data in both layouts unless ``centroids="peaks"``
+    is asked for: the specification's ``peaks`` kind is a view beside ``data arrays``."""
+    assert not ConvertOptions().centroids_in_peaks
     assert not ConvertOptions(layout="chunked").centroids_in_peaks
     assert ConvertOptions(layout="chunked", centroids="peaks").centroids_in_peaks
-    assert not ConvertOptions(centroids="data").centroids_in_peaks
     source = DATA / "mzdata" / "small.mzML"
     point, chunked = tmp_path / "point.mzpeak", tmp_path / "chunked.mzpeak"
     convert(source, point, cluster=INLINE)
     convert(source, chunked, ConvertOptions(layout="chunked"), cluster=INLINE)
     with open_archive(point) as a, open_archive(chunked) as b:
-        assert a.member("spectrum", "peaks") == "spectra_peaks.parquet"
+        assert a.member("spectrum", "peaks") is None
         assert b.member("spectrum", "peaks") is None
+        assert a.signal("spectrum").item_indices().tolist() == list(range(48))
         for x, y in zip(a, b, strict=True):
             assert np.array_equal(x.mz, y.mz) and np.array_equal(x.intensity, y.intensity)
     rows = _chunk_rows(chunked)
     assert len(set(rows["spectrum_index"])) == 48
     centroid = [k for k, r in enumerate(rows["representation"]) if r == V.CENTROID_SPECTRUM]
     assert centroid and {rows["chunk_encoding"][k] for k in centroid} == {V.NO_COMPRESSION}
+
+
+@pytest.mark.parametrize("run", PROFILE_RUNS, ids=lambda p: p.name)
+def test_peak_lists_of_profile_runs_beside_their_signal(run: Path, tmp_path: Path) -> None:
+    """With ``--peaks``, spectra_data holds every spectrum with points and spectra_peaks only
+    the peak lists picked from the profile spectra."""
+    output = tmp_path / "peaks.mzpeak"
+    convert(run, output, ConvertOptions(peaks=True), cluster=INLINE)
+    with open_archive(output) as archive:
+        with_points = [s.index for s in archive if len(s)]
+        profile = [s.index for s in archive if s.representation == V.PROFILE_SPECTRUM]
+        assert archive.signal("spectrum").item_indices().tolist() == with_points
+        peaks = archive.signal("spectrum", "peaks")
+        assert peaks is not None and profile
+        assert set(peaks.item_indices().tolist()) <= set(profile)
