@@ -82,6 +82,8 @@ def _arrays(info: dict, path: str, item: str, fetch: FetchExternal) -> list:
     out = []
     default_length = info.get("defaultArrayLength")
     for raw in info.pop(RAW_ARRAYS, []):
+        # an array's own arrayLength, else the spectrum's defaultArrayLength: every array must
+        # hold exactly its declared length (arrays of another length declare their own)
         if raw.declared_length is None and default_length is not None:
             raw.declared_length = int(default_length)
         try:
