@@ -9,6 +9,8 @@ chunk bounds, which keeps validating a large archive cheap.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -19,10 +21,11 @@ import pyarrow.parquet as pq
 
 from .. import cv
 from .. import vocabulary as V
-from ..errors import MzPeakDaskError
+from ..errors import ArchiveError, MzPeakDaskError
 from ..layouts import array_index as array_index_json
 from ..tables.columns import parse_inflected
 from .metadata import split_packed
+from .parquet_checks import damaged, open_parquet
 from .storage import ArchiveStorage
 
 ERROR, WARNING = "error", "warning"
@@ -70,13 +73,45 @@ def validate(path: str | Path) -> list[Problem]:
         counts: dict[str, int] = {}
         for (entity, kind), name in members.items():
             if kind == V.METADATA:
-                counts[entity] = _metadata(storage, name, entity, checks)
+                with _member(name, checks):
+                    counts[entity] = _metadata(storage, name, entity, checks)
         for (entity, kind), name in members.items():
             if kind in (V.DATA_ARRAYS, V.PEAKS):
-                _data(storage, name, entity, kind, counts.get(entity), checks)
+                with _member(name, checks):
+                    _data(storage, name, entity, kind, counts.get(entity), checks)
     finally:
         storage.close()
     return checks.problems
+
+
+@contextmanager
+def _member(name: str, checks: _Checks) -> Iterator[None]:
+    """A member too damaged to check further is one error, and the other members go on."""
+    try:
+        with damaged(name):
+            yield
+    except ArchiveError as exc:
+        checks.error(name, str(exc).removeprefix(f"{name}: "))
+
+
+def _entries(doc: object, checks: _Checks) -> list[dict]:
+    """The index's file entries whose fields have the right types (errors for the rest)."""
+    files = doc.get("files", []) if isinstance(doc, dict) else None
+    if not isinstance(files, list):
+        checks.error(V.INDEX_MEMBER, "not a JSON object with a 'files' list")
+        return []
+    good = []
+    for entry in files:
+        fields = (
+            [entry.get(k) for k in ("name", "entity_type", "data_kind")]
+            if isinstance(entry, dict)
+            else [None]
+        )
+        if not isinstance(fields[0], str) or not all(isinstance(f, str | None) for f in fields):
+            checks.error(V.INDEX_MEMBER, f"a malformed file entry: {json.dumps(entry)[:80]}")
+            continue
+        good.append(entry)
+    return good
 
 
 def _index(storage: ArchiveStorage, checks: _Checks) -> dict[tuple[str, str], str]:
@@ -90,7 +125,7 @@ def _index(storage: ArchiveStorage, checks: _Checks) -> dict[tuple[str, str], st
         checks.error(V.INDEX_MEMBER, f"not valid JSON ({exc})")
         return {}
     members = {}
-    for entry in doc.get("files", []):
+    for entry in _entries(doc, checks):
         name, kind = entry.get("name"), entry.get("data_kind", "")
         entity = (entry.get("entity_type") or "").replace("_", " ")
         if "_" in kind:
@@ -103,10 +138,13 @@ def _index(storage: ArchiveStorage, checks: _Checks) -> dict[tuple[str, str], st
     for name in storage.names:
         if name not in listed:
             checks.warn(name, "member not listed in mzpeak_index.json")
-    metadata = doc.get("metadata") or {}
-    if "version" not in metadata:
+    metadata = doc.get("metadata", {}) if isinstance(doc, dict) else {}
+    metadata = {} if metadata is None else metadata
+    if not isinstance(metadata, dict):
+        checks.error(V.INDEX_MEMBER, "metadata is not a JSON object")
+    elif "version" not in metadata:
         checks.warn(V.INDEX_MEMBER, "metadata.version is missing (the reference writer omits it)")
-    if not storage.is_directory and storage.names[-1] != V.INDEX_MEMBER:
+    if not storage.is_directory and storage.names and storage.names[-1] != V.INDEX_MEMBER:
         checks.warn(V.INDEX_MEMBER, "not the last ZIP member")
     if (V.SPECTRUM, V.METADATA) not in members and (V.CHROMATOGRAM, V.METADATA) not in members:
         checks.error(V.INDEX_MEMBER, "lists no spectrum or chromatogram metadata member")
@@ -114,10 +152,11 @@ def _index(storage: ArchiveStorage, checks: _Checks) -> dict[tuple[str, str], st
 
 
 def _parquet(storage: ArchiveStorage, name: str, checks: _Checks) -> pq.ParquetFile | None:
+    """The member, its footer checked against what its bytes can hold (an error if not)."""
     try:
-        return pq.ParquetFile(pa.BufferReader(storage.buffer(name)))
-    except (pa.ArrowException, OSError) as exc:
-        checks.error(name, f"not a readable Parquet file ({exc})")
+        return open_parquet(storage.buffer(name), name)
+    except ArchiveError as exc:
+        checks.error(name, f"not a readable Parquet file ({str(exc).removeprefix(name + ': ')})")
         return None
 
 
