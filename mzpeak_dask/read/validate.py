@@ -23,6 +23,7 @@ from .. import cv
 from .. import vocabulary as V
 from ..errors import ArchiveError, MzPeakDaskError
 from ..layouts import array_index as array_index_json
+from ..readers.identifiers import DuplicateIds
 from ..tables.columns import parse_inflected
 from .metadata import split_packed
 from .parquet_checks import damaged, open_parquet
@@ -202,6 +203,8 @@ def _metadata(storage: ArchiveStorage, name: str, entity: str, checks: _Checks) 
     index = main.column("index").to_numpy(zero_copy_only=False) if len(main) else np.zeros(0)
     if not np.array_equal(index, np.arange(len(index))):
         checks.error(name, f"{main_name}.index is not 0..n-1 in order")
+    if "id" in main.column_names:
+        _repeated_ids(name, main_name, main.column("id"), checks)
     kv = pf.metadata.metadata or {}
     context = V.CONTEXT[entity]
     declared = kv.get(f"{context}_count".encode())
@@ -212,6 +215,19 @@ def _metadata(storage: ArchiveStorage, name: str, entity: str, checks: _Checks) 
     if f"{context}_data_point_count".encode() not in kv:
         checks.error(name, f"no {context}_data_point_count key-value")
     return len(main)
+
+
+def _repeated_ids(member: str, table_name: str, ids: pa.ChunkedArray, checks: _Checks) -> None:
+    """Ids must be unique in a run (mzML says so, and lookups by id find only the first)."""
+    repeats = len(ids) - ids.null_count - pc.count_distinct(ids).as_py()
+    if repeats:
+        first = DuplicateIds()
+        first.feed(str(i) for i in ids.to_pylist())
+        checks.warn(
+            member,
+            f"{repeats:,} {table_name} rows repeat the id of an earlier one "
+            f"(first {first.first!r})",
+        )
 
 
 def _key_first_and_sorted(member: str, table_name: str, table: pa.Table, checks: _Checks) -> None:
