@@ -126,7 +126,8 @@ class SignalReader:
     def decode_rows(self, rows: pa.StructArray) -> tuple[dict[int, tuple], np.ndarray]:
         """Decode any chunk rows of this (chunked) member: per array view ``(values, valid)``
         over all the rows' points, and the number of points of each row."""
-        return self._decode_chunks(rows, with_lengths=True)
+        with damaged(self.name):
+            return self._decode_chunks(rows, with_lengths=True)
 
     def _row_group(self, i: int) -> tuple[pa.StructArray, np.ndarray]:
         if self._cached is None or self._cached[0] != i:
