@@ -201,6 +201,24 @@ def _inflate(raw: bytes, limit: int) -> bytes:
     return out
 
 
+_MAIN_AXES = (V.MZ_ARRAY, V.TIME_ARRAY, V.WAVELENGTH_ARRAY)
+
+
+def check_paired(arrays: list[SignalArray]) -> None:
+    """A spectrum's (or chromatogram's) main axis and its intensities hold as many values.
+
+    Other arrays may declare a length of their own (isotopic envelopes, per-peak lists) and
+    are kept as auxiliary arrays; a main axis and intensities of different lengths would
+    lose points, whatever each declares."""
+    axis = next((a for t in _MAIN_AXES for a in arrays if a.array_type == t), None)
+    intensity = next((a for a in arrays if a.array_type == V.INTENSITY_ARRAY), None)
+    if axis is not None and intensity is not None and len(axis.values) != len(intensity.values):
+        raise BinaryDecodeError(
+            f"the {axis.name} holds {len(axis.values):,} values, the intensity array "
+            f"{len(intensity.values):,}"
+        )
+
+
 def b64decode(text: str | None) -> bytes:
     if not text:
         return b""

@@ -113,3 +113,18 @@ def test_arrays_of_one_spectrum_with_other_lengths_are_refused(tmp_path: Path) -
         tmp_path / "mixed.mzML", SPECTRUM, mz=zeros_zlib(1_000_000), declared=1_000_000
     )
     _convert_fails(path, tmp_path, r"scan=8: .*holds 15,238 values, its declared length is 1,0")
+
+
+def test_main_axis_and_intensity_of_other_lengths_are_refused(tmp_path: Path) -> None:
+    """An m/z array declaring its own arrayLength: auxiliary arrays may hold another length,
+    a spectrum's m/z and intensities may not."""
+    path = write_spectrum(tmp_path / "own.mzML", SPECTRUM, mz=zeros_zlib(1_000_000))
+    text = path.read_text()
+    first = spectrum_arrays(text, SPECTRUM)[0]
+    element = first.group(0).replace(
+        "<binaryDataArray ", '<binaryDataArray arrayLength="1000000" ', 1
+    )
+    path.write_text(text[: first.start()] + element + text[first.end() :])
+    _convert_fails(
+        path, tmp_path, r"scan=8: the m/z array holds 1,000,000 values, the intensity array 15,238"
+    )
