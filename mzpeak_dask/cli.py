@@ -59,7 +59,10 @@ def cmd_convert(args: argparse.Namespace) -> int:
         if isinstance(result, BaseException):
             failed += 1
             print(f"error: {result}", file=sys.stderr)
-        elif args.json:
+            continue
+        for warning in result.warnings:
+            print(f"warning: {warning}", file=sys.stderr)
+        if args.json:
             print(json.dumps(result.to_dict()))
         elif not args.quiet:
             print(

@@ -22,6 +22,7 @@ from .encode import EncodedPartition
 from .errors import InputError, MzPeakDaskError
 from .options import ClusterOptions, ConvertOptions
 from .partition import RunPlan
+from .readers.identifiers import DuplicateIds
 from .tables.file_metadata import file_sha256, footer_metadata
 
 Progress = Callable[[str, int, int], None]  # (input, items done, items total)
@@ -44,6 +45,7 @@ class ConversionResult:
     seconds: float
     input_sha256: str
     members: dict[str, int] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)  # one line each (e.g. repeated ids)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -72,6 +74,7 @@ class RunJob:
         self.container: Container | None = None
         self.assembler: RunAssembler | None = None
         self.items_total = self.items_done = 0
+        self.ids = DuplicateIds()
 
     def start(self, plan: RunPlan, background: Callable[..., Any]) -> None:
         """Open the archive for ``plan`` (see :func:`~mzpeak_dask.partition.plan_run`).
@@ -88,6 +91,7 @@ class RunJob:
 
     def add(self, part: EncodedPartition) -> None:
         self.assembler.add(part)
+        self.ids.feed_partition(part)
         self.items_done += sum(part.counts.values())
 
     def finish(self) -> ConversionResult:
@@ -124,6 +128,7 @@ class RunJob:
             seconds=time.perf_counter() - self.started,
             input_sha256=sha256,
             members=members,
+            warnings=[w for w in [self.ids.warning(self.source)] if w],
         )
 
     def _input_sha256(self) -> str:

@@ -153,13 +153,31 @@ def test_corrupt_numpress_does_not_abort_the_process(tmp_path: Path) -> None:
     assert_clean(tmp_path)
 
 
-def test_broken_offset_index_falls_back_to_scanning(tmp_path: Path) -> None:
+def test_broken_indexed_mzml_is_refused(tmp_path: Path) -> None:
+    """Its run is empty, its index lists two spectra and a chromatogram, and an indexList
+    follows </mzML> (MANIFEST: it must fail). It used to become an empty archive, exit 0."""
     path = DATA / "openms" / "IndexedmzMLFile_2_broken.mzML"
-    result = convert(path, tmp_path / "out.mzpeak", cluster=INLINE)
-    assert result.spectra == 0  # the run is empty; its index points past the end of the file
-    with open_archive(tmp_path / "out.mzpeak") as archive:
-        assert len(archive) == 0
-        assert archive.file_metadata["run"]["id"] == "ru_0"
+    with pytest.raises(InputError, match=r"IndexedmzMLFile_2_broken\.mzML: malformed mzML"):
+        convert(path, tmp_path / "out.mzpeak", cluster=INLINE)
+    _one_line_error(
+        run_cli("convert", str(path), str(tmp_path / "out.mzpeak"), "--cluster", "inline"),
+        "IndexedmzMLFile_2_broken.mzML",
+        "opens <mzML> but ends with </indexedmzML>",
+    )
+    assert_clean(tmp_path)
+
+
+def test_index_listing_missing_spectra_is_refused(tmp_path: Path) -> None:
+    """A well-formed indexed mzML whose spectra were lost: its index still lists them."""
+    text = SMALL.read_text()
+    text = text[: text.index("<spectrum ")] + text[text.index("</spectrumList>") :]
+    index_at = len(text[: text.index("<indexList")].encode())
+    text = re.sub(r"<indexListOffset>\d+<", f"<indexListOffset>{index_at}<", text)
+    path = tmp_path / "hollow.mzML"
+    path.write_text(text)
+    with pytest.raises(InputError, match=r"hollow\.mzML: its offset index lists 48 spectra"):
+        convert(path, tmp_path / "out.mzpeak", cluster=INLINE)
+    assert_clean(tmp_path, path)
 
 
 def test_unwritable_output_location(tmp_path: Path) -> None:

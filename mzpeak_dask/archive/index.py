@@ -47,15 +47,21 @@ def build(members: list[str], file_metadata: dict[str, Any]) -> bytes:
 
 
 def parse(data: bytes | str) -> tuple[list[IndexEntry], dict[str, Any]]:
+    """The entries and metadata; ValueError for JSON that is not an index (wrong types)."""
     doc = json.loads(data)
-    files = [
+    files = doc.get("files", []) if isinstance(doc, dict) else None
+    if not isinstance(files, list) or not all(isinstance(f, dict) for f in files):
+        raise ValueError("not an object with a 'files' list of objects")
+    for f in files:
+        for key in ("name", "entity_type", "data_kind"):
+            if not isinstance(f.get(key, ""), str | None):
+                raise ValueError(f"a file entry's {key} is not a string")
+    entries = [
         IndexEntry(
-            str(f.get("name")),
-            normalise_kind(f.get("entity_type")),
-            normalise_kind(f.get("data_kind")),
+            f["name"], normalise_kind(f.get("entity_type")), normalise_kind(f.get("data_kind"))
         )
-        for f in doc.get("files", [])
+        for f in files
         if f.get("name")
     ]
     metadata = doc.get("metadata") or {}
-    return files, metadata if isinstance(metadata, dict) else {}
+    return entries, metadata if isinstance(metadata, dict) else {}

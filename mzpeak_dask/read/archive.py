@@ -18,6 +18,7 @@ from .. import vocabulary as V
 from ..errors import ArchiveError
 from ..tables.auxiliary import decode_auxiliary
 from .entity import EntityTables, value
+from .parquet_checks import damaged, open_parquet
 from .signal import SignalReader
 from .spectrum import Chromatogram, Spectrum
 from .storage import ArchiveStorage
@@ -36,7 +37,20 @@ class MzPeakArchive:
     def __init__(self, path: str | Path):
         self.path = Path(path)
         self.storage = ArchiveStorage(self.path)
+        try:
+            self._open()
+        except BaseException:
+            self.storage.close()
+            raise
+
+    def _open(self) -> None:
         entries, self.index_metadata = self.storage.index()
+        for e in entries:  # a reader must not pass a lost member off as an empty one
+            if e.name not in self.storage:
+                raise ArchiveError(
+                    f"{self.path}: {V.INDEX_MEMBER} lists {e.name}, which the archive "
+                    "does not contain"
+                )
         self._members = {(e.entity_type, e.data_kind): e.name for e in entries}
         if (
             self.member(V.SPECTRUM, V.METADATA) is None
@@ -46,9 +60,10 @@ class MzPeakArchive:
         self._tables: dict[str, EntityTables] = {}
         self._signals: dict[tuple[str, str], SignalReader | None] = {}
         spectra = self.tables_of(V.SPECTRUM)
-        index = spectra.main.column("index").to_numpy() if len(spectra) else []
-        if len(index) and not np.array_equal(index, np.arange(len(index))):
-            raise ArchiveError(f"{self.path}: spectrum indices are not 0..n-1")
+        with damaged(self.path):
+            index = spectra.main.column("index").to_numpy() if len(spectra) else []
+            if len(index) and not np.array_equal(index, np.arange(len(index))):
+                raise ArchiveError(f"{self.path}: spectrum indices are not 0..n-1")
 
     # -- members and file-level metadata ---------------------------------------------------------
     def member(self, entity: str, kind: str) -> str | None:
@@ -66,7 +81,7 @@ class MzPeakArchive:
         if entity not in self._tables:
             member = self.member(entity, V.METADATA)
             buffer = None if member is None else self.storage.buffer(member)
-            tables = EntityTables(buffer, _MAIN_TABLE[entity])
+            tables = EntityTables(buffer, _MAIN_TABLE[entity], f"{self.path}: {member}")
             tables.window_bounds = entity == V.SPECTRUM and self._window_bounds
             self._tables[entity] = tables
         return self._tables[entity]
@@ -77,7 +92,8 @@ class MzPeakArchive:
             member = self.member(entity, kind)
             reader = None
             if member is not None:
-                reader = SignalReader(self.storage.buffer(member), V.CONTEXT[entity], member)
+                buffer = self.storage.buffer(member)
+                reader = SignalReader(buffer, V.CONTEXT[entity], f"{self.path}: {member}")
             self._signals[entity, kind] = reader
         return self._signals[entity, kind]
 
@@ -85,9 +101,10 @@ class MzPeakArchive:
     def file_metadata(self) -> dict[str, Any]:
         """The file-level metadata (file description, instruments, software, ...) as dicts."""
         footer = self.tables_of(V.SPECTRUM).footer or self.tables_of(V.CHROMATOGRAM).footer
-        out = {k: v for k, v in footer.items() if not k.endswith(_COUNT_KEYS)}
-        for key, item in self.index_metadata.items():
-            out.setdefault(key, item)
+        with damaged(self.path):
+            out = {k: v for k, v in footer.items() if not k.endswith(_COUNT_KEYS)}
+            for key, item in self.index_metadata.items():
+                out.setdefault(key, item)
         return out
 
     @cached_property
@@ -98,11 +115,8 @@ class MzPeakArchive:
         member = self.member(V.SPECTRUM, V.METADATA) or self.member(V.CHROMATOGRAM, V.METADATA)
         if member is None:
             return False
-        import pyarrow.parquet as pq
-
-        kv = pq.ParquetFile(pa.BufferReader(self.storage.buffer(member))).metadata.metadata or {}
-        software = kv.get(b"software_list", b"")
-        return b"mzpeak_prototyping" in software
+        kv = open_parquet(self.storage.buffer(member), f"{self.path}: {member}").metadata.metadata
+        return b"mzpeak_prototyping" in (kv or {}).get(b"software_list", b"")
 
     # -- spectra ----------------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -129,9 +143,14 @@ class MzPeakArchive:
         i = _checked(i, len(self), "spectrum")
         peaks = self.signal(V.SPECTRUM, V.PEAKS)
         arrays = peaks.read(i, None) if peaks is not None else {}
-        return self._spectrum(V.SPECTRUM, i, arrays) if arrays else None
+        with damaged(self.path):
+            return self._spectrum(V.SPECTRUM, i, arrays) if arrays else None
 
     def _read_item(self, entity: str, i: int) -> Spectrum:
+        with damaged(self.path):
+            return self._read_arrays(entity, i)
+
+    def _read_arrays(self, entity: str, i: int) -> Spectrum:
         tables = self.tables_of(entity)
         model = tables.models[i]
         signal = self.signal(entity)
@@ -184,14 +203,15 @@ class MzPeakArchive:
         i = _checked(i, len(tables), "chromatogram")
         signal = self.signal(V.CHROMATOGRAM)
         arrays = signal.read(i, None) if signal else {}
-        row = tables.row(i)
-        return Chromatogram(
-            index=i,
-            id=tables.ids[i],
-            arrays=arrays,
-            params=tables.params(i),
-            chromatogram_type=value(row, V.CHROMATOGRAM_TYPE),
-        )
+        with damaged(self.path):
+            row = tables.row(i)
+            return Chromatogram(
+                index=i,
+                id=tables.ids[i],
+                arrays=arrays,
+                params=tables.params(i),
+                chromatogram_type=value(row, V.CHROMATOGRAM_TYPE),
+            )
 
     @property
     def wavelength_spectrum_count(self) -> int:

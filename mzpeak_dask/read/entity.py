@@ -13,27 +13,30 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from .. import vocabulary as V
 from ..records import Param
 from ..tables.params import params_from_rows
 from .metadata import find_column, footer_json, row_params, split_packed
+from .parquet_checks import damaged, open_parquet
 from .spectrum import Precursor
 
 
 class EntityTables:
-    def __init__(self, buffer: pa.Buffer | None, main_table: str):
+    def __init__(self, buffer: pa.Buffer | None, main_table: str, where: str = ""):
+        self.where = where  # "ARCHIVE: MEMBER", for errors
         if buffer is None:
             self.tables: dict[str, pa.Table] = {}
             self.footer: dict[str, Any] = {}
         else:
-            pf = pq.ParquetFile(pa.BufferReader(buffer))
-            self.tables = split_packed(pf.read(use_threads=False))
-            self.footer = footer_json(pf.metadata.metadata)
+            pf = open_parquet(buffer, where)
+            with damaged(where):
+                self.tables = split_packed(pf.read(use_threads=False))
+                self.footer = footer_json(pf.metadata.metadata)
         table = self.tables.get(main_table)
         if table is not None and "index" in table.column_names and len(table):
-            table = table.sort_by("index")
+            with damaged(where):
+                table = table.sort_by("index")
             self.tables[main_table] = table
         self.main = table if table is not None else pa.table({"index": pa.array([], pa.uint64())})
         self.window_bounds = False  # set by the archive for the reference prototype's files
@@ -103,7 +106,8 @@ class EntityTables:
         return self.main.slice(position, 1).to_pylist()[0]
 
     def params(self, position: int) -> list[Param]:
-        return row_params(self.row(position))
+        with damaged(self.where):
+            return row_params(self.row(position))
 
     def auxiliary(self, position: int) -> list[dict[str, Any]]:
         if not self.auxiliary_counts[position]:
@@ -123,6 +127,10 @@ class EntityTables:
         return out
 
     def rows_for(self, table_name: str, position: int) -> list[dict[str, Any]]:
+        with damaged(self.where):
+            return self._rows_for(table_name, position)
+
+    def _rows_for(self, table_name: str, position: int) -> list[dict[str, Any]]:
         found = self._sources.get(table_name)
         if found is None:
             return []
@@ -137,6 +145,10 @@ class EntityTables:
         return table.take(pa.array(order[a:b])).to_pylist()
 
     def precursors(self, position: int) -> list[Precursor]:
+        with damaged(self.where):
+            return self._precursors(position)
+
+    def _precursors(self, position: int) -> list[Precursor]:
         rows = self.rows_for("precursor", position)
         ions = self.rows_for("selected_ion", position)
         if len(ions) == len(rows):  # one ion per precursor, in order (the usual case, SPS too)

@@ -15,7 +15,6 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from .. import vocabulary as V
 from ..codecs import delta, numpress
@@ -25,6 +24,7 @@ from ..layouts.array_index import ArrayIndexEntry
 from ..layouts.chunked import decode_axis
 from ..transforms.chunking import chunk_boundaries
 from ..transforms.null_marking import fill_intensity, fill_nulls
+from .parquet_checks import damaged, open_parquet
 
 
 @dataclass
@@ -68,22 +68,28 @@ class SignalReader:
     """Random and sequential access to the items of one data member."""
 
     def __init__(self, buffer: pa.Buffer, context: str, name: str):
-        self.name = name
-        self.file = pq.ParquetFile(pa.BufferReader(buffer))
+        self.name = name  # "ARCHIVE: MEMBER" (or the member alone), for errors
+        self.file = open_parquet(buffer, name)
         kv = self.file.metadata.metadata or {}
         key = f"{context}_array_index".encode()
         if key not in kv:
             raise ArchiveError(f"{name}: no {key.decode()} in the footer")
-        self.prefix, entries = array_index_json.loads(kv[key])
+        try:
+            self.prefix, entries = array_index_json.loads(kv[key])
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise ArchiveError(f"{name}: unreadable {key.decode()} ({exc})") from None
+        if not isinstance(self.prefix, str):
+            raise ArchiveError(f"{name}: the {key.decode()} prefix is not a string")
         self.index_name = f"{context}_index"
-        self.views = group_entries(entries)
-        if not self.views:
-            raise ArchiveError(f"{name}: the array index lists no arrays")
-        self.main = self.views[0]
-        self.chunked = any(
-            V.CHUNK_VALUES in v.columns or V.CHUNK_START in v.columns for v in self.views
-        )
-        self._stats = self._index_statistics()
+        with damaged(name):
+            self.views = group_entries(entries)
+            if not self.views:
+                raise ArchiveError(f"{name}: the array index lists no arrays")
+            self.main = self.views[0]
+            self.chunked = any(
+                V.CHUNK_VALUES in v.columns or V.CHUNK_START in v.columns for v in self.views
+            )
+            self._stats = self._index_statistics()
         self._cached: tuple[int, pa.StructArray, np.ndarray] | None = None
 
     def _index_statistics(self) -> tuple[np.ndarray, np.ndarray]:
@@ -127,7 +133,8 @@ class SignalReader:
     def decode_rows(self, rows: pa.StructArray) -> tuple[dict[int, tuple], np.ndarray]:
         """Decode any chunk rows of this (chunked) member: per array view ``(values, valid)``
         over all the rows' points, and the number of points of each row."""
-        return self._decode_chunks(rows, with_lengths=True)
+        with damaged(self.name):
+            return self._decode_chunks(rows, with_lengths=True)
 
     def _row_group(self, i: int) -> tuple[pa.StructArray, np.ndarray]:
         if self._cached is None or self._cached[0] != i:
@@ -156,6 +163,10 @@ class SignalReader:
 
     def read(self, item: int, model: np.ndarray | None) -> dict[str, np.ndarray]:
         """``{array name: values}`` for one item; empty when the item has no points."""
+        with damaged(self.name):
+            return self._read(item, model)
+
+    def _read(self, item: int, model: np.ndarray | None) -> dict[str, np.ndarray]:
         rows = self.rows(item)
         if rows is None or len(rows) == 0:
             return {}
@@ -169,6 +180,12 @@ class SignalReader:
         chunks of a chunked archive, or for a point archive the chunks the chunked layout
         would make with ``width`` (computed on the stored, null-marked axis, as the writer
         does)."""
+        with damaged(self.name):
+            return self._read_chunked(item, model, width)
+
+    def _read_chunked(
+        self, item: int, model: np.ndarray | None, width: float
+    ) -> tuple[dict[str, np.ndarray], np.ndarray]:
         rows = self.rows(item)
         if rows is None or len(rows) == 0:
             return {}, np.zeros(1, dtype=np.int64)

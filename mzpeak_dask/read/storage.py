@@ -42,7 +42,7 @@ class ArchiveStorage:
         try:
             with zipfile.ZipFile(self.path) as z:
                 infos = z.infolist()
-        except zipfile.BadZipFile:
+        except (zipfile.BadZipFile, OSError, ValueError, EOFError):
             raise ArchiveError(f"{self.path}: not a ZIP archive (nor a directory)") from None
         self._map = pa.memory_map(str(self.path))
         for info in infos:  # a later entry with the same name wins
@@ -57,11 +57,14 @@ class ArchiveStorage:
             )
         self._map.seek(info.header_offset)
         header = self._map.read(_LOCAL_HEADER.size)
-        fields = _LOCAL_HEADER.unpack(header)
-        if fields[0] != _LOCAL_SIGNATURE:
+        if len(header) < _LOCAL_HEADER.size or _LOCAL_HEADER.unpack(header)[0] != _LOCAL_SIGNATURE:
             raise ArchiveError(f"{self.path}: corrupt local header of {info.filename}")
+        fields = _LOCAL_HEADER.unpack(header)
         name_length, extra_length = fields[-2], fields[-1]
-        return info.header_offset + _LOCAL_HEADER.size + name_length + extra_length, info.file_size
+        offset = info.header_offset + _LOCAL_HEADER.size + name_length + extra_length
+        if offset + info.file_size > self._map.size():
+            raise ArchiveError(f"{self.path}: member {info.filename} runs past the archive's end")
+        return offset, info.file_size
 
     def __contains__(self, name: str) -> bool:
         return name in self.names
@@ -88,7 +91,8 @@ class ArchiveStorage:
             try:
                 return archive_index.parse(self.buffer(V.INDEX_MEMBER).to_pybytes())
             except ValueError as exc:
-                raise ArchiveError(f"{self.path}: unreadable {V.INDEX_MEMBER} ({exc})") from None
+                detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+                raise ArchiveError(f"{self.path}: unreadable {V.INDEX_MEMBER} ({detail})") from None
         if self.is_directory:
             raise ArchiveError(f"{self.path}: no {V.INDEX_MEMBER} in the archive directory")
         known = {n: k for k, n in V.MEMBER_NAMES.items()}

@@ -12,6 +12,7 @@ import pyarrow.compute as pc
 from .. import vocabulary as V
 from .archive import MzPeakArchive
 from .metadata import find_column
+from .parquet_checks import damaged
 
 _LOSSY = {
     V.NUMPRESS_LINEAR: "MS-Numpress linear",
@@ -81,6 +82,12 @@ def _peaks(archive: MzPeakArchive) -> dict[str, int] | None:
 
 
 def summarize(archive: MzPeakArchive) -> dict[str, Any]:
+    """The summary ``info`` prints; a malformed archive raises one ArchiveError line."""
+    with damaged(archive.path):
+        return _summary(archive)
+
+
+def _summary(archive: MzPeakArchive) -> dict[str, Any]:
     spectra = archive.spectra
     level_column = find_column(spectra.column_names, V.MS_LEVEL)
     levels = Counter(spectra.column(level_column).to_pylist()) if level_column else Counter()

@@ -10,6 +10,8 @@ validating a large archive cheap.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -20,10 +22,12 @@ import pyarrow.parquet as pq
 
 from .. import cv
 from .. import vocabulary as V
-from ..errors import MzPeakDaskError
+from ..errors import ArchiveError, MzPeakDaskError
 from ..layouts import array_index as array_index_json
+from ..readers.identifiers import DuplicateIds
 from ..tables.columns import parse_inflected
 from .metadata import split_packed
+from .parquet_checks import damaged, open_parquet
 from .storage import ArchiveStorage
 
 ERROR, WARNING = "error", "warning"
@@ -71,17 +75,49 @@ def validate(path: str | Path) -> list[Problem]:
         counts: dict[str, int] = {}
         for (entity, kind), name in members.items():
             if kind == V.METADATA:
-                counts[entity] = _metadata(storage, name, entity, checks)
+                with _member(name, checks):
+                    counts[entity] = _metadata(storage, name, entity, checks)
         items: dict[tuple[str, str], np.ndarray] = {}
         for (entity, kind), name in members.items():
             if kind in (V.DATA_ARRAYS, V.PEAKS):
-                found = _data(storage, name, entity, kind, counts.get(entity), checks)
-                if found is not None:
-                    items[entity, kind] = found
+                with _member(name, checks):
+                    found = _data(storage, name, entity, kind, counts.get(entity), checks)
+                    if found is not None:
+                        items[entity, kind] = found
         _peaks_only(members, items, checks)
     finally:
         storage.close()
     return checks.problems
+
+
+@contextmanager
+def _member(name: str, checks: _Checks) -> Iterator[None]:
+    """A member too damaged to check further is one error, and the other members go on."""
+    try:
+        with damaged(name):
+            yield
+    except ArchiveError as exc:
+        checks.error(name, str(exc).removeprefix(f"{name}: "))
+
+
+def _entries(doc: object, checks: _Checks) -> list[dict]:
+    """The index's file entries whose fields have the right types (errors for the rest)."""
+    files = doc.get("files", []) if isinstance(doc, dict) else None
+    if not isinstance(files, list):
+        checks.error(V.INDEX_MEMBER, "not a JSON object with a 'files' list")
+        return []
+    good = []
+    for entry in files:
+        fields = (
+            [entry.get(k) for k in ("name", "entity_type", "data_kind")]
+            if isinstance(entry, dict)
+            else [None]
+        )
+        if not isinstance(fields[0], str) or not all(isinstance(f, str | None) for f in fields):
+            checks.error(V.INDEX_MEMBER, f"a malformed file entry: {json.dumps(entry)[:80]}")
+            continue
+        good.append(entry)
+    return good
 
 
 def _index(storage: ArchiveStorage, checks: _Checks) -> dict[tuple[str, str], str]:
@@ -95,7 +131,7 @@ def _index(storage: ArchiveStorage, checks: _Checks) -> dict[tuple[str, str], st
         checks.error(V.INDEX_MEMBER, f"not valid JSON ({exc})")
         return {}
     members = {}
-    for entry in doc.get("files", []):
+    for entry in _entries(doc, checks):
         name, kind = entry.get("name"), entry.get("data_kind", "")
         entity = (entry.get("entity_type") or "").replace("_", " ")
         if "_" in kind:
@@ -108,10 +144,13 @@ def _index(storage: ArchiveStorage, checks: _Checks) -> dict[tuple[str, str], st
     for name in storage.names:
         if name not in listed:
             checks.warn(name, "member not listed in mzpeak_index.json")
-    metadata = doc.get("metadata") or {}
-    if "version" not in metadata:
+    metadata = doc.get("metadata", {}) if isinstance(doc, dict) else {}
+    metadata = {} if metadata is None else metadata
+    if not isinstance(metadata, dict):
+        checks.error(V.INDEX_MEMBER, "metadata is not a JSON object")
+    elif "version" not in metadata:
         checks.warn(V.INDEX_MEMBER, "metadata.version is missing (the reference writer omits it)")
-    if not storage.is_directory and storage.names[-1] != V.INDEX_MEMBER:
+    if not storage.is_directory and storage.names and storage.names[-1] != V.INDEX_MEMBER:
         checks.warn(V.INDEX_MEMBER, "not the last ZIP member")
     if (V.SPECTRUM, V.METADATA) not in members and (V.CHROMATOGRAM, V.METADATA) not in members:
         checks.error(V.INDEX_MEMBER, "lists no spectrum or chromatogram metadata member")
@@ -119,10 +158,11 @@ def _index(storage: ArchiveStorage, checks: _Checks) -> dict[tuple[str, str], st
 
 
 def _parquet(storage: ArchiveStorage, name: str, checks: _Checks) -> pq.ParquetFile | None:
+    """The member, its footer checked against what its bytes can hold (an error if not)."""
     try:
-        return pq.ParquetFile(pa.BufferReader(storage.buffer(name)))
-    except (pa.ArrowException, OSError) as exc:
-        checks.error(name, f"not a readable Parquet file ({exc})")
+        return open_parquet(storage.buffer(name), name)
+    except ArchiveError as exc:
+        checks.error(name, f"not a readable Parquet file ({str(exc).removeprefix(name + ': ')})")
         return None
 
 
@@ -168,6 +208,8 @@ def _metadata(storage: ArchiveStorage, name: str, entity: str, checks: _Checks) 
     index = main.column("index").to_numpy(zero_copy_only=False) if len(main) else np.zeros(0)
     if not np.array_equal(index, np.arange(len(index))):
         checks.error(name, f"{main_name}.index is not 0..n-1 in order")
+    if "id" in main.column_names:
+        _repeated_ids(name, main_name, main.column("id"), checks)
     kv = pf.metadata.metadata or {}
     context = V.CONTEXT[entity]
     declared = kv.get(f"{context}_count".encode())
@@ -178,6 +220,19 @@ def _metadata(storage: ArchiveStorage, name: str, entity: str, checks: _Checks) 
     if f"{context}_data_point_count".encode() not in kv:
         checks.error(name, f"no {context}_data_point_count key-value")
     return len(main)
+
+
+def _repeated_ids(member: str, table_name: str, ids: pa.ChunkedArray, checks: _Checks) -> None:
+    """Ids must be unique in a run (mzML says so, and lookups by id find only the first)."""
+    repeats = len(ids) - ids.null_count - pc.count_distinct(ids).as_py()
+    if repeats:
+        first = DuplicateIds()
+        first.feed(str(i) for i in ids.to_pylist())
+        checks.warn(
+            member,
+            f"{repeats:,} {table_name} rows repeat the id of an earlier one "
+            f"(first {first.first!r})",
+        )
 
 
 def _key_first_and_sorted(member: str, table_name: str, table: pa.Table, checks: _Checks) -> None:

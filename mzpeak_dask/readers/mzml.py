@@ -34,21 +34,42 @@ _LIST_END = {SPECTRA: b"</spectrumList>", CHROMATOGRAMS: b"</chromatogramList>"}
 _LIST_START = {SPECTRA: b"<spectrumList", CHROMATOGRAMS: b"<chromatogramList"}
 _ITEM_TAG = {SPECTRA: b"<spectrum", CHROMATOGRAMS: b"<chromatogram"}
 _CLOSED_ROOT = re.compile(rb"</(indexedmzML|mzML)>\s*$")
+_ROOT = re.compile(rb"<(indexedmzML|mzML)[\s>]")
+_PLURAL = {SPECTRA: "spectra", CHROMATOGRAMS: "chromatograms"}
 
 
-def _embedded_offsets(source: ByteSource, kind: str) -> np.ndarray | None:
-    """Item start offsets from the ``<indexList>``, or None if absent or not trustworthy."""
+def _listed_offsets(source: ByteSource, kind: str) -> np.ndarray | None:
+    """Item start offsets the ``<indexList>`` lists, or None when there is no index or
+    ``<indexListOffset>`` does not point at it."""
     m = _INDEX_LIST_OFFSET.search(source.read(source.size - 4096, source.size))
     if not m:
         return None
     start = int(m.group(1))
-    if start >= source.size:
-        return None
+    if not source.read(start, start + 10).startswith(b"<indexList"):
+        return None  # a stale index (pyteomics' test.mzML, cut from a larger run, has one)
     for name, body in _INDEX.findall(source.read(start, source.size)):
         if name.decode() == kind:
-            offsets = np.array([int(o) for o in _OFFSET.findall(body)], dtype=np.int64)
-            return offsets if _points_at(source, offsets, _ITEM_TAG[kind]) else None
+            return np.array([int(o) for o in _OFFSET.findall(body)], dtype=np.int64)
     return None
+
+
+def _item_offsets(path: str, source: ByteSource, kind: str, header_stop: int) -> np.ndarray:
+    """Item start offsets: the index's when every one points at its element, else a scan.
+
+    A coherent index (its ``<indexListOffset>`` right) that lists more items than the
+    document holds means items are missing: zero spectra from a file whose index lists some is
+    an error, not an empty run."""
+    listed = _listed_offsets(source, kind)
+    if listed is not None and _points_at(source, listed, _ITEM_TAG[kind]):
+        return listed
+    starts = _scanned_offsets(source, kind, header_stop)
+    if listed is not None and len(starts) < len(listed):
+        raise input_error(
+            path,
+            f"its offset index lists {len(listed):,} {_PLURAL[kind]}, the document holds "
+            f"{len(starts):,} (a truncated or broken file)",
+        )
+    return starts
 
 
 def _points_at(source: ByteSource, offsets: np.ndarray, tag: bytes) -> bool:
@@ -108,15 +129,22 @@ class MzMLFormat(InputFormat):
     @classmethod
     def survey_source(cls, path: str, source: ByteSource) -> Survey:
         tail = source.read(source.size - 4096, source.size).rstrip()
-        if not _CLOSED_ROOT.search(tail):
+        closed = _CLOSED_ROOT.search(tail)
+        if not closed:
             raise input_error(path, "the mzML document is truncated (no closing </mzML>)")
+        opened = _ROOT.search(source.read(0, 1 << 16))
+        if opened is None or opened.group(1) != closed.group(1):
+            root = opened.group(1).decode() if opened else "no mzML element"
+            raise input_error(
+                path,
+                f"malformed mzML: the document opens <{root}> but ends with "
+                f"</{closed.group(1).decode()}> (content after its root element)",
+            )
         header_stop = _header_stop(source)
         prefix = source.read(0, header_stop)
         offsets = {}
         for kind in (SPECTRA, CHROMATOGRAMS):
-            starts = _embedded_offsets(source, kind)
-            if starts is None:
-                starts = _scanned_offsets(source, kind, header_stop)
+            starts = _item_offsets(path, source, kind, header_stop)
             end = _list_end(source, kind, int(starts[-1]) if len(starts) else header_stop)
             offsets[kind] = np.append(starts, end).astype(np.int64)
         list_tags = source.read(header_stop, header_stop + 512)

@@ -19,7 +19,7 @@ from pyteomics import mzml, xml
 from .. import cv
 from ..records import ChromatogramRecord, SpectrumRecord
 from .base import CHROMATOGRAMS, input_error, spectrum_error
-from .binary import BinaryDecodeError, RawArray, to_signal_array
+from .binary import BinaryDecodeError, RawArray, check_paired, to_signal_array
 from .pyteomics_records import params_of, precursor_of, precursors_of, product_of, scans_of
 
 RAW_ARRAYS = "__raw_arrays__"
@@ -82,6 +82,8 @@ def _arrays(info: dict, path: str, item: str, fetch: FetchExternal) -> list:
     out = []
     default_length = info.get("defaultArrayLength")
     for raw in info.pop(RAW_ARRAYS, []):
+        # an array's own arrayLength, else the spectrum's defaultArrayLength: every array must
+        # hold exactly its declared length (arrays of another length declare their own)
         if raw.declared_length is None and default_length is not None:
             raw.declared_length = int(default_length)
         try:
@@ -90,6 +92,10 @@ def _arrays(info: dict, path: str, item: str, fetch: FetchExternal) -> list:
             raise spectrum_error(path, item, str(exc)) from None
         except (ValueError, OverflowError) as exc:  # numpress and numpy conversion errors
             raise spectrum_error(path, item, f"cannot decode binary data ({exc})") from None
+    try:
+        check_paired(out)
+    except BinaryDecodeError as exc:
+        raise spectrum_error(path, item, str(exc)) from None
     return out
 
 

@@ -18,6 +18,7 @@ import pandas as pd
 import pytest
 
 from mzpeak_dask.read.validate import ERROR, validate
+from mzpeak_dask.readers.binary import MAX_ARRAY_VALUES
 
 from ..batch_inputs import huge_spectrum_mzml
 from ..benchmarks.replicate import replicate
@@ -61,7 +62,8 @@ def make_tree(root: Path) -> Path:
     (root / BAD[0]).write_bytes(data[: len(data) // 2])
     (root / BAD[1]).write_text("sample sheet, not mass spectra\n")
     shutil.copy(DATA / "openms" / "FileFilter_39_input_corrupt.mzML", root / BAD[2])
-    huge_spectrum_mzml(root / BAD[3], 120_000_000)  # 2 GB decoded: kills a 700 MB worker
+    # the most points one array may hold: 1.6 GB at its peak, which kills a 700 MB worker
+    huge_spectrum_mzml(root / BAD[3], MAX_ARRAY_VALUES)
     return root
 
 
