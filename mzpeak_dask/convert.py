@@ -17,7 +17,8 @@ from typing import Any
 
 from . import vocabulary as V
 from .archive.assembler import RunAssembler
-from .archive.container import Container, Staging, check_output
+from .archive.container import Container, check_output
+from .archive.staging import Staging, folder_for, sweep
 from .encode import EncodedPartition
 from .errors import InputError, MzPeakDaskError
 from .options import ClusterOptions, ConvertOptions
@@ -67,6 +68,7 @@ class RunJob:
         self.started = time.perf_counter()
         check_input(source)
         check_output(output, options.overwrite)
+        sweep(folder_for(output), output)  # what conversions that died left for this output
         self.staging = Staging(output)
         self.plan: RunPlan | None = None
         self.container: Container | None = None

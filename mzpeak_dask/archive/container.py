@@ -8,14 +8,13 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import tempfile
-import time
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
 from ..errors import OutputError
+from .staging import Staging
 
 
 def check_output(output: Path, overwrite: bool) -> None:
@@ -27,32 +26,6 @@ def check_output(output: Path, overwrite: bool) -> None:
         raise OutputError(f"{output}: the folder {parent} does not exist")
     if not os.access(parent, os.W_OK | os.X_OK):
         raise OutputError(f"{output}: the folder {parent} is not writable")
-
-
-class Staging:
-    """A private scratch folder next to the output (same filesystem, so renames are atomic and
-    cluster workers on shared storage can read decompressed inputs staged here)."""
-
-    def __init__(self, output: Path):
-        parent = output.parent if str(output.parent) else Path(".")
-        try:
-            self.path = Path(tempfile.mkdtemp(prefix=f".{output.name}.", suffix=".tmp", dir=parent))
-        except OSError as exc:
-            raise OutputError(
-                f"{output}: cannot create a temporary folder ({exc.strerror})"
-            ) from None
-
-    def file(self, name: str) -> Path:
-        return self.path / name
-
-    def cleanup(self, attempts: int = 5) -> None:
-        """Remove the folder. A cancelled worker task may still drop a file into it while it
-        is being removed (the removal then fails with the folder not empty): try again."""
-        for attempt in range(attempts):
-            shutil.rmtree(self.path, ignore_errors=True)
-            if not self.path.exists():
-                return
-            time.sleep(0.05 * (attempt + 1))
 
 
 class Container:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..archive.staging import sweep
 from ..convert import ConversionResult, Progress, convert_many
 from ..errors import OptionsError
 from ..options import ClusterOptions, ConvertOptions, _Options
@@ -88,9 +89,9 @@ class BatchRun:
         self.inspector = Inspector(None, output_dir)  # on the cluster once there is one
 
     def remove_stale_staging(self) -> None:
-        """Temporary folders a killed run left beside its outputs."""
-        for path in self.output_dir.rglob(".*.mzpeak.*.tmp"):
-            shutil.rmtree(path, ignore_errors=True)
+        """Temporary folders that killed conversions left beside the outputs (never those of
+        a conversion running now: they are locked by their owner)."""
+        sweep(self.output_dir, recursive=True)
 
     def up_to_date(self) -> list[tuple[Path, Path]]:
         """The inputs a resume must still convert; the others are recorded as skipped."""

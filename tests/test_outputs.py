@@ -1,0 +1,90 @@
+"""Where ``convert`` writes: temporary folders of dead conversions are swept (never those of
+live ones)."""
+
+from __future__ import annotations
+
+import gzip
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from mzpeak_dask import open_archive
+
+from .benchmarks.replicate import replicate
+from .conftest import BUNDLED, DATA
+from .test_bad_input import assert_clean, run_cli
+
+SMALL = BUNDLED / "small.mzML"
+TINY = DATA / "pyteomics" / "tiny.pwiz.1.1.mzML"
+
+
+def _staging(folder: Path) -> list[Path]:
+    return [p for p in folder.iterdir() if p.name.startswith(".") and p.name.endswith(".tmp")]
+
+
+def _gzipped_run(path: Path, copies: int) -> Path:
+    plain = path.with_suffix("")
+    plain.parent.mkdir(parents=True, exist_ok=True)
+    replicate(SMALL, plain, copies=copies)
+    with open(plain, "rb") as f, gzip.open(path, "wb", compresslevel=1) as out:
+        shutil.copyfileobj(f, out)
+    plain.unlink()
+    return path
+
+
+def _convert(source: Path, output: Path, *extra: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "mzpeak_dask", "convert", str(source), str(output), *extra],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _wait_for_staging(process: subprocess.Popen, folder: Path, member: str) -> Path:
+    deadline = time.monotonic() + 300
+    while True:
+        found = [p for p in _staging(folder) if (p / member).exists()]
+        if found:
+            return found[0]
+        assert process.poll() is None, process.communicate()
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+
+
+def test_a_killed_conversion_leaves_staging_the_next_one_removes(tmp_path: Path) -> None:
+    source = _gzipped_run(tmp_path / "inputs" / "run.mzML.gz", copies=12)
+    out = tmp_path / "out"
+    out.mkdir()
+    killed = _convert(source, out / "run.mzpeak", "--cluster", "inline", "-q")
+    staging = _wait_for_staging(killed, out, "archive.mzpeak")
+    killed.send_signal(signal.SIGKILL)
+    killed.communicate(timeout=60)
+    assert staging.exists() and not (out / "run.mzpeak").exists()
+    result = run_cli("convert", str(TINY), str(out / "run.mzpeak"), "--cluster", "inline", "-q")
+    assert result.returncode == 0, result.stderr
+    assert_clean(out, out / "run.mzpeak")
+
+
+def test_a_live_conversion_keeps_its_staging(tmp_path: Path) -> None:
+    source = tmp_path / "big.mzML"
+    replicate(SMALL, source, copies=16)
+    out = tmp_path / "out"
+    out.mkdir()
+    live = _convert(source, out / "run.mzpeak", "--cluster", "inline", "-q", "--overwrite")
+    staging = _wait_for_staging(live, out, "archive.mzpeak")
+    other = run_cli(
+        "convert", str(TINY), str(out / "run.mzpeak"), "--cluster", "inline", "-q", "--overwrite"
+    )
+    assert other.returncode == 0, other.stderr
+    still_running = live.poll() is None
+    _, stderr = live.communicate(timeout=600)
+    assert live.returncode == 0, stderr
+    assert still_running, "the first conversion ended too early to check its staging"
+    with open_archive(out / "run.mzpeak") as archive:
+        assert len(archive) == 16 * 48
+    assert not staging.exists()
+    assert_clean(out, out / "run.mzpeak")
