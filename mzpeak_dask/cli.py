@@ -22,12 +22,13 @@ from .cli_args import (
     options_from,
     picked,
 )
-from .errors import MzPeakDaskError
+from .errors import MzPeakDaskError, OptionsError, OutputBusyError
 from .export.commands import add_commands
 from .options import load_config, resolve
 
 EXIT_FAILED = 1
 EXIT_USAGE = 2
+EXIT_BUSY = 75  # EX_TEMPFAIL: another batch holds the output folder; try again later
 EXIT_INTERRUPTED = 130
 
 
@@ -230,7 +231,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.verbose:
             traceback.print_exc()
         print(f"error: {exc}", file=sys.stderr)
-        return EXIT_USAGE if type(exc).__name__ == "OptionsError" else EXIT_FAILED
+        if isinstance(exc, OutputBusyError):
+            return EXIT_BUSY
+        return EXIT_USAGE if isinstance(exc, OptionsError) else EXIT_FAILED
     except KeyboardInterrupt:
         print("interrupted: partial outputs removed", file=sys.stderr)
         return EXIT_INTERRUPTED

@@ -20,12 +20,13 @@ from typing import Any
 
 from ..archive.staging import sweep
 from ..convert import ConversionResult, Progress, convert_many
-from ..errors import OptionsError
+from ..errors import OptionsError, OutputError
 from ..options import ClusterOptions, ConvertOptions, _Options
 from ..read.validate import ERROR, validate
 from ..tables.file_metadata import file_sha256
 from . import report
 from .inspect import Inspector
+from .lock import output_lock
 from .sources import discover, outputs_for
 from .state import CONVERTED, FAILED, PENDING, SKIPPED, BatchState
 
@@ -70,7 +71,7 @@ def _safe_sha256(path: Path) -> str | None:
 class BatchRun:
     def __init__(
         self,
-        source: Path,
+        pairs: list[tuple[Path, Path]],
         output_dir: Path,
         options: ConvertOptions,
         cluster: ClusterOptions,
@@ -80,8 +81,7 @@ class BatchRun:
         self.options = options.updated(overwrite=True)  # outputs of this batch are its own
         self.cluster = cluster
         self.batch = batch
-        root, inputs = discover(source)
-        self.pairs = outputs_for(root, inputs, output_dir)
+        self.pairs = pairs
         for folder in sorted({o.parent for _, o in self.pairs}):
             folder.mkdir(parents=True, exist_ok=True)
         self.state = BatchState(output_dir)
@@ -255,13 +255,26 @@ def run_batch(
     client: Any = None,
     progress: Progress | None = None,
 ) -> BatchOutcome:
-    """Convert every input under ``source`` (a folder or a manifest) into ``output_dir``."""
+    """Convert every input under ``source`` (a folder or a manifest) into ``output_dir``.
+    Raises :class:`~mzpeak_dask.errors.OutputBusyError` while another batch writes there."""
     started = time.perf_counter()
     output_dir = Path(output_dir)
     batch = batch or BatchOptions()
-    run = BatchRun(
-        Path(source), output_dir, options or ConvertOptions(), cluster or ClusterOptions(), batch
-    )
+    root, inputs = discover(Path(source))
+    pairs = outputs_for(root, inputs, output_dir)
+    try:
+        output_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutputError(f"{output_dir}: cannot create the folder ({exc.strerror})") from None
+    with output_lock(output_dir):
+        run = BatchRun(
+            pairs, output_dir, options or ConvertOptions(), cluster or ClusterOptions(), batch
+        )
+        return _run(run, client, progress, started)
+
+
+def _run(run: BatchRun, client: Any, progress: Progress | None, started: float) -> BatchOutcome:
+    batch, output_dir = run.batch, run.output_dir
     run.remove_stale_staging()
     if progress is not None and hasattr(progress, "files"):
         progress.files = len(run.pairs)
