@@ -17,7 +17,7 @@ from typing import Any
 
 from . import vocabulary as V
 from .archive.assembler import RunAssembler
-from .archive.container import Container, check_output
+from .archive.container import Container, Inputs, check_output
 from .archive.staging import Staging, folder_for, sweep
 from .encode import EncodedPartition
 from .errors import InputError, MzPeakDaskError
@@ -63,11 +63,14 @@ class RunJob:
     """One run's conversion state on the coordinator: planned (usually on a worker), then fed
     its encoded partitions in order, then finished into the archive."""
 
-    def __init__(self, source: Path, output: Path, options: ConvertOptions):
+    def __init__(
+        self, source: Path, output: Path, options: ConvertOptions, inputs: Inputs | None = None
+    ):
+        """``inputs``: every input of the call, none of which ``output`` may overwrite."""
         self.source, self.output, self.options = source, output, options
         self.started = time.perf_counter()
         check_input(source)
-        check_output(output, options.overwrite)
+        check_output(output, options.overwrite, inputs or Inputs([source]))
         sweep(folder_for(output), output)  # what conversions that died left for this output
         self.staging = Staging(output)
         self.plan: RunPlan | None = None

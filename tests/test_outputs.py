@@ -1,9 +1,10 @@
-"""Where ``convert`` writes: temporary folders of dead conversions are swept (never those of
-live ones)."""
+"""Where ``convert`` writes: never over its input, and temporary folders of dead conversions
+are swept (never those of live ones)."""
 
 from __future__ import annotations
 
 import gzip
+import os
 import shutil
 import signal
 import subprocess
@@ -15,7 +16,7 @@ from mzpeak_dask import open_archive
 
 from .benchmarks.replicate import replicate
 from .conftest import BUNDLED, DATA
-from .test_bad_input import assert_clean, run_cli
+from .test_bad_input import _one_line_error, assert_clean, run_cli
 
 SMALL = BUNDLED / "small.mzML"
 TINY = DATA / "pyteomics" / "tiny.pwiz.1.1.mzML"
@@ -23,6 +24,23 @@ TINY = DATA / "pyteomics" / "tiny.pwiz.1.1.mzML"
 
 def _staging(folder: Path) -> list[Path]:
     return [p for p in folder.iterdir() if p.name.startswith(".") and p.name.endswith(".tmp")]
+
+
+def test_an_output_that_is_the_input_is_refused(tmp_path: Path) -> None:
+    source = tmp_path / "s.mzML"
+    shutil.copy(SMALL, source)
+    before = source.read_bytes()
+    result = run_cli("convert", str(source), str(source), "--overwrite", "--cluster", "inline")
+    _one_line_error(result, str(source), "is the input")
+    link = tmp_path / "link.mzpeak"
+    link.symlink_to(source)
+    hard = tmp_path / "hard.mzpeak"
+    os.link(source, hard)
+    for output in (link, hard):
+        result = run_cli("convert", str(source), str(output), "--overwrite", "--cluster", "inline")
+        _one_line_error(result, str(output), "is the input")
+    assert source.read_bytes() == before and link.is_symlink() and hard.stat().st_nlink == 2
+    assert_clean(tmp_path, source, link, hard)
 
 
 def _gzipped_run(path: Path, copies: int) -> Path:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..archive.container import Inputs
 from ..archive.staging import sweep
 from ..convert import ConversionResult, Progress, convert_many
 from ..errors import OptionsError, OutputError
@@ -92,6 +93,21 @@ class BatchRun:
         """Temporary folders that killed conversions left beside the outputs (never those of
         a conversion running now: they are locked by their owner)."""
         sweep(self.output_dir, recursive=True)
+
+    def refuse_overwriting_inputs(self, todo: list[tuple[Path, Path]]) -> list[tuple[Path, Path]]:
+        """Fail the inputs whose output is an input of this batch (the same file, a link to
+        one, or a folder holding one); the others are still to do."""
+        inputs = Inputs(source for source, _ in self.pairs)
+        kept = []
+        for source, output in todo:
+            conflict = inputs.conflict(output)
+            if conflict is None:
+                kept.append((source, output))
+                continue
+            record = {"input": str(source), "output": str(output), "status": FAILED}
+            record["error"] = f"{output}: {conflict}; not overwritten"
+            self._store(source, record, attempts=0)
+        return kept
 
     def up_to_date(self) -> list[tuple[Path, Path]]:
         """The inputs a resume must still convert; the others are recorded as skipped."""
@@ -279,6 +295,7 @@ def _run(run: BatchRun, client: Any, progress: Progress | None, started: float) 
     if progress is not None and hasattr(progress, "files"):
         progress.files = len(run.pairs)
     todo = run.up_to_date() if batch.resume else list(run.pairs)
+    todo = run.refuse_overwriting_inputs(todo)
     outcome = BatchOutcome()
     try:
         with _client(run.cluster, client) as shared:

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..archive.container import Inputs
 from ..convert import ConversionResult, Progress, RunJob
 from ..encode import encode_partition
 from ..errors import ClusterError, MzPeakDaskError
@@ -101,6 +102,7 @@ class Coordinator:
 
     def run(self, jobs: list[tuple[Path, Path]]) -> list[ConversionResult | MzPeakDaskError]:
         results: list[Any] = [None] * len(jobs)
+        self.inputs = Inputs(source for source, _ in jobs)  # no output may overwrite one
         pending = deque(enumerate(jobs))
         try:
             while pending or self.active:
@@ -123,7 +125,7 @@ class Coordinator:
         while pending and (not self.active or self._ready_for_more()):
             number, (source, output) = pending.popleft()
             try:
-                job = RunJob(source, output, self.options)
+                job = RunJob(source, output, self.options, self.inputs)
             except MzPeakDaskError as exc:
                 self._record(number, exc, results)
                 continue
