@@ -33,18 +33,20 @@ EXIT_INTERRUPTED = 130
 
 
 def cmd_convert(args: argparse.Namespace) -> int:
-    from .convert import archive_names, convert_many
+    from .convert import archive_names, convert_many, is_archive_folder
     from .parallel.progress import ProgressReporter
 
     options, cluster = options_from(args)
     inputs = [Path(p) for p in args.inputs]
     output = Path(args.output)
-    if len(inputs) == 1 and not output.is_dir():
+    folder = output.is_dir() and not is_archive_folder(output)
+    if len(inputs) == 1 and not folder:
         jobs = [(inputs[0], output)]
     else:
-        if not output.is_dir():
+        if not folder:
+            what = "is an mzPeak archive" if output.is_dir() else "is not a directory"
             raise MzPeakDaskError(
-                f"{output}: with several inputs, OUTPUT must be an existing directory"
+                f"{output}: {what}; with several inputs, OUTPUT must be an existing directory"
             )
         jobs = [(i, output / name) for i, name in zip(inputs, archive_names(inputs), strict=True)]
     progress = None if args.quiet else ProgressReporter(len(jobs))

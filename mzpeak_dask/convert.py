@@ -162,6 +162,12 @@ def archive_names(inputs: list[Path]) -> list[str]:
     ]
 
 
+def is_archive_folder(path: Path) -> bool:
+    """An existing folder that is an unpacked archive (named ``*.mzpeak`` or holding an
+    ``mzpeak_index.json``): an output to replace, not a folder to write archives into."""
+    return path.is_dir() and (path.suffix.lower() == ".mzpeak" or (path / V.INDEX_MEMBER).is_file())
+
+
 def _size(path: Path) -> int:
     if path.is_dir():
         return sum(p.stat().st_size for p in path.iterdir())

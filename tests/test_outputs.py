@@ -1,5 +1,5 @@
-"""Where ``convert`` writes: never over its input, and temporary folders of dead conversions
-are swept (never those of live ones)."""
+"""Where ``convert`` writes: never over its input, an existing archive folder is an archive,
+and temporary folders of dead conversions are swept (never those of live ones)."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ import sys
 import time
 from pathlib import Path
 
-from mzpeak_dask import open_archive
+from mzpeak_dask import ConvertOptions, convert, open_archive
 
 from .benchmarks.replicate import replicate
-from .conftest import BUNDLED, DATA
+from .conftest import BUNDLED, DATA, INLINE
 from .test_bad_input import _one_line_error, assert_clean, run_cli
 
 SMALL = BUNDLED / "small.mzML"
@@ -41,6 +41,43 @@ def test_an_output_that_is_the_input_is_refused(tmp_path: Path) -> None:
         _one_line_error(result, str(output), "is the input")
     assert source.read_bytes() == before and link.is_symlink() and hard.stat().st_nlink == 2
     assert_clean(tmp_path, source, link, hard)
+
+
+def test_an_archive_folder_holding_the_input_is_not_replaced(tmp_path: Path) -> None:
+    archive = tmp_path / "u.mzpeak"
+    archive.mkdir()
+    source = archive / "x.mzML"
+    shutil.copy(TINY, source)
+    result = run_cli(
+        "convert", str(source), str(archive), "--unpacked", "--overwrite", "--cluster", "inline"
+    )
+    _one_line_error(result, str(archive), "holds the input")
+    assert sorted(archive.iterdir()) == [source]
+
+
+def test_an_existing_unpacked_archive_is_the_output_not_a_folder(tmp_path: Path) -> None:
+    archive = tmp_path / "u.mzpeak"
+    convert(TINY, archive, ConvertOptions(unpacked=True), cluster=INLINE)
+    (archive / "stale.txt").write_text("left by an older build")
+    before = sorted(p.name for p in archive.iterdir())
+    result = run_cli("convert", str(SMALL), str(archive), "--unpacked", "--cluster", "inline")
+    _one_line_error(result, str(archive), "already exists")
+    result = run_cli("convert", str(SMALL), str(archive), "--cluster", "inline")
+    _one_line_error(result, str(archive), "already exists")
+    assert sorted(p.name for p in archive.iterdir()) == before
+    result = run_cli(
+        "convert", str(SMALL), str(archive), "--unpacked", "--overwrite", "--cluster", "inline"
+    )
+    assert result.returncode == 0, result.stderr
+    names = sorted(p.name for p in archive.iterdir())
+    assert "stale.txt" not in names and "small.mzpeak" not in names
+    assert "mzpeak_index.json" in names
+    with open_archive(archive) as opened:
+        assert len(opened) == 48
+    assert_clean(tmp_path, archive)
+    # several inputs need a folder: an archive is not one
+    result = run_cli("convert", str(SMALL), str(TINY), str(archive), "--cluster", "inline")
+    _one_line_error(result, str(archive), "is an mzPeak archive")
 
 
 def _gzipped_run(path: Path, copies: int) -> Path:
