@@ -241,14 +241,14 @@ CATALOG_SCHEMA = pa.schema(
 
 
 def write_catalog(output_dir: Path, state_records: list[dict[str, Any]]) -> Path:
-    """One row per archive the batch has produced so far (this run and earlier ones)."""
-    rows = [
-        row
-        for r in state_records
-        if r["status"] in (CONVERTED, SKIPPED)
-        for row in [catalog_row(r)]
-        if row is not None
-    ]
+    """One row per archive the batch has produced so far (this run and earlier ones; for an
+    archive recorded under two names, e.g. by an older version, the latest record)."""
+    done = [r for r in state_records if r["status"] in (CONVERTED, SKIPPED)]
+    latest = {}
+    for r in sorted(done, key=lambda r: r.get("finished_at") or 0.0):
+        latest[os.path.realpath(r["output"])] = r["input"]
+    chosen = [r for r in done if latest[os.path.realpath(r["output"])] == r["input"]]
+    rows = [row for r in chosen for row in [catalog_row(r)] if row is not None]
     table = pa.Table.from_pylist(rows, schema=CATALOG_SCHEMA)
     path = output_dir / CATALOG
     tmp = path.with_name(f".{path.name}.tmp")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import os
 import shutil
 import time
 from collections.abc import Callable
@@ -274,7 +275,7 @@ def run_batch(
     """Convert every input under ``source`` (a folder or a manifest) into ``output_dir``.
     Raises :class:`~mzpeak_dask.errors.OutputBusyError` while another batch writes there."""
     started = time.perf_counter()
-    output_dir = Path(output_dir)
+    output_dir = Path(os.path.abspath(output_dir))
     batch = batch or BatchOptions()
     root, inputs = discover(Path(source))
     pairs = outputs_for(root, inputs, output_dir)
