@@ -1,16 +1,20 @@
 """Where ``convert`` writes: never over its input, an existing archive folder is an archive,
-and temporary folders of dead conversions are swept (never those of live ones)."""
+temporary folders of dead conversions are swept (never those of live ones), and a write that
+fails names the output and the cause, not a temporary path."""
 
 from __future__ import annotations
 
 import gzip
 import os
+import resource
 import shutil
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+import pytest
 
 from mzpeak_dask import ConvertOptions, convert, open_archive
 
@@ -143,3 +147,51 @@ def test_a_live_conversion_keeps_its_staging(tmp_path: Path) -> None:
         assert len(archive) == 16 * 48
     assert not staging.exists()
     assert_clean(out, out / "run.mzpeak")
+
+
+def _limited_file_size(limit: int):
+    def apply() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    return apply
+
+
+@pytest.mark.parametrize(
+    ("source", "cluster"),
+    [
+        (SMALL, "inline"),
+        (DATA / "mzdata" / "small.mzML.gz", "inline"),
+        pytest.param(SMALL, "local", marks=pytest.mark.cluster),
+    ],
+    ids=["archive-inline", "decompressed-inline", "archive-local"],
+)
+def test_a_write_that_fails_names_the_output_and_the_cause(
+    tmp_path: Path, source: Path, cluster: str
+) -> None:
+    output = tmp_path / "out.mzpeak"
+    command = [sys.executable, "-m", "mzpeak_dask", "convert", str(source), str(output)]
+    result = subprocess.run(
+        [*command, "--cluster", cluster, "--workers", "2", "--no-dashboard", "-q"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        preexec_fn=_limited_file_size(300_000),  # as a full disk would, for files > 300 kB
+    )
+    _one_line_error(result, str(source), f"cannot write {output}", "File too large")
+    assert ".tmp" not in result.stderr and "internal error" not in result.stderr
+    assert_clean(tmp_path)
+
+
+@pytest.mark.parametrize("cluster", ["inline", pytest.param("local", marks=pytest.mark.cluster)])
+def test_an_error_in_a_gzipped_input_names_the_input(tmp_path: Path, cluster: str) -> None:
+    text = SMALL.read_text()
+    at = text.index("<binary>", text.index('<spectrum index="5"')) + len("<binary>")
+    source = tmp_path / "corrupt.mzML.gz"
+    with gzip.open(source, "wt") as f:
+        f.write(text[:at] + "!!!" + text[at + 3 :])
+    result = run_cli(
+        "convert", str(source), str(tmp_path / "out.mzpeak"), "--cluster", cluster, "-q"
+    )
+    _one_line_error(result, f"error: {source}: spectrum", "scan=6", "corrupt base64")
+    assert ".tmp" not in result.stderr
+    assert_clean(tmp_path, source)

@@ -49,6 +49,7 @@ class Staging:
                 f"{output}: cannot create a temporary folder ({exc.strerror})"
             ) from None
         _LIVE.add(str(self.path))
+        self.cleaned = False
 
     def file(self, name: str) -> Path:
         return self.path / name
@@ -56,6 +57,7 @@ class Staging:
     def cleanup(self, attempts: int = 5) -> None:
         """Remove the folder. A cancelled worker task may still drop a file into it while it
         is being removed (the removal then fails with the folder not empty): try again."""
+        self.cleaned = True
         for attempt in range(attempts):
             shutil.rmtree(self.path, ignore_errors=True)
             if not self.path.exists():

@@ -1,10 +1,12 @@
 """What a batch converts and records, whatever the paths look like: SOURCE typed as a relative
-or an absolute path, one file named several times, outputs that would be inputs."""
+or an absolute path, one file named several times, outputs that would be inputs, an output too
+large to write."""
 
 from __future__ import annotations
 
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -14,7 +16,7 @@ import pandas as pd
 
 from mzpeak_dask.batch.state import BatchState
 
-from ..conftest import DATA
+from ..conftest import BUNDLED, DATA
 
 TINY = DATA / "pyteomics" / "tiny.pwiz.1.1.mzML"
 
@@ -89,6 +91,27 @@ def test_an_output_that_would_be_an_input_fails_alone(tmp_path: Path) -> None:
     assert statuses["b.mzXML"][0] == "failed" and "is the input" in statuses["b.mzXML"][1]
     assert statuses["c.mzpeak"][0] == "failed" and "is the input" in statuses["c.mzpeak"][1]
     assert disguised.read_bytes() == before and (source / "b.mzpeak").is_symlink()
+
+
+def test_a_file_too_large_to_write_fails_alone(tmp_path: Path) -> None:
+    source = tmp_path / "repository"
+    source.mkdir()
+    shutil.copy(TINY, source / "tiny.mzML")
+    shutil.copy(BUNDLED / "small.mzML", source / "small.mzML")  # its archive is 1.5 MB
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (400_000, 400_000))
+
+    result = cli(
+        "batch", str(source), str(tmp_path / "mzpeak"), "--cluster", "inline", preexec_fn=limit
+    )
+    assert result.returncode == 1 and "internal error" not in result.stderr, result.stderr
+    files = {Path(f["input"]).name: f for f in report_files(tmp_path / "mzpeak")}
+    assert files["tiny.mzML"]["status"] == "converted"
+    assert files["small.mzML"]["status"] == "failed"
+    assert "cannot write" in files["small.mzML"]["error"]
+    assert "File too large" in files["small.mzML"]["error"]
+    assert ".tmp" not in files["small.mzML"]["error"]
 
 
 def test_the_catalog_lists_an_archive_once_under_two_names(tmp_path: Path) -> None:
