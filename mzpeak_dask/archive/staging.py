@@ -9,6 +9,7 @@ wall-time limit) from one in use right now, and sweep only the former.
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import tempfile
@@ -17,6 +18,7 @@ from pathlib import Path
 
 from ..errors import OutputError
 from ..locks import owner_note, try_lock
+from ..pathtext import is_utf8, text
 
 OWNER_LOCK = "owner.lock"
 # a folder without its owner's lock is being created (the lock follows within microseconds)
@@ -27,12 +29,32 @@ _LIVE: set[str] = set()  # this process's own (a lock on NFS does not exclude it
 
 
 def prefix_for(output: Path) -> str:
-    return f".{output.name}."
+    return f".{text(output.name)}."
 
 
 def folder_for(output: Path) -> Path:
-    """Beside the output."""
-    return output.parent if str(output.parent) else Path(".")
+    """Beside the output; but Arrow opens files by UTF-8 path only, so when the output's
+    folder has a name that is not UTF-8, the nearest folder above it, on the same file
+    system, whose path is."""
+    parent = output.parent if str(output.parent) else Path(".")
+    if is_utf8(str(parent)):
+        return parent
+    try:
+        device = parent.stat().st_dev
+    except OSError:
+        return parent  # the missing folder is reported by the caller
+    for folder in Path(os.path.abspath(parent)).parents:
+        if is_utf8(str(folder)) and _usable(folder, device):
+            return folder
+    raise OutputError(f"{text(output)}: no writable folder with a UTF-8 path for temporary files")
+
+
+def _usable(folder: Path, device: int) -> bool:
+    try:
+        same = folder.stat().st_dev == device
+    except OSError:
+        return False
+    return same and os.access(folder, os.W_OK | os.X_OK)
 
 
 class Staging:
@@ -46,7 +68,7 @@ class Staging:
             self._lock = try_lock(self.path / OWNER_LOCK, owner_note())
         except OSError as exc:
             raise OutputError(
-                f"{output}: cannot create a temporary folder ({exc.strerror})"
+                f"{text(output)}: cannot create a temporary folder ({exc.strerror})"
             ) from None
         _LIVE.add(str(self.path))
         self.cleaned = False

@@ -24,6 +24,7 @@ from ..archive.staging import sweep
 from ..convert import ConversionResult, Progress, convert_many
 from ..errors import OptionsError, OutputError
 from ..options import ClusterOptions, ConvertOptions, _Options
+from ..pathtext import text
 from ..read.validate import ERROR, validate
 from ..tables.file_metadata import file_sha256
 from . import report
@@ -186,6 +187,9 @@ class BatchRun:
         self.collect(wait=True)
 
     def _store(self, source: Path, record: dict[str, Any], attempts: int) -> None:
+        if record.get("error"):  # one line, valid UTF-8 whatever the paths in it
+            record["error"] = text(record["error"])
+        record["warnings"] = [text(w) for w in record.get("warnings") or []]
         record["attempts"] = attempts
         record["finished_at"] = time.time()
         self.records[source] = record

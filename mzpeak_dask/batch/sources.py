@@ -42,8 +42,8 @@ def discover(source: Path) -> tuple[Path, list[Path]]:
 def read_manifest(path: Path) -> list[Path]:
     """One path per line, or CSV/TSV with a ``path`` column; relative paths are relative to
     the manifest's folder; blank lines and ``#`` comments are skipped. Paths come back
-    resolved (absolute, without links or ``..``)."""
-    text = path.read_text(encoding="utf-8").splitlines()
+    resolved (absolute, without links or ``..``); bytes that are not UTF-8 are kept."""
+    text = path.read_text(encoding="utf-8", errors="surrogateescape").splitlines()
     lines = [line for line in text if line.strip() and not line.lstrip().startswith("#")]
     if not lines:
         return []
