@@ -3,11 +3,13 @@
 The kernel drops such a lock when its owner's file descriptor closes, which happens however
 the process ends (SIGKILL, out of memory, a wall-time limit), so a lock never outlives its
 owner the way a pid file does. The file itself may stay; only the lock on it counts. Worker
-processes started later do not inherit the descriptor (Python opens it close-on-exec).
+processes started later do not inherit the descriptor (Python opens it close-on-exec). Some
+cluster file systems refuse locks (Lustre mounted without ``flock``): see :func:`unsupported`.
 """
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 import socket
@@ -45,6 +47,11 @@ def try_lock(path: Path, note: str | None = None, create: bool = True) -> HeldLo
     return HeldLock(fd, path)
 
 
+def unsupported(exc: OSError) -> bool:
+    """Whether ``exc`` says the file system does not do locks (rather than: locked)."""
+    return exc.errno in {errno.ENOSYS, errno.EOPNOTSUPP, errno.ENOTSUP, errno.ENOLCK, errno.EINVAL}
+
+
 def owner_note() -> str:
     """Who this process is, for a lock's note: ``pid N on HOST since TIME``."""
     since = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
@@ -59,4 +66,4 @@ def holder(path: Path) -> str:
         return ""
 
 
-__all__ = ["HeldLock", "holder", "owner_note", "try_lock"]
+__all__ = ["HeldLock", "holder", "owner_note", "try_lock", "unsupported"]

@@ -9,6 +9,7 @@ wall-time limit) from one in use right now, and sweep only the former.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import shutil
@@ -17,9 +18,10 @@ import time
 from pathlib import Path
 
 from ..errors import OutputError
-from ..locks import owner_note, try_lock
+from ..locks import HeldLock, owner_note, try_lock, unsupported
 from ..pathtext import is_utf8, text
 
+log = logging.getLogger(__name__)
 OWNER_LOCK = "owner.lock"
 # a folder without its owner's lock is being created (the lock follows within microseconds)
 # or was left by an older version: older than this, it is dead
@@ -65,12 +67,12 @@ class Staging:
             self.path = Path(
                 tempfile.mkdtemp(prefix=prefix_for(output), suffix=".tmp", dir=folder_for(output))
             )
-            self._lock = try_lock(self.path / OWNER_LOCK, owner_note())
         except OSError as exc:
             raise OutputError(
                 f"{text(output)}: cannot create a temporary folder ({exc.strerror})"
             ) from None
         _LIVE.add(str(self.path))
+        self._lock = _owner_lock(self.path, output)
         self.cleaned = False
 
     def file(self, name: str) -> Path:
@@ -88,6 +90,19 @@ class Staging:
         if self._lock is not None:
             self._lock.release()
         _LIVE.discard(str(self.path))
+
+
+def _owner_lock(folder: Path, output: Path) -> HeldLock | None:
+    try:
+        return try_lock(folder / OWNER_LOCK, owner_note())
+    except OSError as exc:
+        if unsupported(exc):  # no locks on this file system: this folder is never swept
+            log.debug("%s: no lock (%s)", folder, exc.strerror)
+            return None
+        shutil.rmtree(folder, ignore_errors=True)
+        _LIVE.discard(str(folder))
+        message = f"{text(output)}: cannot lock its temporary folder ({exc.strerror})"
+        raise OutputError(message) from None
 
 
 def sweep(folder: Path, output: Path | None = None, recursive: bool = False) -> list[Path]:
