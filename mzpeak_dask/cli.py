@@ -22,28 +22,32 @@ from .cli_args import (
     options_from,
     picked,
 )
-from .errors import MzPeakDaskError
+from .errors import MzPeakDaskError, OptionsError, OutputBusyError
 from .export.commands import add_commands
 from .options import load_config, resolve
+from .pathtext import text, uri
 
 EXIT_FAILED = 1
 EXIT_USAGE = 2
+EXIT_BUSY = 75  # EX_TEMPFAIL: another batch holds the output folder; try again later
 EXIT_INTERRUPTED = 130
 
 
 def cmd_convert(args: argparse.Namespace) -> int:
-    from .convert import archive_names, convert_many
+    from .convert import archive_names, convert_many, is_archive_folder
     from .parallel.progress import ProgressReporter
 
     options, cluster = options_from(args)
     inputs = [Path(p) for p in args.inputs]
     output = Path(args.output)
-    if len(inputs) == 1 and not output.is_dir():
+    folder = output.is_dir() and not is_archive_folder(output)
+    if len(inputs) == 1 and not folder:
         jobs = [(inputs[0], output)]
     else:
-        if not output.is_dir():
+        if not folder:
+            what = "is an mzPeak archive" if output.is_dir() else "is not a directory"
             raise MzPeakDaskError(
-                f"{output}: with several inputs, OUTPUT must be an existing directory"
+                f"{output}: {what}; with several inputs, OUTPUT must be an existing directory"
             )
         jobs = [(i, output / name) for i, name in zip(inputs, archive_names(inputs), strict=True)]
     progress = None if args.quiet else ProgressReporter(len(jobs))
@@ -58,15 +62,18 @@ def cmd_convert(args: argparse.Namespace) -> int:
     for result in results:
         if isinstance(result, BaseException):
             failed += 1
-            print(f"error: {result}", file=sys.stderr)
+            print(f"error: {text(result)}", file=sys.stderr)
             continue
         for warning in result.warnings:
-            print(f"warning: {warning}", file=sys.stderr)
-        if args.json:
-            print(json.dumps(result.to_dict()))
+            print(f"warning: {text(warning)}", file=sys.stderr)
+        if args.json:  # valid UTF-8 whatever the names; the URIs give the exact paths
+            fields = result.to_dict()
+            for key in ("input", "output"):
+                fields[key], fields[f"{key}_uri"] = text(fields[key]), uri(fields[key])
+            print(json.dumps(fields))
         elif not args.quiet:
             print(
-                f"{result.input} -> {result.output}: {result.spectra:,} spectra, "
+                f"{text(result.input)} -> {text(result.output)}: {result.spectra:,} spectra, "
                 f"{result.points:,} points, {result.chromatograms:,} chromatograms, "
                 f"{result.output_bytes:,} bytes "
                 f"({result.output_bytes / max(result.input_bytes, 1):.2f}x input) "
@@ -102,14 +109,15 @@ def cmd_batch(args: argparse.Namespace) -> int:
             progress.close()
     for record in outcome.records:
         if record["status"] in ("failed", "pending"):
-            error = record.get("error") or ""
-            where = "" if error.startswith(record["input"]) else f"{record['input']}: "
+            error, source = record.get("error") or "", text(record["input"])
+            where = "" if error.startswith(source) else f"{source}: "
             print(f"failed: {where}{error}", file=sys.stderr)
     if not args.quiet:
+        where = text(Path(args.output_dir) / "batch_report.json")
         print(
             f"{len(outcome.records)} files: {outcome.count('converted')} converted, "
             f"{outcome.count('skipped')} skipped, {outcome.failed} failed "
-            f"({outcome.seconds:.1f} s); report: {Path(args.output_dir) / 'batch_report.json'}"
+            f"({outcome.seconds:.1f} s); report: {where}"
         )
     return EXIT_FAILED if outcome.failed else 0
 
@@ -232,8 +240,10 @@ def main(argv: list[str] | None = None) -> int:
     except MzPeakDaskError as exc:
         if args.verbose:
             traceback.print_exc()
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_USAGE if type(exc).__name__ == "OptionsError" else EXIT_FAILED
+        print(f"error: {text(exc)}", file=sys.stderr)
+        if isinstance(exc, OutputBusyError):
+            return EXIT_BUSY
+        return EXIT_USAGE if isinstance(exc, OptionsError) else EXIT_FAILED
     except KeyboardInterrupt:
         print("interrupted: partial outputs removed", file=sys.stderr)
         return EXIT_INTERRUPTED
@@ -241,7 +251,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.verbose:
             traceback.print_exc()
         print(
-            f"error: internal error {type(exc).__name__}: {exc} (rerun with --verbose)",
+            f"error: internal error {type(exc).__name__}: {text(exc)} (rerun with --verbose)",
             file=sys.stderr,
         )
         return EXIT_FAILED

@@ -17,7 +17,8 @@ from typing import Any
 
 from . import vocabulary as V
 from .archive.assembler import RunAssembler
-from .archive.container import Container, Staging, check_output
+from .archive.container import Container, Inputs, check_output
+from .archive.staging import Staging, folder_for, sweep
 from .encode import EncodedPartition
 from .errors import InputError, MzPeakDaskError
 from .options import ClusterOptions, ConvertOptions
@@ -64,11 +65,15 @@ class RunJob:
     """One run's conversion state on the coordinator: planned (usually on a worker), then fed
     its encoded partitions in order, then finished into the archive."""
 
-    def __init__(self, source: Path, output: Path, options: ConvertOptions):
+    def __init__(
+        self, source: Path, output: Path, options: ConvertOptions, inputs: Inputs | None = None
+    ):
+        """``inputs``: every input of the call, none of which ``output`` may overwrite."""
         self.source, self.output, self.options = source, output, options
         self.started = time.perf_counter()
         check_input(source)
-        check_output(output, options.overwrite)
+        check_output(output, options.overwrite, inputs or Inputs([source]))
+        sweep(folder_for(output), output)  # what conversions that died left for this output
         self.staging = Staging(output)
         self.plan: RunPlan | None = None
         self.container: Container | None = None
@@ -160,6 +165,12 @@ def archive_names(inputs: list[Path]) -> list[str]:
     return [
         f"{p.name if keys.count(k) > 1 else k[1]}.mzpeak" for p, k in zip(inputs, keys, strict=True)
     ]
+
+
+def is_archive_folder(path: Path) -> bool:
+    """An existing folder that is an unpacked archive (named ``*.mzpeak`` or holding an
+    ``mzpeak_index.json``): an output to replace, not a folder to write archives into."""
+    return path.is_dir() and (path.suffix.lower() == ".mzpeak" or (path / V.INDEX_MEMBER).is_file())
 
 
 def _size(path: Path) -> int:

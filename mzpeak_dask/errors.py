@@ -37,6 +37,10 @@ class OutputError(MzPeakDaskError, OSError):
     """The output cannot be written (exists, unwritable location, disk full)."""
 
 
+class OutputBusyError(OutputError):
+    """Another process is writing into the output folder (a batch holds its lock)."""
+
+
 class ArchiveError(MzPeakDaskError, ValueError):
     """An mzPeak archive is malformed or uses something this reader does not understand."""
 

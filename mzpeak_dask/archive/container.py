@@ -5,21 +5,26 @@ only when the archive is complete, so a failed or interrupted run leaves nothing
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import os
 import shutil
-import tempfile
-import time
+import stat
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO
 
 from ..errors import OutputError
+from .staging import Staging
 
 
-def check_output(output: Path, overwrite: bool) -> None:
-    """Fail early when the output exists (without ``overwrite``) or its folder is unwritable."""
+def check_output(output: Path, overwrite: bool, inputs: Inputs | None = None) -> None:
+    """Fail early when the output is one of ``inputs`` (or a link to one, or a folder that
+    holds one), exists (without ``overwrite``), or its folder is unwritable."""
+    conflict = inputs.conflict(output) if inputs is not None else None
+    if conflict:
+        raise OutputError(f"{output}: {conflict}; choose another output")
     if output.exists() and not overwrite:
         raise OutputError(f"{output}: already exists (use --overwrite to replace it)")
     parent = output.parent if str(output.parent) else Path(".")
@@ -29,30 +34,37 @@ def check_output(output: Path, overwrite: bool) -> None:
         raise OutputError(f"{output}: the folder {parent} is not writable")
 
 
-class Staging:
-    """A private scratch folder next to the output (same filesystem, so renames are atomic and
-    cluster workers on shared storage can read decompressed inputs staged here)."""
+class Inputs:
+    """The inputs that no output may overwrite, by file identity (device and inode: the same
+    path, a symbolic link or a hard link) and by real path (for folders that hold one)."""
 
-    def __init__(self, output: Path):
-        parent = output.parent if str(output.parent) else Path(".")
+    def __init__(self, paths: Iterable[Path]):
+        self._ids: dict[tuple[int, int], Path] = {}
+        reals = []
+        for path in paths:
+            try:
+                info = os.stat(path)
+            except OSError:  # a missing input is reported as such
+                continue
+            self._ids[(info.st_dev, info.st_ino)] = path
+            reals.append((os.path.realpath(path), str(path)))
+        self._reals = sorted(reals)
+
+    def conflict(self, output: Path) -> str | None:
+        """Why writing ``output`` would destroy an input, if it would."""
         try:
-            self.path = Path(tempfile.mkdtemp(prefix=f".{output.name}.", suffix=".tmp", dir=parent))
-        except OSError as exc:
-            raise OutputError(
-                f"{output}: cannot create a temporary folder ({exc.strerror})"
-            ) from None
-
-    def file(self, name: str) -> Path:
-        return self.path / name
-
-    def cleanup(self, attempts: int = 5) -> None:
-        """Remove the folder. A cancelled worker task may still drop a file into it while it
-        is being removed (the removal then fails with the folder not empty): try again."""
-        for attempt in range(attempts):
-            shutil.rmtree(self.path, ignore_errors=True)
-            if not self.path.exists():
-                return
-            time.sleep(0.05 * (attempt + 1))
+            info = os.stat(output)
+        except OSError:  # nothing there (or a dangling link): nothing to destroy
+            return None
+        same = self._ids.get((info.st_dev, info.st_ino))
+        if same is not None:
+            return f"is the input {same}"
+        if stat.S_ISDIR(info.st_mode):
+            folder = os.path.join(os.path.realpath(output), "")
+            k = bisect.bisect_left(self._reals, (folder,))
+            if k < len(self._reals) and self._reals[k][0].startswith(folder):
+                return f"holds the input {self._reals[k][1]}"
+        return None
 
 
 class Container:

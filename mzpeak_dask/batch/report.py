@@ -1,6 +1,10 @@
 """What a batch leaves beside its outputs: ``batch_report.json`` (every input, for machines),
 ``batch_report.html`` (the batch at a glance) and ``catalog.parquet`` (one row per archive, for
-pandas, DuckDB or dask.dataframe)."""
+pandas, DuckDB or dask.dataframe).
+
+All three are valid UTF-8 whatever the file names: paths are written as readable text (a byte
+that is not UTF-8 shown as ``\\xNN``) and, in the JSON report and the catalog, also as exact
+``file:`` URIs (see :mod:`mzpeak_dask.pathtext`)."""
 
 from __future__ import annotations
 
@@ -20,6 +24,7 @@ import pyarrow.parquet as pq
 
 from .. import vocabulary as V
 from .._version import __version__
+from ..pathtext import text, uri
 from .state import CONVERTED, FAILED, FIELDS, PENDING, SKIPPED
 
 REPORT_JSON = "batch_report.json"
@@ -50,6 +55,14 @@ def summary(records: list[dict[str, Any]], seconds: float) -> dict[str, Any]:
     }
 
 
+def _reported(record: dict[str, Any]) -> dict[str, Any]:
+    fields = {k: record.get(k) for k in _REPORTED}
+    for key in ("input", "output"):
+        fields[key] = text(record[key])
+        fields[f"{key}_uri"] = uri(record[key])
+    return fields
+
+
 def write_json(
     output_dir: Path, records: list[dict[str, Any]], seconds: float, interrupted: bool
 ) -> Path:
@@ -58,7 +71,7 @@ def write_json(
         "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "interrupted": interrupted,
         "summary": summary(records, seconds),
-        "files": [{k: r.get(k) for k in _REPORTED} for r in records],
+        "files": [_reported(r) for r in records],
     }
     path = output_dir / REPORT_JSON
     _atomic_write(path, json.dumps(doc, indent=2).encode())
@@ -146,7 +159,7 @@ def write_html(output_dir: Path, records: list[dict[str, Any]], seconds: float) 
     if failures:
         parts.append("<h2>Failures</h2><table><tr><th>input</th><th>reason</th></tr>")
         parts += [
-            f"<tr><td>{html.escape(r['input'])}</td><td class=failed>"
+            f"<tr><td>{html.escape(text(r['input']))}</td><td class=failed>"
             f"{html.escape(r.get('error') or '')}</td></tr>"
             for r in failures
         ]
@@ -162,7 +175,7 @@ def write_html(output_dir: Path, records: list[dict[str, Any]], seconds: float) 
             else None
         )
         parts.append(
-            f"<tr><td>{html.escape(r['input'])}</td><td>{r['status']}</td>"
+            f"<tr><td>{html.escape(text(r['input']))}</td><td>{r['status']}</td>"
             f"<td>{r.get('spectra') or ''}</td>"
             f"<td>{'' if ratio is None else f'{ratio:.2f}'}</td>"
             f"<td>{_sparkline(r.get('tic') or [])}</td></tr>"
@@ -195,8 +208,10 @@ def catalog_row(record: dict[str, Any]) -> dict[str, Any] | None:
         mz_low = pc.min(spectra.column(low)).as_py() if low else None
         mz_high = pc.max(spectra.column(high)).as_py() if high else None
     return {
-        "source": record["input"],
-        "archive": record["output"],
+        "source": text(record["input"]),
+        "archive": text(record["output"]),
+        "source_uri": uri(record["input"]),
+        "archive_uri": uri(record["output"]),
         "instrument": "; ".join(dict.fromkeys(i for i in instruments if i)),
         "spectra": len(tables),
         "ms1_spectra": levels.get(1, 0),
@@ -220,6 +235,8 @@ CATALOG_SCHEMA = pa.schema(
     [
         ("source", pa.string()),
         ("archive", pa.string()),
+        ("source_uri", pa.string()),
+        ("archive_uri", pa.string()),
         ("instrument", pa.string()),
         ("spectra", pa.int64()),
         ("ms1_spectra", pa.int64()),
@@ -241,14 +258,14 @@ CATALOG_SCHEMA = pa.schema(
 
 
 def write_catalog(output_dir: Path, state_records: list[dict[str, Any]]) -> Path:
-    """One row per archive the batch has produced so far (this run and earlier ones)."""
-    rows = [
-        row
-        for r in state_records
-        if r["status"] in (CONVERTED, SKIPPED)
-        for row in [catalog_row(r)]
-        if row is not None
-    ]
+    """One row per archive the batch has produced so far (this run and earlier ones; for an
+    archive recorded under two names, e.g. by an older version, the latest record)."""
+    done = [r for r in state_records if r["status"] in (CONVERTED, SKIPPED)]
+    latest = {}
+    for r in sorted(done, key=lambda r: r.get("finished_at") or 0.0):
+        latest[os.path.realpath(r["output"])] = r["input"]
+    chosen = [r for r in done if latest[os.path.realpath(r["output"])] == r["input"]]
+    rows = [row for r in chosen for row in [catalog_row(r)] if row is not None]
     table = pa.Table.from_pylist(rows, schema=CATALOG_SCHEMA)
     path = output_dir / CATALOG
     tmp = path.with_name(f".{path.name}.tmp")

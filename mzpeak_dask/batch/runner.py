@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import os
 import shutil
 import time
 from collections.abc import Callable
@@ -18,13 +19,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..archive.container import Inputs
+from ..archive.staging import sweep
 from ..convert import ConversionResult, Progress, convert_many
-from ..errors import OptionsError
+from ..errors import OptionsError, OutputError
 from ..options import ClusterOptions, ConvertOptions, _Options
+from ..pathtext import text
 from ..read.validate import ERROR, validate
 from ..tables.file_metadata import file_sha256
 from . import report
 from .inspect import Inspector
+from .lock import output_lock
 from .sources import discover, outputs_for
 from .state import CONVERTED, FAILED, PENDING, SKIPPED, BatchState
 
@@ -69,7 +74,7 @@ def _safe_sha256(path: Path) -> str | None:
 class BatchRun:
     def __init__(
         self,
-        source: Path,
+        pairs: list[tuple[Path, Path]],
         output_dir: Path,
         options: ConvertOptions,
         cluster: ClusterOptions,
@@ -79,8 +84,7 @@ class BatchRun:
         self.options = options.updated(overwrite=True)  # outputs of this batch are its own
         self.cluster = cluster
         self.batch = batch
-        root, inputs = discover(source)
-        self.pairs = outputs_for(root, inputs, output_dir)
+        self.pairs = pairs
         for folder in sorted({o.parent for _, o in self.pairs}):
             folder.mkdir(parents=True, exist_ok=True)
         self.state = BatchState(output_dir)
@@ -88,9 +92,24 @@ class BatchRun:
         self.inspector = Inspector(None, output_dir)  # on the cluster once there is one
 
     def remove_stale_staging(self) -> None:
-        """Temporary folders a killed run left beside its outputs."""
-        for path in self.output_dir.rglob(".*.mzpeak.*.tmp"):
-            shutil.rmtree(path, ignore_errors=True)
+        """Temporary folders that killed conversions left beside the outputs (never those of
+        a conversion running now: they are locked by their owner)."""
+        sweep(self.output_dir, recursive=True)
+
+    def refuse_overwriting_inputs(self, todo: list[tuple[Path, Path]]) -> list[tuple[Path, Path]]:
+        """Fail the inputs whose output is an input of this batch (the same file, a link to
+        one, or a folder holding one); the others are still to do."""
+        inputs = Inputs(source for source, _ in self.pairs)
+        kept = []
+        for source, output in todo:
+            conflict = inputs.conflict(output)
+            if conflict is None:
+                kept.append((source, output))
+                continue
+            record = {"input": str(source), "output": str(output), "status": FAILED}
+            record["error"] = f"{output}: {conflict}; not overwritten"
+            self._store(source, record, attempts=0)
+        return kept
 
     def up_to_date(self) -> list[tuple[Path, Path]]:
         """The inputs a resume must still convert; the others are recorded as skipped."""
@@ -168,6 +187,9 @@ class BatchRun:
         self.collect(wait=True)
 
     def _store(self, source: Path, record: dict[str, Any], attempts: int) -> None:
+        if record.get("error"):  # one line, valid UTF-8 whatever the paths in it
+            record["error"] = text(record["error"])
+        record["warnings"] = [text(w) for w in record.get("warnings") or []]
         record["attempts"] = attempts
         record["finished_at"] = time.time()
         self.records[source] = record
@@ -254,17 +276,31 @@ def run_batch(
     client: Any = None,
     progress: Progress | None = None,
 ) -> BatchOutcome:
-    """Convert every input under ``source`` (a folder or a manifest) into ``output_dir``."""
+    """Convert every input under ``source`` (a folder or a manifest) into ``output_dir``.
+    Raises :class:`~mzpeak_dask.errors.OutputBusyError` while another batch writes there."""
     started = time.perf_counter()
-    output_dir = Path(output_dir)
+    output_dir = Path(os.path.abspath(output_dir))
     batch = batch or BatchOptions()
-    run = BatchRun(
-        Path(source), output_dir, options or ConvertOptions(), cluster or ClusterOptions(), batch
-    )
+    root, inputs = discover(Path(source))
+    pairs = outputs_for(root, inputs, output_dir)
+    try:
+        output_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutputError(f"{output_dir}: cannot create the folder ({exc.strerror})") from None
+    with output_lock(output_dir):
+        run = BatchRun(
+            pairs, output_dir, options or ConvertOptions(), cluster or ClusterOptions(), batch
+        )
+        return _run(run, client, progress, started)
+
+
+def _run(run: BatchRun, client: Any, progress: Progress | None, started: float) -> BatchOutcome:
+    batch, output_dir = run.batch, run.output_dir
     run.remove_stale_staging()
     if progress is not None and hasattr(progress, "files"):
         progress.files = len(run.pairs)
     todo = run.up_to_date() if batch.resume else list(run.pairs)
+    todo = run.refuse_overwriting_inputs(todo)
     outcome = BatchOutcome()
     try:
         with _client(run.cluster, client) as shared:

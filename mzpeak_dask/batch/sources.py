@@ -1,5 +1,9 @@
 """What a batch converts: every MS file under a folder, or the paths of a manifest, and where
-each archive goes (the source tree mirrored under the output folder)."""
+each archive goes (the source tree mirrored under the output folder).
+
+Inputs are absolute paths, whatever was typed (``repo`` or ``/data/repo``), since the batch's
+state knows each input by its path; a manifest that names one file several times (``a.mzML``,
+``./x/../a.mzML``, ``/data/a.mzML``) lists it once."""
 
 from __future__ import annotations
 
@@ -20,23 +24,26 @@ def is_ms_file(path: Path) -> bool:
 
 
 def discover(source: Path) -> tuple[Path, list[Path]]:
-    """``(root, inputs)``: a folder's MS files (recursively, sorted), or a manifest's paths."""
+    """``(root, inputs)``: a folder's MS files (recursively, sorted), or a manifest's paths;
+    absolute, each file once."""
     if source.is_dir():
+        root = source.resolve()
         found = []
-        for folder, dirs, files in os.walk(source):
+        for folder, dirs, files in os.walk(root):
             dirs[:] = sorted(d for d in dirs if not d.startswith("."))
             found += [Path(folder) / f for f in sorted(files) if is_ms_file(Path(f))]
-        return source, found
+        return root, found
     if source.is_file():
-        inputs = read_manifest(source)
-        return _common_root(inputs, source.parent), inputs
+        inputs = list(dict.fromkeys(read_manifest(source)))
+        return _common_root(inputs, source.parent.resolve()), inputs
     raise InputError(f"{source}: no such folder or manifest")
 
 
 def read_manifest(path: Path) -> list[Path]:
     """One path per line, or CSV/TSV with a ``path`` column; relative paths are relative to
-    the manifest's folder; blank lines and ``#`` comments are skipped."""
-    text = path.read_text(encoding="utf-8").splitlines()
+    the manifest's folder; blank lines and ``#`` comments are skipped. Paths come back
+    resolved (absolute, without links or ``..``); bytes that are not UTF-8 are kept."""
+    text = path.read_text(encoding="utf-8", errors="surrogateescape").splitlines()
     lines = [line for line in text if line.strip() and not line.lstrip().startswith("#")]
     if not lines:
         return []
@@ -49,7 +56,7 @@ def read_manifest(path: Path) -> list[Path]:
         values = [row["path"] for row in reader if row.get("path")]
     else:
         values = [line.strip() for line in lines]
-    return [(path.parent / v).resolve() if not Path(v).is_absolute() else Path(v) for v in values]
+    return [(path.parent / v).resolve() for v in values]
 
 
 def _common_root(inputs: list[Path], default: Path) -> Path:

@@ -1,13 +1,20 @@
 """The durable state of a batch: one SQLite file in the output folder, written as each input
-ends, so a crash, a kill or a wall-time limit loses nothing that was finished."""
+ends, so a crash, a kill or a wall-time limit loses nothing that was finished.
+
+Inputs are known by their absolute path. A path that is not UTF-8 (see
+:mod:`mzpeak_dask.pathtext`) is stored as a BLOB of its exact bytes, other paths as TEXT as
+always, so each reads back as the path it was."""
 
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import time
 from pathlib import Path
 from typing import Any
+
+from ..pathtext import is_utf8
 
 STATE_FILE = "batch_state.sqlite"
 CONVERTED, SKIPPED, FAILED, PENDING = "converted", "skipped", "failed", "pending"
@@ -51,6 +58,15 @@ FIELDS = (
     "tic",
 )
 _JSON = {"members": dict, "warnings": list, "tic": list}
+_PATHS = ("input", "output")
+
+
+def _stored_path(path: str) -> str | bytes:
+    return path if is_utf8(path) else os.fsencode(path)
+
+
+def _read_path(value: str | bytes) -> str:
+    return os.fsdecode(value) if isinstance(value, bytes) else value
 
 
 class BatchState:
@@ -65,7 +81,7 @@ class BatchState:
 
     def get(self, input: str) -> dict[str, Any] | None:
         row = self.db.execute(
-            f"SELECT {', '.join(FIELDS)} FROM files WHERE input = ?", (input,)
+            f"SELECT {', '.join(FIELDS)} FROM files WHERE input = ?", (_stored_path(input),)
         ).fetchone()
         return None if row is None else self._decode(row)
 
@@ -76,6 +92,8 @@ class BatchState:
     @staticmethod
     def _decode(row: tuple) -> dict[str, Any]:
         record = dict(zip(FIELDS, row, strict=True))
+        for key in _PATHS:
+            record[key] = _read_path(record[key])
         for key, empty in _JSON.items():
             record[key] = json.loads(record[key]) if record[key] else empty()
         return record
@@ -87,6 +105,8 @@ class BatchState:
         for key in _JSON:
             if key in values and not isinstance(values[key], str):
                 values[key] = json.dumps(values[key])
+        for key in _PATHS:
+            values[key] = _stored_path(values[key])
         columns = [f for f in FIELDS if f in values]
         self.db.execute(
             f"INSERT OR REPLACE INTO files ({', '.join(columns)}) "

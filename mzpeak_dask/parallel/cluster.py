@@ -13,6 +13,7 @@ from ..options import ClusterOptions
 from .worker_env import shell_exports, worker_settings
 
 log = logging.getLogger(__name__)
+START_ATTEMPTS = 3
 
 
 def slurm_cluster(options: ClusterOptions) -> Any:
@@ -46,9 +47,41 @@ def job_script(options: ClusterOptions) -> str:
         cluster.close()
 
 
+def local_cluster(options: ClusterOptions, attempts: int = START_ATTEMPTS) -> Any:
+    """An embedded LocalCluster. One worker that dies while the cluster starts (killed, out
+    of memory) makes distributed fail the whole start: it is then started again."""
+    for _ in range(attempts - 1):
+        try:
+            return _start_local(options)
+        except Exception as exc:  # noqa: BLE001 - e.g. RuntimeError: Nanny failed to start
+            log.warning("the local Dask cluster failed to start (%s); starting it again", exc)
+    try:
+        return _start_local(options)
+    except Exception as exc:  # noqa: BLE001
+        raise ClusterError(
+            f"cannot start the local Dask cluster ({attempts} attempts; last: {exc})"
+        ) from None
+
+
+def _start_local(options: ClusterOptions) -> Any:
+    from distributed import LocalCluster
+
+    with worker_settings():
+        return LocalCluster(
+            n_workers=options.worker_count(),
+            threads_per_worker=options.threads_per_worker,
+            processes=True,
+            memory_limit=options.memory_limit,
+            # a free port either way (the scheduler's HTTP endpoints use it even without the
+            # dashboard); the dashboard itself only on request
+            dashboard_address=":0",
+            scheduler_kwargs={"dashboard": options.dashboard},
+        )
+
+
 @contextlib.contextmanager
 def start_client(options: ClusterOptions) -> Iterator[Any]:
-    from distributed import Client, LocalCluster
+    from distributed import Client
 
     cluster = None
     try:
@@ -59,17 +92,7 @@ def start_client(options: ClusterOptions) -> Iterator[Any]:
                 cluster = slurm_cluster(options)
                 cluster.scale(jobs=options.workers or 1)
             else:
-                with worker_settings():
-                    cluster = LocalCluster(
-                        n_workers=options.worker_count(),
-                        threads_per_worker=options.threads_per_worker,
-                        processes=True,
-                        memory_limit=options.memory_limit,
-                        # a free port either way (the scheduler's HTTP endpoints use it
-                        # even without the dashboard); the dashboard itself only on request
-                        dashboard_address=":0",
-                        scheduler_kwargs={"dashboard": options.dashboard},
-                    )
+                cluster = local_cluster(options)
             client = Client(cluster)
     except (OSError, TimeoutError) as exc:
         if cluster is not None:

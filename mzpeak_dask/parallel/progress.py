@@ -6,6 +6,8 @@ import sys
 import time
 from typing import TextIO
 
+from ..pathtext import text
+
 
 class ProgressReporter:
     """Callback ``(input, done, total)`` for :func:`mzpeak_dask.convert_many`.
@@ -60,7 +62,7 @@ class ProgressReporter:
         self._last_log[source] = now
         state = "done" if done >= total else "converting"
         self.stream.write(
-            f"{state} {source}: {done:,}/{total:,} items "
+            f"{state} {text(source)}: {done:,}/{total:,} items "
             f"({len(self.finished)}/{self.files} files finished)\n"
         )
         self.stream.flush()

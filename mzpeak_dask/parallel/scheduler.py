@@ -16,17 +16,20 @@ its output. ``on_result`` hears about every run as soon as it ends, so a batch c
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
+import re
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..archive.container import Inputs
 from ..convert import ConversionResult, Progress, RunJob
 from ..encode import encode_partition
-from ..errors import ClusterError, MzPeakDaskError
+from ..errors import ClusterError, MzPeakDaskError, OutputError
 from ..options import ClusterOptions, ConvertOptions
 from ..partition import plan_run
 from . import handoff
@@ -34,6 +37,10 @@ from .executors import Task, open_executor
 
 log = logging.getLogger(__name__)
 PLAN = -1  # the task number of a run's plan
+WRITE = -2  # not a task: the coordinator writing the archive
+# errors of writing, whatever is written: they name the output, not a temporary file
+_WRITE_ERRNOS = {errno.ENOSPC, errno.EFBIG, errno.EDQUOT, errno.EROFS}
+_ERRNO_TEXT = re.compile(r"\[errno (\d+)\]", re.IGNORECASE)  # in Arrow's messages
 OnResult = Callable[[int, "ConversionResult | MzPeakDaskError"], None]
 
 
@@ -63,11 +70,42 @@ def _worker_death(exc: BaseException) -> bool:
     return type(exc).__name__ == "KilledWorker"
 
 
+def _output_failure(job: RunJob, exc: BaseException) -> OutputError | None:
+    """A failure to write the output (a full disk, a file too large, the temporary folder
+    removed under it), told by the output and the cause rather than a temporary path."""
+    message, staging = str(exc), str(job.staging.path)
+    cannot = f"{job.source}: cannot write {job.output}"
+    if not job.staging.cleaned and not job.staging.path.exists():
+        return OutputError(f"{cannot}: its temporary folder was removed during the conversion")
+    code = getattr(exc, "errno", None)
+    if code is None and (found := _ERRNO_TEXT.search(message)):
+        code = int(found.group(1))
+    if code in _WRITE_ERRNOS:
+        return OutputError(f"{cannot}: {os.strerror(code)}")
+    if staging not in message or not isinstance(exc, OSError):
+        return None
+    reason = re.search(r"\(([^()]+)\)\s*$", message)  # "STAGING/FILE: cannot write (REASON)"
+    cause = reason.group(1) if reason else re.sub(re.escape(staging) + r"\S*", "", message)
+    return OutputError(f"{cannot}: {cause.strip(' :')}")
+
+
+def _by_source(job: RunJob, message: str) -> str:
+    """``message`` naming the input where it names its decompressed copy in the staging."""
+    staged = re.escape(str(job.staging.path)) + r"/[^\s:]+"
+    return re.sub(staged, lambda _: str(job.source), message)
+
+
 def _describe_failure(job: RunJob, n: int, exc: BaseException) -> MzPeakDaskError:
+    output = _output_failure(job, exc)
+    if output is not None:
+        return output
     if isinstance(exc, MzPeakDaskError):
-        return exc
+        message = _by_source(job, str(exc))
+        return exc if message == str(exc) else type(exc)(message)
     if n == PLAN:
         where = "planning the conversion"
+    elif n == WRITE:
+        where = "writing the archive"
     else:
         items = job.plan.partitions[n].items
         kind = "spectra" if items.kind == "spectrum" else "chromatograms"
@@ -77,7 +115,9 @@ def _describe_failure(job: RunJob, n: int, exc: BaseException) -> MzPeakDaskErro
             f"{job.source}: {where}: the worker process died each time it "
             "tried (the input may exhaust the worker's memory or crash it)"
         )
-    return MzPeakDaskError(f"{job.source}: {where}: {type(exc).__name__}: {exc}")
+    return MzPeakDaskError(
+        f"{job.source}: {where}: {type(exc).__name__}: {_by_source(job, str(exc))}"
+    )
 
 
 class Coordinator:
@@ -101,6 +141,7 @@ class Coordinator:
 
     def run(self, jobs: list[tuple[Path, Path]]) -> list[ConversionResult | MzPeakDaskError]:
         results: list[Any] = [None] * len(jobs)
+        self.inputs = Inputs(source for source, _ in jobs)  # no output may overwrite one
         pending = deque(enumerate(jobs))
         try:
             while pending or self.active:
@@ -123,7 +164,7 @@ class Coordinator:
         while pending and (not self.active or self._ready_for_more()):
             number, (source, output) = pending.popleft()
             try:
-                job = RunJob(source, output, self.options)
+                job = RunJob(source, output, self.options, self.inputs)
             except MzPeakDaskError as exc:
                 self._record(number, exc, results)
                 continue
@@ -134,7 +175,12 @@ class Coordinator:
                 raise
             self.active.append(active)
             if active.handoff is None:  # workers cannot see the staging folder: plan here
-                self._planned(active, plan_run(source, job.staging.path, self.options), results)
+                try:
+                    plan = plan_run(source, job.staging.path, self.options)
+                except Exception as exc:  # noqa: BLE001 - one run's failure, never the whole call
+                    self._fail(active, _describe_failure(job, PLAN, exc), results)
+                    continue
+                self._planned(active, plan, results)
             else:
                 task = self.executor.submit(
                     (active, PLAN), plan_run, source, job.staging.path, self.options
@@ -180,7 +226,12 @@ class Coordinator:
         active.buffer[n] = result
         job = active.job
         while job.assembler.expected_sequence in active.buffer:
-            job.add(active.buffer.pop(job.assembler.expected_sequence))
+            try:
+                job.add(active.buffer.pop(job.assembler.expected_sequence))
+            except Exception as exc:  # noqa: BLE001 - e.g. a full disk: this run fails
+                self.outstanding -= 1
+                self._fail(active, _describe_failure(job, WRITE, exc), results)
+                return
             self.outstanding -= 1
             if self.progress:
                 self.progress(str(job.source), job.items_done, job.items_total)
@@ -201,14 +252,7 @@ class Coordinator:
             result = active.job.finish()  # cleans up after itself whatever happens
         except Exception as exc:  # noqa: BLE001 - one run's failure, never the whole call
             self.active.remove(active)
-            error = (
-                exc
-                if isinstance(exc, MzPeakDaskError)
-                else MzPeakDaskError(
-                    f"{active.job.source}: writing the archive: {type(exc).__name__}: {exc}"
-                )
-            )
-            self._record(active.number, error, results)
+            self._record(active.number, _describe_failure(active.job, WRITE, exc), results)
             return
         self.active.remove(active)
         if self.progress:

@@ -8,11 +8,18 @@ restores the speed (3.66 s). Dask's statistical profiler is turned off in worker
 samples the worker's stacks every 10 ms, which costs the GIL in a CPU-bound task.
 
 For workers started elsewhere (``--scheduler``), put the same variables in their environment.
+
+Workers of a LocalCluster also load this module as a Dask preload (:func:`dask_setup`): they
+ignore SIGINT. Ctrl-C on a terminal goes to every process of its foreground process group, the
+workers the nanny spawned included, and each would print a traceback of its own; the
+coordinator alone handles the interruption and shuts the workers down.
 """
 
 from __future__ import annotations
 
 import contextlib
+import signal
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -23,6 +30,7 @@ WORKER_ENVIRON = {
     "ZARR_ARRAY__RECTILINEAR_CHUNKS": "True",
 }
 WORKER_CONFIG = {"distributed.worker.profile.enabled": False}
+PRELOAD = __name__  # the Dask preload of the local workers (dask_setup below)
 
 
 def shell_exports() -> list[str]:
@@ -39,5 +47,17 @@ def worker_settings() -> Iterator[None]:
 
     environ: dict[str, Any] = dict(dask.config.get("distributed.nanny.pre-spawn-environ", {}))
     environ.update(WORKER_ENVIRON)
-    with dask.config.set({"distributed.nanny.pre-spawn-environ": environ, **WORKER_CONFIG}):
+    preload = [*dask.config.get("distributed.worker.preload", []), PRELOAD]
+    settings = {
+        "distributed.nanny.pre-spawn-environ": environ,
+        "distributed.worker.preload": preload,
+        **WORKER_CONFIG,
+    }
+    with dask.config.set(settings):
         yield
+
+
+def dask_setup(worker: Any) -> None:
+    """Run by each local worker as it starts: Ctrl-C is the coordinator's to handle."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)

@@ -9,6 +9,7 @@ Python file objects.
 
 from __future__ import annotations
 
+import os
 import struct
 import zipfile
 from pathlib import Path
@@ -44,7 +45,7 @@ class ArchiveStorage:
                 infos = z.infolist()
         except (zipfile.BadZipFile, OSError, ValueError, EOFError):
             raise ArchiveError(f"{self.path}: not a ZIP archive (nor a directory)") from None
-        self._map = pa.memory_map(str(self.path))
+        self._map = pa.memory_map(os.fsencode(self.path))  # bytes: any file name
         for info in infos:  # a later entry with the same name wins
             self._members[info.filename] = self._locate(info)
         self.names = list(self._members)
@@ -79,7 +80,7 @@ class ArchiveStorage:
         if name not in self:
             raise ArchiveError(f"{self.path}: no member {name}")
         if self.is_directory:
-            with pa.memory_map(str(self.path / name)) as m:
+            with pa.memory_map(os.fsencode(self.path / name)) as m:
                 return m.read_buffer()
         offset, size = self._members[name]
         self._map.seek(offset)

@@ -20,6 +20,7 @@ from pyteomics import mzxml
 
 from .. import cv
 from .. import vocabulary as V
+from ..pathtext import is_utf8
 from ..records import (
     Param,
     PrecursorRecord,
@@ -68,7 +69,10 @@ _HANDLED = {
 
 @lru_cache(maxsize=4)
 def _reader(path: str, mtime_ns: int) -> mzxml.MzXML:
-    return mzxml.MzXML(path, use_index=True, read_schema=False, huge_tree=True)
+    # lxml takes a file's name as its base URL and fails on a name that is not UTF-8: such a
+    # file is handed over opened, without a name
+    source = path if is_utf8(path) else open(os.open(path, os.O_RDONLY), "rb")
+    return mzxml.MzXML(source, use_index=True, read_schema=False, huge_tree=True)
 
 
 def _spectrum(info: dict[str, Any], position: int) -> SpectrumRecord:

@@ -12,6 +12,7 @@ from typing import Any
 
 from .. import vocabulary as V
 from .._version import __version__
+from ..pathtext import text
 from ..records import Param, RunMetadata
 
 SOFTWARE_ID = "mzpeak_dask"
@@ -46,7 +47,7 @@ def footer_metadata(
     sources.append(
         {
             "id": "mzpeak_dask_input",
-            "name": source.name,
+            "name": text(source.name),  # a name that is not UTF-8 shows its bytes as \xNN
             "location": source.resolve().parent.as_uri(),
             "parameters": [p.to_json() for p in params],
         }

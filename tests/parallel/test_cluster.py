@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from distributed import Client
@@ -18,6 +19,7 @@ from mzpeak_dask import (
     SpectrumDecodeError,
     convert,
     convert_many,
+    open_archive,
 )
 from mzpeak_dask.parallel.cluster import start_client
 
@@ -137,3 +139,27 @@ def test_several_inputs_side_by_side(local_client, tmp_path) -> None:
     assert "scan=3" in str(results[1])
     assert member_digests(tmp_path / "a.mzpeak") == member_digests(tmp_path / "b.mzpeak")
     assert not (tmp_path / "bad.mzpeak").exists()
+
+
+def test_a_worker_killed_while_the_cluster_starts_does_not_fail_the_run(tmp_path) -> None:
+    marker = tmp_path / "killed"
+    preload = Path(__file__).with_name("die_at_start.py")
+    env = dict(
+        os.environ,
+        DIE_AT_START_MARKER=str(marker),
+        DASK_DISTRIBUTED__WORKER__PRELOAD=f'["{preload}"]',
+    )
+    output = tmp_path / "small.mzpeak"
+    result = subprocess.run(
+        [sys.executable, "-m", "mzpeak_dask", "convert", str(SMALL), str(output)]
+        + ["--workers", "2", "--no-dashboard", "-q"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert marker.exists()  # a worker was killed
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr and len(result.stderr.splitlines()) <= 1
+    with open_archive(output) as archive:
+        assert len(archive) == 48

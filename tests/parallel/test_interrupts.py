@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import shlex
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -10,6 +14,7 @@ from mzpeak_dask import ClusterOptions, ConvertOptions
 from mzpeak_dask.parallel.executors import InlineExecutor
 from mzpeak_dask.parallel.scheduler import Coordinator
 
+from ..benchmarks.replicate import replicate
 from ..conftest import BUNDLED
 
 
@@ -28,3 +33,36 @@ def test_interrupt_while_a_job_starts_leaves_nothing(tmp_path) -> None:
     with pytest.raises(KeyboardInterrupt):
         coordinator.run([(BUNDLED / "small.mzML", tmp_path / "small.mzpeak")])
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.cluster
+def test_ctrl_c_on_a_terminal_prints_one_line(tmp_path) -> None:
+    """Ctrl-C on a terminal reaches every process of the foreground group, the workers the
+    nanny spawned included: only the coordinator speaks."""
+    source = tmp_path / "big.mzML"
+    replicate(BUNDLED / "small.mzML", source, copies=30)
+    output = tmp_path / "big.mzpeak"
+    command = shlex.join(
+        [sys.executable, "-m", "mzpeak_dask", "convert", str(source), str(output)]
+        + ["--workers", "2", "--no-dashboard", "-q", "--partition-items", "20"]
+    )
+    terminal = subprocess.Popen(  # `script` runs the command on a pseudo-terminal of its own
+        ["script", "-q", "-e", "-c", command, "/dev/null"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    deadline = time.monotonic() + 300
+    while not [
+        p for p in tmp_path.glob(".big.mzpeak.*.tmp/archive.mzpeak") if p.stat().st_size > 1 << 20
+    ]:
+        assert terminal.poll() is None and time.monotonic() < deadline
+        time.sleep(0.05)
+    terminal.stdin.write(b"\x03")  # the terminal's interrupt character
+    terminal.stdin.flush()
+    shown, _ = terminal.communicate(timeout=300)
+    lines = [line for line in shown.decode(errors="replace").splitlines() if line.strip("^C \r")]
+    assert terminal.returncode == 130, lines
+    assert len(lines) <= 2, "\n".join(lines)
+    assert any("interrupted" in line for line in lines)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["big.mzML"]

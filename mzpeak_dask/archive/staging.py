@@ -1,0 +1,145 @@
+"""Staging folders: where a conversion writes until its archive is renamed into place.
+
+Each is a hidden folder ``.<output name>.<random>.tmp`` beside the output (same file system,
+so the final rename is atomic, and cluster workers on shared storage can read and write it).
+Its owner holds a lock on ``owner.lock`` inside it for as long as it converts, so a later
+conversion or batch can tell a folder left by a process that died (SIGKILL, a node lost, a
+wall-time limit) from one in use right now, and sweep only the former.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+from ..errors import OutputError
+from ..locks import HeldLock, owner_note, try_lock, unsupported
+from ..pathtext import is_utf8, text
+
+log = logging.getLogger(__name__)
+OWNER_LOCK = "owner.lock"
+# a folder without its owner's lock is being created (the lock follows within microseconds)
+# or was left by an older version: older than this, it is dead
+UNLOCKED_GRACE_SECONDS = 60.0
+_NAME = re.compile(r"^\..+\.[a-z0-9_]{8}\.tmp$")  # tempfile.mkdtemp's random part
+_LIVE: set[str] = set()  # this process's own (a lock on NFS does not exclude its own process)
+
+
+def prefix_for(output: Path) -> str:
+    return f".{text(output.name)}."
+
+
+def folder_for(output: Path) -> Path:
+    """Beside the output; but Arrow opens files by UTF-8 path only, so when the output's
+    folder has a name that is not UTF-8, the nearest folder above it, on the same file
+    system, whose path is."""
+    parent = output.parent if str(output.parent) else Path(".")
+    if is_utf8(str(parent)):
+        return parent
+    try:
+        device = parent.stat().st_dev
+    except OSError:
+        return parent  # the missing folder is reported by the caller
+    for folder in Path(os.path.abspath(parent)).parents:
+        if is_utf8(str(folder)) and _usable(folder, device):
+            return folder
+    raise OutputError(f"{text(output)}: no writable folder with a UTF-8 path for temporary files")
+
+
+def _usable(folder: Path, device: int) -> bool:
+    try:
+        same = folder.stat().st_dev == device
+    except OSError:
+        return False
+    return same and os.access(folder, os.W_OK | os.X_OK)
+
+
+class Staging:
+    """A private scratch folder for one conversion, locked by this process until cleaned up."""
+
+    def __init__(self, output: Path):
+        try:
+            self.path = Path(
+                tempfile.mkdtemp(prefix=prefix_for(output), suffix=".tmp", dir=folder_for(output))
+            )
+        except OSError as exc:
+            raise OutputError(
+                f"{text(output)}: cannot create a temporary folder ({exc.strerror})"
+            ) from None
+        _LIVE.add(str(self.path))
+        self._lock = _owner_lock(self.path, output)
+        self.cleaned = False
+
+    def file(self, name: str) -> Path:
+        return self.path / name
+
+    def cleanup(self, attempts: int = 5) -> None:
+        """Remove the folder. A cancelled worker task may still drop a file into it while it
+        is being removed (the removal then fails with the folder not empty): try again."""
+        self.cleaned = True
+        for attempt in range(attempts):
+            shutil.rmtree(self.path, ignore_errors=True)
+            if not self.path.exists():
+                break
+            time.sleep(0.05 * (attempt + 1))
+        if self._lock is not None:
+            self._lock.release()
+        _LIVE.discard(str(self.path))
+
+
+def _owner_lock(folder: Path, output: Path) -> HeldLock | None:
+    try:
+        return try_lock(folder / OWNER_LOCK, owner_note())
+    except OSError as exc:
+        if unsupported(exc):  # no locks on this file system: this folder is never swept
+            log.debug("%s: no lock (%s)", folder, exc.strerror)
+            return None
+        shutil.rmtree(folder, ignore_errors=True)
+        _LIVE.discard(str(folder))
+        message = f"{text(output)}: cannot lock its temporary folder ({exc.strerror})"
+        raise OutputError(message) from None
+
+
+def sweep(folder: Path, output: Path | None = None, recursive: bool = False) -> list[Path]:
+    """Remove the staging folders that dead processes left in ``folder`` (those for
+    ``output`` only, if given; in every subfolder too with ``recursive``); returns them."""
+    prefix = prefix_for(output) if output is not None else "."
+    found = folder.rglob(".*.tmp") if recursive else folder.glob(".*.tmp")
+    candidates = [
+        p
+        for p in found
+        if _NAME.match(p.name) and p.name.startswith(prefix) and str(p) not in _LIVE
+    ]
+    return [p for p in candidates if _remove_if_dead(p)]
+
+
+def _remove_if_dead(path: Path) -> bool:
+    try:
+        if not path.is_dir() or path.is_symlink():
+            return False
+        lock = try_lock(path / OWNER_LOCK, create=False)
+    except FileNotFoundError:  # no lock: being created, or left by an older version
+        try:
+            if time.time() - path.stat().st_mtime < UNLOCKED_GRACE_SECONDS:
+                return False
+        except OSError:
+            return False
+        shutil.rmtree(path, ignore_errors=True)
+        return True
+    except OSError:
+        return False
+    if lock is None:  # its owner is alive
+        return False
+    try:
+        shutil.rmtree(path, ignore_errors=True)
+    finally:
+        lock.release()
+    return True
+
+
+__all__ = ["OWNER_LOCK", "Staging", "folder_for", "prefix_for", "sweep"]

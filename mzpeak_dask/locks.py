@@ -1,0 +1,69 @@
+"""Locks that live exactly as long as their process: ``fcntl.flock`` on a file.
+
+The kernel drops such a lock when its owner's file descriptor closes, which happens however
+the process ends (SIGKILL, out of memory, a wall-time limit), so a lock never outlives its
+owner the way a pid file does. The file itself may stay; only the lock on it counts. Worker
+processes started later do not inherit the descriptor (Python opens it close-on-exec). Some
+cluster file systems refuse locks (Lustre mounted without ``flock``): see :func:`unsupported`.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+import socket
+import time
+from pathlib import Path
+
+
+class HeldLock:
+    """An exclusive lock this process holds on ``path`` until :meth:`release`."""
+
+    def __init__(self, fd: int, path: Path):
+        self.fd, self.path = fd, path
+
+    def release(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)  # closing the descriptor drops the lock
+            self.fd = -1
+
+
+def try_lock(path: Path, note: str | None = None, create: bool = True) -> HeldLock | None:
+    """Lock ``path`` (created if missing, with ``create``) or return None when another
+    holder has it. ``note`` (who holds it) replaces the file's content once it is held."""
+    fd = os.open(path, os.O_RDWR | (os.O_CREAT if create else 0), 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    except BaseException:
+        os.close(fd)
+        raise
+    if note is not None:
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, note.encode("utf-8", "backslashreplace"), 0)
+    return HeldLock(fd, path)
+
+
+def unsupported(exc: OSError) -> bool:
+    """Whether ``exc`` says the file system does not do locks (rather than: locked)."""
+    return exc.errno in {errno.ENOSYS, errno.EOPNOTSUPP, errno.ENOTSUP, errno.ENOLCK, errno.EINVAL}
+
+
+def owner_note() -> str:
+    """Who this process is, for a lock's note: ``pid N on HOST since TIME``."""
+    since = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    return f"pid {os.getpid()} on {socket.gethostname()} since {since}"
+
+
+def holder(path: Path) -> str:
+    """The note the current holder of ``path`` left (empty if none)."""
+    try:
+        return path.read_text(encoding="utf-8", errors="replace").strip()
+    except OSError:
+        return ""
+
+
+__all__ = ["HeldLock", "holder", "owner_note", "try_lock", "unsupported"]
