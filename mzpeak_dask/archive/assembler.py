@@ -160,8 +160,8 @@ class RunAssembler:
                 if name == "precursor":
                     refs = pa.compute.struct_field(struct, "precursor_id").to_pylist()
                 state.spills[name].append(rebase(struct, field_name, offset), refs)
-            if entity == V.SPECTRUM and part.peaks is not None:
-                self._write_peaks(part, offset)
+            if entity == V.SPECTRUM and part.peaks is not None and part.peaks.num_rows:
+                self._write_peaks(part, offset)  # no peak list at all: no member
             state.count += count
             state.points += part.points[entity]
 

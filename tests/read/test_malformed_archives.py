@@ -141,7 +141,7 @@ CASES["index missing"] = _delete(INDEX)
 @pytest.fixture(scope="module")
 def pristine(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
     path = tmp_path_factory.mktemp("pristine") / "tiny.mzpeak"
-    convert(TINY, path, cluster=INLINE)
+    convert(TINY, path, ConvertOptions(centroids="peaks"), cluster=INLINE)  # every member
     content = D.members(path)
     assert set(PARQUET) | {INDEX} == set(content)
     assert not [p for p in validate(path) if p.severity == ERROR]

@@ -63,3 +63,14 @@ def test_centroid_spectra_only_in_peaks_are_reported(archives) -> None:
     assert [p.severity for p in warnings] == [WARNING]
     assert "34 spectra (the first: index 2) have signal only here" in warnings[0].message
     assert not [p for p in problems if p.severity == ERROR]
+
+
+def test_no_peak_list_picked_means_no_peaks_member(tmp_path: Path) -> None:
+    """--peaks on profile spectra where no peak is picked writes no spectra_peaks member (a
+    Parquet file without a row group, which the TypeScript reader rejects)."""
+    tiny = DATA / "pyteomics" / "tiny.pwiz.1.1.mzML"  # its profile spectra hold no peak
+    output = tmp_path / "tiny.mzpeak"
+    convert(tiny, output, ConvertOptions(peaks=True), cluster=INLINE)
+    with open_archive(output) as archive:
+        assert archive.member("spectrum", "peaks") is None
+        assert sum(len(s.mz) for s in archive) == 40
