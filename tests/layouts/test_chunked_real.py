@@ -13,8 +13,8 @@ from mzpeak_dask import ConvertOptions, convert, open_archive
 from mzpeak_dask import vocabulary as V
 from mzpeak_dask.codecs import numpress
 
-from ..benchmarks.common import PROFILE_RUNS
 from ..conftest import DATA, INLINE
+from ..helpers import PROFILE_RUNS
 
 
 @pytest.fixture(scope="module")

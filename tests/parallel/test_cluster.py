@@ -23,10 +23,10 @@ from mzpeak_dask import (
 )
 from mzpeak_dask.parallel.cluster import start_client
 
-from ..benchmarks.replicate import replicate
 from ..conftest import BUNDLED, INLINE
-from ..test_bad_input import _corrupt_binary
-from .conftest import member_digests
+from ..helpers import member_digests
+from ..hostile_inputs import corrupt_binary
+from ..replicate import replicate
 
 pytestmark = pytest.mark.cluster
 SMALL = BUNDLED / "small.mzML"
@@ -116,7 +116,7 @@ def test_killed_worker_does_not_lose_the_run(external_cluster, tmp_path) -> None
 
 
 def test_data_error_fails_the_run_and_leaves_nothing(local_client, tmp_path) -> None:
-    path = _corrupt_binary(tmp_path, 30, lambda b64: b64[:20] + "%%%" + b64[23:])
+    path = corrupt_binary(tmp_path, 30, lambda b64: b64[:20] + "%%%" + b64[23:])
     with pytest.raises(SpectrumDecodeError, match=r"corrupt\.mzML: spectrum .*scan=31"):
         convert(
             path, tmp_path / "out.mzpeak", ConvertOptions(partition_items=4), client=local_client
@@ -125,7 +125,7 @@ def test_data_error_fails_the_run_and_leaves_nothing(local_client, tmp_path) -> 
 
 
 def test_several_inputs_side_by_side(local_client, tmp_path) -> None:
-    bad = _corrupt_binary(tmp_path, 2, lambda b64: "!" + b64[1:])
+    bad = corrupt_binary(tmp_path, 2, lambda b64: "!" + b64[1:])
     jobs = [
         (SMALL, tmp_path / "a.mzpeak"),
         (bad, tmp_path / "bad.mzpeak"),

@@ -14,8 +14,8 @@ from mzpeak_dask import ClusterOptions, ConvertOptions
 from mzpeak_dask.parallel.executors import InlineExecutor
 from mzpeak_dask.parallel.scheduler import Coordinator
 
-from ..benchmarks.replicate import replicate
 from ..conftest import BUNDLED
+from ..replicate import replicate
 
 
 class InterruptedProbe(InlineExecutor):
