@@ -51,11 +51,3 @@ class OptionsError(MzPeakDaskError, ValueError):
 
 class ClusterError(MzPeakDaskError, RuntimeError):
     """The Dask cluster could not be started or reached, or lost work it cannot recover."""
-
-
-def describe(path: object, message: str, *, item: str | None = None) -> str:
-    """Format the one-line message convention: ``PATH: [spectrum ID: ]message``."""
-    where = f"{path}"
-    if item:
-        where += f": {item}"
-    return f"{where}: {message}"

@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import tomllib
 from dataclasses import MISSING, asdict, dataclass, field, fields, replace
-from pathlib import Path
 from typing import Any, Self
 
 from .errors import OptionsError
@@ -163,7 +162,3 @@ def resolve(cls: type, config: dict[str, dict[str, Any]], cli: dict[str, Any]) -
         section["slurm"] = {**section.get("slurm", {}), **config["slurm"]}
     merged = {**section, **{k: v for k, v in cli.items() if v is not None}}
     return cls.from_dict(merged)
-
-
-def config_path(value: str | None) -> Path | None:
-    return Path(value) if value else None

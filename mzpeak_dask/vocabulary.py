@@ -1,4 +1,4 @@
-"""The format"s own words: CV accessions, buffer formats, entity types, data kinds.
+"""The format's own words: CV accessions, buffer formats, entity types, data kinds.
 
 Names follow ``../shared/docs/mzpeak-format.md`` verbatim. Everything here is a constant; the
 offline CV lookups (accession <-> term name) live in :mod:`mzpeak_dask.cv`.
@@ -36,16 +36,6 @@ MEMBER_NAMES = {
     (CHROMATOGRAM, METADATA): "chromatograms_metadata.parquet",
     (CHROMATOGRAM, DATA_ARRAYS): "chromatograms_data.parquet",
 }
-# the reference writer"s member order; mzpeak_index.json always comes last
-MEMBER_ORDER = [
-    (SPECTRUM, DATA_ARRAYS),
-    (SPECTRUM, PEAKS),
-    (SPECTRUM, METADATA),
-    (WAVELENGTH_SPECTRUM, METADATA),
-    (WAVELENGTH_SPECTRUM, DATA_ARRAYS),
-    (CHROMATOGRAM, METADATA),
-    (CHROMATOGRAM, DATA_ARRAYS),
-]
 INDEX_MEMBER = "mzpeak_index.json"
 
 # -- buffer formats (array index) ---------------------------------------------------------------

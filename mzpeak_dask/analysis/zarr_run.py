@@ -77,10 +77,6 @@ class ZarrRun:
             read_whole(self.path / "precursor_mz"),
         )
 
-    @property
-    def array_names(self) -> list[str]:
-        return list(self.attrs.get("arrays", {}))
-
     def _adapter(self, name: str) -> ChunkAdapter:
         files = chunk_files(self.path / name)
         if files.direct:

@@ -11,20 +11,6 @@ from typing import Any
 
 from ..records import Param, PrecursorRecord, ScanRecord, SelectedIonRecord
 
-# XML attributes and list counts that pyteomics leaves among the params
-_STRUCTURAL = {
-    "count",
-    "index",
-    "id",
-    "defaultArrayLength",
-    "dataProcessingRef",
-    "sourceFileRef",
-    "spotID",
-    "ref",
-    "encodedLength",
-    "arrayLength",
-}
-
 
 def _plain_value(value: Any) -> Any:
     if value is None:
@@ -110,7 +96,3 @@ def product_of(info: dict[str, Any]) -> list[Param]:
         return []
     window = product.get("isolationWindow")
     return params_of(window) if isinstance(window, dict) else []
-
-
-def is_structural(key: str) -> bool:
-    return key in _STRUCTURAL
