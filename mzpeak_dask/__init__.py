@@ -12,7 +12,8 @@ Public API::
 from __future__ import annotations
 
 from ._version import __version__
-from .convert import ConversionResult, convert, convert_many
+from .contracts import ConversionResult
+from .convert import convert, convert_many
 from .errors import (
     ArchiveError,
     ClusterError,

@@ -124,6 +124,11 @@ class SpectrumRecord:
         types = {a.array_type for a in self.arrays}
         return V.WAVELENGTH_ARRAY in types and V.MZ_ARRAY not in types
 
+    @property
+    def entity(self) -> str:
+        """The entity it is stored as: a wavelength spectrum, else an MS spectrum."""
+        return V.WAVELENGTH_SPECTRUM if self.is_wavelength_spectrum else V.SPECTRUM
+
     def array(self, array_type: str) -> SignalArray | None:
         for a in self.arrays:
             if a.array_type == array_type:

@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 
 from .. import layouts
 from .. import vocabulary as V
-from ..encode import PEAKS, EncodedPartition, EncodeSpec
+from ..contracts import PEAKS, EncodedPartition, EncodeSpec
 from ..layouts import array_index
 from ..layouts.schema import SignalSchema
 from ..options import ConvertOptions

@@ -21,7 +21,8 @@ from typing import Any
 
 from ..archive.container import Inputs
 from ..archive.staging import sweep
-from ..convert import ConversionResult, Progress, convert_many
+from ..contracts import ConversionResult, Progress
+from ..convert import convert_many
 from ..errors import OptionsError, OutputError
 from ..options import ClusterOptions, ConvertOptions, _Options
 from ..pathtext import text

@@ -27,7 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from ..archive.container import Inputs
-from ..convert import ConversionResult, Progress, RunJob
+from ..archive.job import RunJob
+from ..contracts import ConversionResult, Progress
 from ..encode import encode_partition
 from ..errors import ClusterError, MzPeakDaskError, OutputError
 from ..options import ClusterOptions, ConvertOptions
