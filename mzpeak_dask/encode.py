@@ -14,13 +14,11 @@ from dataclasses import replace
 import numpy as np
 import pyarrow as pa
 
-from . import layouts
 from . import vocabulary as V
 from .contracts import PEAKS, EncodedPartition, EncodeSpec, Partition
 from .errors import InputError, NumpressEncodeError
-from .layouts import point
-from .layouts.point import PreparedSignal
-from .layouts.schema import SignalSchema
+from .layouts import layout_of, point
+from .layouts.schema import PreparedSignal, SignalSchema
 from .options import ConvertOptions
 from .readers import CHROMATOGRAMS, FORMATS
 from .records import ChromatogramRecord, SignalArray, SpectrumRecord
@@ -96,7 +94,7 @@ def prepare_signal(
     which needs it, see :mod:`~mzpeak_dask.transforms.sorting`), then zero-run stripping and
     null marking (profile spectra only), per format doc 5.1-5.2."""
     columns, auxiliary, n = route_arrays(schema, in_minutes(arrays))
-    if options.layout == "chunked" if sort is None else sort:
+    if layout_of(options).SORTS_ITEMS if sort is None else sort:
         columns, auxiliary = _in_axis_order(schema, columns, auxiliary, n)
     intensity_column = schema.intensity
     intensity = columns.get(intensity_column.name) if intensity_column else None
@@ -179,7 +177,7 @@ def _encode_spectra(records: list[SpectrumRecord], spec: EncodeSpec, out: Encode
             prepared.append(signal)
         _store(out, entity, schema, prepared, tables.finish(), tables.selected_ion_refs, spec)
         if peaks:
-            out.peaks = point.encode(spec.schemas[PEAKS], peaks)
+            out.peaks = point.encode(spec.schemas[PEAKS], peaks, options)  # always points
             out.peak_spectra = sum(1 for p in peaks if p.length)
             out.peak_points = sum(p.length for p in peaks)
             if not all(p.ordered for p in peaks):
@@ -212,7 +210,7 @@ def _store(
 ) -> None:
     out.counts[entity] = len(prepared)
     out.points[entity] = sum(p.length for p in prepared)
-    out.data[entity] = layouts.encode(schema, prepared, spec.options)
+    out.data[entity] = layout_of(spec.options).encode(schema, prepared, spec.options)
     if not all(p.ordered for p in prepared):
         out.unsorted.add(entity)
     out.metadata[entity] = metadata
