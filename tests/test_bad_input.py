@@ -25,6 +25,8 @@ from .conftest import BUNDLED, DATA, INLINE
 from .helpers import assert_clean, one_line_error, run_cli
 from .hostile_inputs import corrupt_binary
 
+pytestmark = pytest.mark.slow  # each runs the command line in a fresh process
+
 SMALL = BUNDLED / "small.mzML"
 
 

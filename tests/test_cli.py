@@ -12,6 +12,8 @@ from mzpeak_dask import open_archive
 from .conftest import BUNDLED, DATA, ROOT
 from .helpers import run_cli
 
+pytestmark = pytest.mark.slow  # each runs the command line in a fresh process
+
 SMALL = BUNDLED / "small.mzML"
 
 

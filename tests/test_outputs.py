@@ -22,6 +22,8 @@ from .conftest import BUNDLED, DATA, INLINE
 from .helpers import assert_clean, one_line_error, run_cli
 from .replicate import replicate
 
+pytestmark = pytest.mark.slow  # each runs conversions to the end, many in fresh processes
+
 SMALL = BUNDLED / "small.mzML"
 TINY = DATA / "pyteomics" / "tiny.pwiz.1.1.mzML"
 

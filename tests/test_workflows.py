@@ -19,6 +19,8 @@ from .batch.commands import converted_count
 from .conftest import BUNDLED, DATA, ROOT
 from .replicate import replicate
 
+pytestmark = pytest.mark.slow  # the shipped workflows run whole batches
+
 WORKFLOWS = ROOT / "workflows"
 CLI = f"{sys.executable} -m mzpeak_dask"
 

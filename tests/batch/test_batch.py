@@ -23,7 +23,7 @@ from ..helpers import member_digests
 from ..replicate import replicate
 from .commands import batch, converted_count, report, wait_for_first
 
-pytestmark = pytest.mark.cluster
+pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 GOOD = {
     "small.mzML": BUNDLED / "small.mzML",
     "TMT10-Trial-8.mgf": DATA / "depthcharge" / "TMT10-Trial-8.mgf",

@@ -14,7 +14,7 @@ from mzpeak_dask.batch.inspect import Inspector
 from ..conftest import BUNDLED
 from ..helpers import member_digests
 
-pytestmark = pytest.mark.cluster
+pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
 
 def _archives(folder: Path) -> tuple[Path, Path]:

@@ -16,6 +16,8 @@ from ..conftest import BUNDLED, ROOT
 from ..replicate import replicate
 from .commands import batch, converted_count, report, wait_for_first
 
+pytestmark = pytest.mark.slow  # batches on real clusters
+
 
 def _tree(root: Path, runs: int) -> Path:
     root.mkdir(parents=True)

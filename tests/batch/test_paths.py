@@ -23,6 +23,8 @@ from ..conftest import BUNDLED, DATA
 from ..helpers import run_cli
 from .commands import batch
 
+pytestmark = pytest.mark.slow  # whole batches through the command line
+
 TINY = DATA / "pyteomics" / "tiny.pwiz.1.1.mzML"
 ODD_NAME = os.fsdecode(b"zz\xff.mzML")  # a Latin-1 byte: not UTF-8
 ODD_FOLDER = os.fsdecode(b"caf\xe9")

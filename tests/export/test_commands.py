@@ -9,6 +9,8 @@ import zarr
 
 from mzpeak_dask import OutputError, cli
 
+pytestmark = pytest.mark.slow  # the shared archives and their export are built first
+
 
 def run(argv: list[str]) -> int:
     """The command's handler, called as ``mzpeak-dask`` calls it (exceptions propagate)."""

@@ -13,7 +13,7 @@ from mzpeak_dask.analysis import open_runs, xic
 from mzpeak_dask.export.zarr import to_zarr
 from mzpeak_dask.parallel.cluster import start_client
 
-pytestmark = pytest.mark.cluster
+pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 NAMES = ["ref.chunked", "small.peaks", "metabo.point", "kitchen.point"]
 
 

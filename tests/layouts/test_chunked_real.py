@@ -16,6 +16,8 @@ from mzpeak_dask.codecs import numpress
 from ..conftest import DATA, INLINE
 from ..helpers import PROFILE_RUNS
 
+pytestmark = pytest.mark.slow  # real runs converted in every encoding
+
 
 @pytest.fixture(scope="module")
 def archives(tmp_path_factory) -> dict:

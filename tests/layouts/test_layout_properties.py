@@ -152,6 +152,7 @@ def test_lossless_layouts_round_trip(layout, items, data) -> None:
         assert np.array_equal(got.get("intensity array", np.zeros(0)), intensity)
 
 
+@pytest.mark.slow
 @PROFILE
 @given(spectra())
 def test_numpress_round_trips_within_its_error(items) -> None:

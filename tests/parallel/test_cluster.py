@@ -28,7 +28,7 @@ from ..helpers import member_digests
 from ..hostile_inputs import corrupt_binary
 from ..replicate import replicate
 
-pytestmark = pytest.mark.cluster
+pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 SMALL = BUNDLED / "small.mzML"
 
 

@@ -192,6 +192,7 @@ def test_a_zip_cut_short_is_one_error(pristine: dict[str, bytes], tmp_path: Path
         assert [p for p in validate(path) if p.severity == ERROR]
 
 
+@pytest.mark.slow
 def test_a_missing_data_member_is_an_error_not_an_empty_spectrum(tmp_path: Path) -> None:
     """The audit's case: spectra_data.parquet deleted, still listed in the index; the first
     spectrum of small.mzML has 13,589 points and used to come back empty, info exiting 0."""
@@ -215,6 +216,7 @@ def test_a_missing_data_member_is_an_error_not_an_empty_spectrum(tmp_path: Path)
 @pytest.mark.parametrize(
     "case", ["index []", "spectra_metadata.parquet: 3e9 rows", "spectra_data.parquet: junk"]
 )
+@pytest.mark.slow
 def test_cli_info_and_validate_give_one_line(
     case: str, pristine: dict[str, bytes], tmp_path: Path
 ) -> None:
