@@ -23,7 +23,8 @@ import pyarrow as pa
 from dask import delayed
 
 from .. import vocabulary as V
-from ..export.plan import cached_archive, precursor_mz
+from ..export.plan import precursor_mz
+from ..read.archive import cached_archive
 from ..read.signal import SignalReader
 from .kernels import item_window_sums, overlapping, segment_stats
 

@@ -20,9 +20,7 @@ they decode matches the plan, chunk by chunk.
 from __future__ import annotations
 
 import hashlib
-import os
 import re
-import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,7 +28,7 @@ import numpy as np
 import pyarrow as pa
 
 from .. import vocabulary as V
-from ..read.archive import MzPeakArchive, open_archive
+from ..read.archive import cached_archive
 from ..read.entity import EntityTables
 from ..read.metadata import find_column
 from ..read.signal import SignalReader
@@ -222,21 +220,6 @@ def _size(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
 
 
-_LOCAL = threading.local()
-
-
-def cached_archive(path: str) -> MzPeakArchive:
-    """An archive opened once per thread (its signal readers cache a row group, so threads do
-    not share them), reopened when it changes on disk."""
-    opened: dict[tuple[str, int], MzPeakArchive] = _LOCAL.__dict__.setdefault("archives", {})
-    key = (path, os.stat(path).st_mtime_ns)
-    if key not in opened:
-        if len(opened) >= 8:
-            opened.pop(next(iter(opened))).close()
-        opened[key] = open_archive(path)
-    return opened[key]
-
-
 def plan_run(path: str, width: float) -> RunPlan:
     """The cheap pass over one archive (a worker task)."""
     archive = cached_archive(path)
@@ -272,4 +255,4 @@ def _model(model: list | None) -> np.ndarray | None:
     return np.asarray(model) if model else None
 
 
-__all__ = ["ArraySpec", "RunPlan", "array_specs", "cached_archive", "plan_run", "zarr_name"]
+__all__ = ["ArraySpec", "RunPlan", "array_specs", "plan_run", "zarr_name"]

@@ -46,7 +46,8 @@ from .. import vocabulary as V
 from ..errors import ArchiveError, InputError, OptionsError, OutputError
 from ..options import ClusterOptions
 from ..parallel.executors import Task, open_executor
-from .plan import ArraySpec, RunPlan, cached_archive, plan_run
+from ..read.archive import cached_archive
+from .plan import ArraySpec, RunPlan, plan_run
 from .zarr_chunks import chunk_files
 from .zarr_store import (
     COMPRESSIONS,

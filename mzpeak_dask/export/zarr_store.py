@@ -24,16 +24,15 @@ the codec pipeline used for tiny chunks, and a Dask adapter for rectilinear arra
 from __future__ import annotations
 
 import contextlib
-import os
 import threading
 from collections.abc import Iterator, Sequence
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import zarr
 
+from ..filecache import per_file
 from .zarr_chunks import chunk_files
 
 RECTILINEAR = {"array.rectilinear_chunks": True}
@@ -63,16 +62,11 @@ def open_array(path: str | Path, mode: str = "r") -> zarr.Array:
         return zarr.open_array(str(path), mode=mode)
 
 
-@lru_cache(maxsize=64)
-def _opened(path: str, stamp: int) -> zarr.Array:
-    return open_array(path, mode="r")
-
-
-def cached_array(path: str | Path) -> zarr.Array:
+@per_file(64, marker="zarr.json")
+def cached_array(path: str) -> zarr.Array:
     """A read-only array opened once per process (opening parses the whole chunk grid),
     reopened when its metadata changed (a run exported again)."""
-    path = str(path)
-    return _opened(path, os.stat(os.path.join(path, "zarr.json")).st_mtime_ns)
+    return open_array(path, mode="r")
 
 
 COMPRESSIONS = ("zstd", "none")

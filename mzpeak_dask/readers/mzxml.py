@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterator
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -20,6 +19,7 @@ from pyteomics import mzxml
 
 from .. import cv
 from .. import vocabulary as V
+from ..filecache import per_file
 from ..pathtext import is_utf8
 from ..records import (
     Param,
@@ -67,8 +67,8 @@ _HANDLED = {
 }
 
 
-@lru_cache(maxsize=4)
-def _reader(path: str, mtime_ns: int) -> mzxml.MzXML:
+@per_file(4)
+def _reader(path: str) -> mzxml.MzXML:
     # lxml takes a file's name as its base URL and fails on a name that is not UTF-8: such a
     # file is handed over opened, without a name
     source = path if is_utf8(path) else open(os.open(path, os.O_RDONLY), "rb")
@@ -224,7 +224,7 @@ class MzXMLFormat(InputFormat):
     @classmethod
     def survey(cls, path: str) -> Survey:
         try:
-            reader = _reader(path, os.stat(path).st_mtime_ns)
+            reader = _reader(path)
             count = len(reader)
         except (etree.XMLSyntaxError, ValueError, KeyError) as exc:
             raise input_error(path, f"malformed mzXML ({exc})") from None
@@ -234,7 +234,7 @@ class MzXMLFormat(InputFormat):
     def read(
         cls, path: str, items: ItemRange, hints: dict[str, object]
     ) -> Iterator[SpectrumRecord]:
-        reader = _reader(path, os.stat(path).st_mtime_ns)
+        reader = _reader(path)
         for position in range(items.start, items.stop):
             try:
                 info = reader.get_by_index(position)
