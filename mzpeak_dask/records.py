@@ -39,6 +39,11 @@ class Param:
     def from_json(cls, d: dict[str, Any]) -> Param:
         return cls(d.get("name"), d.get("accession"), d.get("value"), d.get("unit"))
 
+    @classmethod
+    def term(cls, accession: str, value: Value = None, unit: str | None = None) -> Param:
+        """A cvParam of a term this package writes, named as the vocabulary names it."""
+        return cls(V.TERM_NAMES[accession], accession, value, unit)
+
 
 def find_param(params: list[Param], accession: str) -> Param | None:
     """The first param with ``accession``, or None."""

@@ -184,12 +184,18 @@ SPECTRUM_TYPE = "MS:1000559"
 MS1_SPECTRUM = "MS:1000579"
 MSN_SPECTRUM = "MS:1000580"
 SCAN_START_TIME = "MS:1000016"
+LOWEST_OBSERVED_MZ = "MS:1000528"
+HIGHEST_OBSERVED_MZ = "MS:1000527"
+BASE_PEAK_MZ = "MS:1000504"
+BASE_PEAK_INTENSITY = "MS:1000505"
+TOTAL_ION_CURRENT = "MS:1000285"
 NUMBER_OF_DATA_POINTS = "MS:1003060"
 NUMBER_OF_PEAKS = "MS:1003059"
 CHROMATOGRAM_TYPE = "MS:1000626"
 TIC_CHROMATOGRAM = "MS:1000235"
 SELECTED_ION_MZ = "MS:1000744"
 CHARGE_STATE = "MS:1000041"
+POSSIBLE_CHARGE_STATE = "MS:1000633"
 PEAK_INTENSITY = "MS:1000042"
 ISOLATION_WINDOW_TARGET_MZ = "MS:1000827"
 ISOLATION_WINDOW_LOWER_OFFSET = "MS:1000828"
@@ -208,6 +214,8 @@ MZML_FORMAT = "MS:1000584"
 MZXML_FORMAT = "MS:1000566"
 MGF_FORMAT = "MS:1001062"
 MZMLB_FORMAT = "MS:1002838"
+SCAN_NUMBER_ONLY_NATIVE_ID = "MS:1000776"
+MULTIPLE_PEAK_LIST_NATIVE_ID = "MS:1000774"
 CONVERSION_TO_MZPEAK = "MS:1000544"  # "Conversion to mzML" is the closest conversion term
 COORDINATE_SPACING_MODEL = "MS:1003820"
 
@@ -374,4 +382,43 @@ ION_MOBILITY_UNITS = {
     "MS:1002476": UNIT_MILLISECOND,  # ion mobility drift time
     "MS:1002815": UNIT_VOLT_SECOND_PER_SQUARE_CM,  # inverse reduced ion mobility
     "MS:1001581": UNIT_VOLT,  # FAIMS compensation voltage
+}
+
+# the names of the terms this package writes as params, verbatim from psi-ms.obo 4.1.258
+# (tests/test_vocabulary.py checks them); ``Param.term(accession, ...)`` looks them up
+TERM_NAMES = {
+    **SPECTRUM_TYPES,
+    **REPRESENTATIONS,
+    **SCAN_POLARITIES,
+    **DISSOCIATION_METHODS,
+    MS_LEVEL: "ms level",
+    SCAN_START_TIME: "scan start time",
+    LOWEST_OBSERVED_MZ: "lowest observed m/z",
+    HIGHEST_OBSERVED_MZ: "highest observed m/z",
+    BASE_PEAK_MZ: "base peak m/z",
+    BASE_PEAK_INTENSITY: "base peak intensity",
+    TOTAL_ION_CURRENT: "total ion current",
+    FILTER_STRING: "filter string",
+    SCAN_WINDOW_LOWER_LIMIT: "scan window lower limit",
+    SCAN_WINDOW_UPPER_LIMIT: "scan window upper limit",
+    SELECTED_ION_MZ: "selected ion m/z",
+    CHARGE_STATE: "charge state",
+    POSSIBLE_CHARGE_STATE: "possible charge state",
+    PEAK_INTENSITY: "peak intensity",
+    ISOLATION_WINDOW_TARGET_MZ: "isolation window target m/z",
+    ISOLATION_WINDOW_LOWER_OFFSET: "isolation window lower offset",
+    ISOLATION_WINDOW_UPPER_OFFSET: "isolation window upper offset",
+    COLLISION_ENERGY: "collision energy",
+    SPECTRUM_TITLE: "spectrum title",
+    NON_STANDARD_ARRAY: "non-standard data array",
+    SHA1: "SHA-1",
+    SHA256: "SHA-256",
+    CUSTOM_SOFTWARE: "custom unreleased software tool",
+    CONVERSION_TO_MZPEAK: "Conversion to mzML",
+    MZML_FORMAT: "mzML format",
+    MZXML_FORMAT: "ISB mzXML format",
+    MGF_FORMAT: "Mascot MGF format",
+    MZMLB_FORMAT: "mzMLb format",
+    SCAN_NUMBER_ONLY_NATIVE_ID: "scan number only nativeID format",
+    MULTIPLE_PEAK_LIST_NATIVE_ID: "multiple peak list nativeID format",
 }

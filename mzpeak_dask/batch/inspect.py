@@ -42,7 +42,7 @@ def tic_thumbnail(archive: Path, points: int = 120) -> list[list[float]]:
     with open_archive(archive) as a:
         tables = a.tables_of(V.SPECTRUM)
         times, levels = tables.times, tables.ms_levels
-        tic = tables._list("MS:1000285")
+        tic = tables.values_of(V.TOTAL_ION_CURRENT)
     pairs = [
         (t, v)
         for t, level, v in zip(times, levels, tic, strict=True)

@@ -28,7 +28,8 @@ import math
 
 import numpy as np
 
-from mzpeak_dask.errors import NumpressDecodeError, NumpressEncodeError
+from .. import vocabulary as V
+from ..errors import NumpressDecodeError, NumpressEncodeError
 
 __all__ = [
     "DECODERS",
@@ -391,5 +392,13 @@ def decode_pic(buffer: bytes | np.ndarray) -> np.ndarray:
     return _unpack_ints(_as_bytes(buffer)).astype(np.float64)
 
 
-ENCODERS = {"MS:1002312": encode_linear, "MS:1002314": encode_slof, "MS:1002313": encode_pic}
-DECODERS = {"MS:1002312": decode_linear, "MS:1002314": decode_slof, "MS:1002313": decode_pic}
+ENCODERS = {
+    V.NUMPRESS_LINEAR: encode_linear,
+    V.NUMPRESS_SLOF: encode_slof,
+    V.NUMPRESS_PIC: encode_pic,
+}
+DECODERS = {
+    V.NUMPRESS_LINEAR: decode_linear,
+    V.NUMPRESS_SLOF: decode_slof,
+    V.NUMPRESS_PIC: decode_pic,
+}

@@ -45,7 +45,9 @@ class EntityTables:
     def __len__(self) -> int:
         return len(self.main)
 
-    def _list(self, accession_or_name: str) -> list:
+    def values_of(self, accession_or_name: str) -> list:
+        """A column of the main table as a list, found by name or by CV accession (None
+        for each item when there is no such column)."""
         names = self.main.column_names
         name = (
             accession_or_name
@@ -58,15 +60,15 @@ class EntityTables:
 
     @cached_property
     def ids(self) -> list[str]:
-        return [str(x) for x in self._list("id")]
+        return [str(x) for x in self.values_of("id")]
 
     @cached_property
     def ms_levels(self) -> list:
-        return self._list(V.MS_LEVEL)
+        return self.values_of(V.MS_LEVEL)
 
     @cached_property
     def times(self) -> list:
-        times = self._list("time")
+        times = self.values_of("time")
         if any(t is None for t in times):  # older writers: the first scan's start time
             for i, t in enumerate(times):
                 if t is None:
@@ -77,19 +79,19 @@ class EntityTables:
 
     @cached_property
     def polarities(self) -> list:
-        return self._list(V.SCAN_POLARITY)
+        return self.values_of(V.SCAN_POLARITY)
 
     @cached_property
     def representations(self) -> list:
-        return self._list(V.SPECTRUM_REPRESENTATION)
+        return self.values_of(V.SPECTRUM_REPRESENTATION)
 
     @cached_property
     def models(self) -> list:
-        return self._list("mz_delta_model")
+        return self.values_of("mz_delta_model")
 
     @cached_property
     def auxiliary_counts(self) -> list:
-        counts = self._list("number_of_auxiliary_arrays")
+        counts = self.values_of("number_of_auxiliary_arrays")
         return [c or 0 for c in counts]
 
     def position(self, native_id: str) -> int:
