@@ -94,7 +94,8 @@ def cmd_info(args: argparse.Namespace) -> int:
 
 
 def cmd_batch(args: argparse.Namespace) -> int:
-    from .batch.runner import BatchOptions, run_batch
+    from .batch.runner import run_batch
+    from .options import BatchOptions
     from .parallel.progress import ProgressReporter
 
     options, cluster = options_from(args)

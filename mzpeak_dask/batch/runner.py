@@ -23,8 +23,8 @@ from ..archive.container import Inputs
 from ..archive.staging import sweep
 from ..contracts import ConversionResult, Progress
 from ..convert import convert_many
-from ..errors import OptionsError, OutputError
-from ..options import ClusterOptions, ConvertOptions, _Options
+from ..errors import OutputError
+from ..options import BatchOptions, ClusterOptions, ConvertOptions
 from ..pathtext import text
 from ..read.validate import ERROR, validate
 from ..tables.file_metadata import file_sha256
@@ -33,22 +33,6 @@ from .inspect import Inspector
 from .lock import output_lock
 from .sources import discover, outputs_for
 from .state import CONVERTED, FAILED, PENDING, SKIPPED, BatchState
-
-
-@dataclass(frozen=True)
-class BatchOptions(_Options):
-    """How a batch runs (the ``[batch]`` table of a config file)."""
-
-    section = "batch"
-
-    resume: bool = False  # skip inputs whose valid output was made from the same input
-    retries: int = 0  # extra attempts for inputs that failed
-    reports: bool = True  # batch_report.html and catalog.parquet beside batch_report.json
-    hash_threads: int = 4  # threads hashing inputs when resuming
-
-    def __post_init__(self) -> None:
-        if self.retries < 0 or self.hash_threads < 1:
-            raise OptionsError("retries must be >= 0 and hash_threads >= 1")
 
 
 @dataclass
@@ -336,4 +320,4 @@ def _run(run: BatchRun, client: Any, progress: Progress | None, started: float) 
     return outcome
 
 
-__all__ = ["BatchOptions", "BatchOutcome", "run_batch"]
+__all__ = ["BatchOutcome", "run_batch"]

@@ -44,13 +44,12 @@ import zarr
 
 from .. import vocabulary as V
 from ..errors import ArchiveError, InputError, OptionsError, OutputError
-from ..options import ClusterOptions
+from ..options import ClusterOptions, ConvertOptions, ZarrOptions
 from ..parallel.executors import Task, open_executor
 from ..read.archive import cached_archive
 from .plan import ArraySpec, RunPlan, plan_run
 from .zarr_chunks import chunk_files
 from .zarr_store import (
-    COMPRESSIONS,
     create_point_array,
     enable_rectilinear,
     fill_value,
@@ -59,7 +58,6 @@ from .zarr_store import (
 )
 
 FORMAT = "mzpeak-dask zarr export 1"
-BLOCK_POINTS = 1 << 18
 
 
 @dataclass
@@ -291,18 +289,18 @@ def to_zarr(
     *,
     client: Any = None,
     cluster: ClusterOptions | None = None,
-    chunk_width: float = 50.0,
-    overwrite: bool = False,
-    compression: str = "zstd",
-    block_points: int = BLOCK_POINTS,
+    chunk_width: float = ConvertOptions.chunk_width,
+    overwrite: bool = ZarrOptions.overwrite,
+    compression: str = ZarrOptions.compression,
+    block_points: int = ZarrOptions.block_points,
 ) -> list[ZarrRunResult]:
     """Export archives into ``store`` (a folder), one group per run, in parallel on Dask.
 
     ``client`` is a ``distributed.Client`` to run on; otherwise ``cluster`` says which cluster
     to start (a LocalCluster by default; ``ClusterOptions(cluster="inline")`` runs in this
-    process). ``chunk_width`` sets the chunks of point-layout archives; ``compression`` is
-    "zstd" or "none" for the signal arrays; ``block_points`` the points each write task
-    handles. Results are in input order. The first failure stops the export: finished runs
+    process). ``chunk_width`` sets the chunks of point-layout archives; ``overwrite``,
+    ``compression`` and ``block_points`` are those of :class:`~mzpeak_dask.options.ZarrOptions`.
+    Results are in input order. The first failure stops the export: finished runs
     stay, unfinished ones leave nothing.
     """
     if isinstance(archives, (str, os.PathLike)):
@@ -310,8 +308,7 @@ def to_zarr(
     paths = [Path(a) for a in archives]
     if not chunk_width > 0:
         raise OptionsError("chunk_width must be positive")
-    if compression not in COMPRESSIONS:
-        raise OptionsError(f"compression must be one of {COMPRESSIONS}, got {compression!r}")
+    ZarrOptions(compression, overwrite, block_points)  # checks them
     store = Path(store)
     names = run_names(paths)
     _check(paths, store, names, overwrite)

@@ -69,9 +69,6 @@ def cached_array(path: str) -> zarr.Array:
     return open_array(path, mode="r")
 
 
-COMPRESSIONS = ("zstd", "none")
-
-
 def compressors(compression: str = "zstd") -> tuple[Any, ...] | None:
     """Zstandard (level 3), or None (no compressor; an empty tuple would mean zarr's default):
     chunks of tens of points compress little and each one costs a decompression call

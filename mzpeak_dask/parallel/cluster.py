@@ -24,12 +24,9 @@ def slurm_cluster(options: ClusterOptions) -> Any:
         raise ClusterError(
             "--cluster slurm needs dask-jobqueue (pip install 'mzpeak-dask[jobqueue]')"
         ) from None
-    settings = dict(options.slurm)
-    settings["job_script_prologue"] = [*settings.get("job_script_prologue", []), *shell_exports()]
-    settings.setdefault("cores", 1)
-    settings.setdefault("memory", "4GB")
-    settings.setdefault("processes", settings["cores"])
-    scheduler = settings.setdefault("scheduler_options", {})
+    settings = options.slurm.keywords()
+    settings["job_script_prologue"] = [*options.slurm.job_script_prologue, *shell_exports()]
+    scheduler = settings["scheduler_options"] = dict(options.slurm.scheduler_options)
     scheduler.setdefault("dashboard_address", ":0")
     scheduler.setdefault("dashboard", options.dashboard)
     try:
