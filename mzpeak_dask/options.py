@@ -27,9 +27,15 @@ ZARR_COMPRESSIONS = ("zstd", "none")
 
 
 class _Options:
-    """Shared dict/TOML conversion for the option dataclasses."""
+    """Shared dict/TOML conversion for the option dataclasses; ``choices`` lists the allowed
+    values of the options that have a fixed set (checked here, offered by the command line)."""
 
     section: ClassVar[str]
+    choices: ClassVar[dict[str, tuple]] = {}
+
+    def __post_init__(self) -> None:
+        for name, allowed in self.choices.items():
+            _choice(name, getattr(self, name), allowed)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)  # type: ignore[call-overload]
@@ -62,6 +68,13 @@ class ConvertOptions(_Options):
     """How one run is encoded and written."""
 
     section = "convert"
+    choices = {
+        "layout": LAYOUTS,
+        "chunk_encoding": CHUNK_ENCODINGS,
+        "numpress_intensity": NUMPRESS_INTENSITY,
+        "compression": COMPRESSIONS,
+        "centroids": CENTROIDS,
+    }
 
     layout: str = "point"
     chunk_encoding: str = "delta"
@@ -87,11 +100,7 @@ class ConvertOptions(_Options):
     partition_items: int = 1000
 
     def __post_init__(self) -> None:
-        _choice("layout", self.layout, LAYOUTS)
-        _choice("chunk_encoding", self.chunk_encoding, CHUNK_ENCODINGS)
-        _choice("numpress_intensity", self.numpress_intensity, NUMPRESS_INTENSITY)
-        _choice("compression", self.compression, COMPRESSIONS)
-        _choice("centroids", self.centroids, CENTROIDS)
+        super().__post_init__()
         for name in ("data_page_size", "row_group_points", "partition_bytes", "partition_items"):
             if getattr(self, name) < 1:
                 raise OptionsError(f"{name} must be a positive integer")
@@ -140,6 +149,7 @@ class SlurmOptions(_Options):
     scheduler_options: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         for name in ("cores", "processes", "job_cpu"):
             value = getattr(self, name)
             if value is not None and value < 1:
@@ -164,6 +174,7 @@ class ClusterOptions(_Options):
     """Where the work runs: an embedded LocalCluster, a running scheduler, or SLURM."""
 
     section = "cluster"
+    choices = {"cluster": CLUSTERS}
 
     cluster: str = "local"  # "local" | "slurm" | "inline" (no Dask: this process only)
     workers: int | None = None  # local: worker processes (default: CPU cores); slurm: jobs
@@ -175,7 +186,7 @@ class ClusterOptions(_Options):
     slurm: SlurmOptions = field(default_factory=SlurmOptions)  # the [slurm] table
 
     def __post_init__(self) -> None:
-        _choice("cluster", self.cluster, CLUSTERS)
+        super().__post_init__()
         if self.workers is not None and self.workers < 1:
             raise OptionsError("workers must be at least 1")
         if isinstance(self.slurm, dict):
@@ -197,6 +208,7 @@ class BatchOptions(_Options):
     hash_threads: int = 4  # threads hashing inputs when resuming
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         if self.retries < 0 or self.hash_threads < 1:
             raise OptionsError("retries must be >= 0 and hash_threads >= 1")
 
@@ -206,13 +218,14 @@ class ZarrOptions(_Options):
     """How archives are exported to Zarr (their chunk width is ConvertOptions.chunk_width)."""
 
     section = "zarr"
+    choices = {"compression": ZARR_COMPRESSIONS}
 
     compression: str = "zstd"  # signal arrays: "zstd" or "none" (about 30% faster)
     overwrite: bool = False  # replace existing run groups
     block_points: int = 1 << 18  # points each write task decodes and writes
 
     def __post_init__(self) -> None:
-        _choice("compression", self.compression, ZARR_COMPRESSIONS)
+        super().__post_init__()
         if self.block_points < 1:
             raise OptionsError("block_points must be a positive integer")
 
@@ -228,6 +241,7 @@ class AnalysisOptions(_Options):
     max_rows: int = 40  # rows of each run's XIC printed
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         if not self.ppm > 0:
             raise OptionsError("ppm must be positive")
         if self.ms_level < 0 or self.max_rows < 0:

@@ -9,8 +9,8 @@ import pytest
 
 from mzpeak_dask import open_archive
 
-from .conftest import BUNDLED, DATA, ROOT
-from .helpers import run_cli
+from ..conftest import BUNDLED, DATA, ROOT
+from ..helpers import run_cli
 
 pytestmark = pytest.mark.slow  # each runs the command line in a fresh process
 

@@ -1,8 +1,8 @@
-"""The ``export-zarr`` and ``xic`` subcommands (registered by ``mzpeak_dask.cli``).
+"""The ``export-zarr`` and ``xic`` subcommands of ``mzpeak-dask``.
 
-Conventions as in ``cli.py``: handlers return an exit code, errors are ``MzPeakDaskError``
-subclasses (printed as one line by ``cli.main``), options follow command line > ``--config`` >
-defaults.
+Conventions as for every command: handlers return an exit code, errors are ``MzPeakDaskError``
+subclasses (printed as one line by :func:`mzpeak_dask.cli.main`), options follow command line >
+``--config`` > defaults.
 """
 
 from __future__ import annotations
@@ -14,22 +14,22 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
-from ..cli_args import add_cluster_options, add_common, cluster_from
-from ..options import ConvertOptions, load_config, resolve
+from ..options import AnalysisOptions, ClusterOptions, ConvertOptions, ZarrOptions
+from .args import add_common, add_options, analysis_cluster, options
 
 
 def cmd_export_zarr(args: argparse.Namespace) -> int:
-    from .zarr import to_zarr
+    from ..export.zarr import to_zarr
 
-    given = {} if args.chunk_width is None else {"chunk_width": args.chunk_width}
-    width = resolve(ConvertOptions, load_config(args.config), given).chunk_width
+    zarr_options = options(args, ZarrOptions)
     results = to_zarr(
         args.archives,
         args.store,
-        cluster=cluster_from(args),
-        chunk_width=width,
-        overwrite=bool(args.overwrite),
-        compression=args.compression,
+        cluster=options(args, ClusterOptions),
+        chunk_width=options(args, ConvertOptions).chunk_width,
+        overwrite=zarr_options.overwrite,
+        compression=zarr_options.compression,
+        block_points=zarr_options.block_points,
     )
     for r in results:
         if args.json:
@@ -44,16 +44,14 @@ def cmd_export_zarr(args: argparse.Namespace) -> int:
 
 @contextlib.contextmanager
 def _analysis_client(args: argparse.Namespace) -> Iterator[Any]:
-    """A cluster only when one is asked for (--workers, --scheduler, --cluster local/slurm);
-    otherwise Dask's threaded scheduler in this process."""
-    options = cluster_from(args)
-    wanted = args.workers or args.scheduler or args.cluster in ("local", "slurm")
-    if not wanted or options.cluster == "inline":
+    """A cluster only when one is asked for; otherwise Dask's threaded scheduler here."""
+    cluster = analysis_cluster(args)
+    if cluster.cluster == "inline":
         yield None
         return
     from ..parallel.cluster import start_client
 
-    with start_client(options) as client:
+    with start_client(cluster) as client:
         yield client
 
 
@@ -67,17 +65,19 @@ def format_xic(name: str, frame: Any, ppm: float, max_rows: int) -> str:
 def cmd_xic(args: argparse.Namespace) -> int:
     from ..analysis import plot_xic, xic
 
+    analysis = options(args, AnalysisOptions)
     rt = tuple(args.rt) if args.rt else None
-    level = None if args.ms_level == 0 else args.ms_level
+    level = None if analysis.ms_level == 0 else analysis.ms_level
     with _analysis_client(args) as client:
-        results = xic(args.sources, args.mz, ppm=args.ppm, rt=rt, ms_level=level, client=client)
+        results = xic(args.sources, args.mz, ppm=analysis.ppm, rt=rt, ms_level=level, client=client)
     if args.json:
         for name, frame in results.items():
             print(json.dumps({"run": name, "xic": json.loads(frame.to_json(orient="split"))}))
     elif not args.quiet:
-        print("\n\n".join(format_xic(n, f, args.ppm, args.max_rows) for n, f in results.items()))
+        text = (format_xic(n, f, analysis.ppm, analysis.max_rows) for n, f in results.items())
+        print("\n\n".join(text))
     if args.plot:
-        plot_xic(results, args.plot, ppm=args.ppm)
+        plot_xic(results, args.plot, ppm=analysis.ppm)
         if not args.quiet and not args.json:
             print(f"plot written to {args.plot}", file=sys.stderr)
     return 0
@@ -97,34 +97,21 @@ def add_commands(subparsers: Any) -> None:
     )
     p.add_argument("archives", nargs="+", metavar="ARCHIVE", help="mzPeak archives")
     p.add_argument("store", metavar="STORE.zarr", help="Zarr store folder (created if needed)")
-    p.add_argument(
-        "--chunk-width",
-        type=_positive,
-        help="m/z width of the chunks of point-layout archives (default: chunk_width of the "
-        "configuration, 50)",
-    )
-    p.add_argument(
-        "--compression",
-        choices=["zstd", "none"],
-        default="zstd",
-        help="signal arrays: zstd (default) or none (about 30%% faster to write and read)",
-    )
-    p.add_argument("--overwrite", action="store_true", help="replace existing run groups")
     p.add_argument("--json", action="store_true", help="print results as JSON lines")
-    add_cluster_options(p)
+    add_options(p, ZarrOptions, "export")
+    add_options(p, ConvertOptions, "chunks of point-layout archives", ("chunk_width",))
+    add_options(p, ClusterOptions)
     add_common(p)
     p.set_defaults(func=cmd_export_zarr)
 
     p = subparsers.add_parser("xic", help="extracted-ion chromatograms across runs")
     p.add_argument("sources", nargs="+", metavar="ARCHIVE_OR_STORE")
     p.add_argument("--mz", type=_positive, action="append", required=True, help="target m/z")
-    p.add_argument("--ppm", type=_positive, default=10.0, help="m/z tolerance (default 10)")
     p.add_argument("--rt", type=float, nargs=2, metavar=("LOW", "HIGH"), help="minutes")
-    p.add_argument("--ms-level", type=int, default=1, help="MS level (0: all; default 1)")
     p.add_argument("--plot", metavar="FILE.png", help="draw the XICs with matplotlib")
-    p.add_argument("--max-rows", type=int, default=40, help="rows shown per run (default 40)")
     p.add_argument("--json", action="store_true", help="print each run's XIC as JSON")
-    add_cluster_options(p)
+    add_options(p, AnalysisOptions, "chromatograms")
+    add_options(p, ClusterOptions)
     add_common(p)
     p.set_defaults(func=cmd_xic)
 

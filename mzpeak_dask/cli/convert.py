@@ -1,43 +1,27 @@
-"""The ``mzpeak-dask`` command: thin subcommands over the public API.
-
-Errors print one line (``error: FILE: [spectrum ID: ]what``) and exit non-zero; ``--verbose``
-adds tracebacks. Options follow one precedence rule: command line > ``--config`` > defaults.
-"""
+"""The commands that convert and check archives: ``convert``, ``info``, ``batch``,
+``validate`` and ``cluster-script`` (registered by :mod:`mzpeak_dask.cli`)."""
 
 from __future__ import annotations
 
 import argparse
 import json
-import logging
-import os
-import signal
 import sys
-import traceback
 from pathlib import Path
+from typing import Any
 
-from .cli_args import (
-    add_cluster_options,
-    add_common,
-    add_convert_options,
-    options_from,
-    picked,
-)
-from .errors import MzPeakDaskError, OptionsError, OutputBusyError
-from .export.commands import add_commands
-from .options import load_config, resolve
-from .pathtext import text, uri
+from ..errors import MzPeakDaskError
+from ..options import BatchOptions, ClusterOptions, ConvertOptions
+from ..pathtext import text, uri
+from .args import add_common, add_options, options
 
 EXIT_FAILED = 1
-EXIT_USAGE = 2
-EXIT_BUSY = 75  # EX_TEMPFAIL: another batch holds the output folder; try again later
-EXIT_INTERRUPTED = 130
 
 
 def cmd_convert(args: argparse.Namespace) -> int:
-    from .convert import archive_names, convert_many, is_archive_folder
-    from .parallel.progress import ProgressReporter
+    from ..convert import archive_names, convert_many, is_archive_folder
+    from ..parallel.progress import ProgressReporter
 
-    options, cluster = options_from(args)
+    convert, cluster = options(args, ConvertOptions), options(args, ClusterOptions)
     inputs = [Path(p) for p in args.inputs]
     output = Path(args.output)
     folder = output.is_dir() and not is_archive_folder(output)
@@ -53,7 +37,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
     progress = None if args.quiet else ProgressReporter(len(jobs))
     try:
         results = convert_many(
-            jobs, options, cluster=cluster, progress=progress, fail_fast=len(jobs) == 1
+            jobs, convert, cluster=cluster, progress=progress, fail_fast=len(jobs) == 1
         )
     finally:
         if progress:
@@ -83,8 +67,8 @@ def cmd_convert(args: argparse.Namespace) -> int:
 
 
 def cmd_info(args: argparse.Namespace) -> int:
-    from .read.archive import open_archive
-    from .read.summary import format_summary, summarize
+    from ..read.archive import open_archive
+    from ..read.summary import format_summary, summarize
 
     for path in args.archives:
         with open_archive(path) as archive:
@@ -94,16 +78,15 @@ def cmd_info(args: argparse.Namespace) -> int:
 
 
 def cmd_batch(args: argparse.Namespace) -> int:
-    from .batch.runner import run_batch
-    from .options import BatchOptions
-    from .parallel.progress import ProgressReporter
+    from ..batch.runner import run_batch
+    from ..parallel.progress import ProgressReporter
 
-    options, cluster = options_from(args)
-    batch = resolve(BatchOptions, load_config(args.config), picked(args, BatchOptions))
+    convert, cluster = options(args, ConvertOptions), options(args, ClusterOptions)
+    batch = options(args, BatchOptions)
     progress = None if args.quiet else ProgressReporter(0)
     try:
         outcome = run_batch(
-            args.source, args.output_dir, options, cluster, batch, progress=progress
+            args.source, args.output_dir, convert, cluster, batch, progress=progress
         )
     finally:
         if progress:
@@ -124,7 +107,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from .read.validate import ERROR, problems_json, validate
+    from ..read.validate import ERROR, problems_json, validate
 
     failed = False
     documents = []
@@ -150,22 +133,20 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_cluster_script(args: argparse.Namespace) -> int:
-    from .parallel.cluster import job_script
+    from ..parallel.cluster import job_script
 
-    _, cluster = options_from(args)
-    print(job_script(cluster))
+    print(job_script(options(args, ClusterOptions)))
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="mzpeak-dask", description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="command", required=True)
+def add_commands(sub: Any) -> None:
+    """Register ``convert``, ``info``, ``batch``, ``validate`` and ``cluster-script``."""
     p = sub.add_parser("convert", help="convert MS runs into mzPeak archives")
     p.add_argument("inputs", nargs="+", metavar="INPUT", help="mzML, mzXML, MGF or mzMLb")
     p.add_argument("output", metavar="OUTPUT", help="archive path, or a directory for several")
     p.add_argument("--json", action="store_true", help="print results as JSON lines")
-    add_convert_options(p)
-    add_cluster_options(p)
+    add_options(p, ConvertOptions, "encoding (defaults: configs/default.toml)")
+    add_options(p, ClusterOptions)
     add_common(p)
     p.set_defaults(func=cmd_convert)
     p = sub.add_parser("info", help="summarize mzPeak archives")
@@ -181,22 +162,9 @@ def build_parser() -> argparse.ArgumentParser:
         "manifest (one path per line, or CSV/TSV with a 'path' column)",
     )
     p.add_argument("output_dir", metavar="OUTPUT_DIR")
-    p.add_argument(
-        "--resume",
-        action="store_const",
-        const=True,
-        help="skip inputs whose output is valid and made from the same input",
-    )
-    p.add_argument("--retries", type=int, help="extra attempts for failed inputs")
-    p.add_argument(
-        "--no-reports",
-        dest="reports",
-        action="store_const",
-        const=False,
-        help="only batch_report.json (no HTML report, no catalog)",
-    )
-    add_convert_options(p)
-    add_cluster_options(p)
+    add_options(p, BatchOptions)
+    add_options(p, ConvertOptions, "encoding (defaults: configs/default.toml)")
+    add_options(p, ClusterOptions)
     add_common(p)
     p.set_defaults(func=cmd_batch)
     p = sub.add_parser("validate", help="check archives against the format's rules")
@@ -207,56 +175,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "cluster-script", help="print the SLURM batch script --cluster slurm would submit"
     )
-    add_cluster_options(p)
+    add_options(p, ClusterOptions)
     add_common(p)
     p.set_defaults(func=cmd_cluster_script)
-    add_commands(sub)
-    return parser
 
 
-def _stop(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
-
-
-def _handle_stop_signals() -> None:
-    """SIGTERM (what SLURM and systemd send at a time limit) stops as cleanly as Ctrl-C; and
-    Ctrl-C works even when a non-interactive shell started us with SIGINT ignored."""
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    signal.signal(signal.SIGTERM, _stop)
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    _handle_stop_signals()
-    logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.WARNING,
-        format="%(levelname)s %(name)s: %(message)s",
-    )
-    if not args.verbose:  # Dask logs its lifecycle at INFO (read when distributed is imported)
-        # (workers log every failed task at ERROR; the coordinator reports each one itself)
-        os.environ.setdefault("DASK_LOGGING__DISTRIBUTED", "critical")
-    try:
-        return args.func(args)
-    except MzPeakDaskError as exc:
-        if args.verbose:
-            traceback.print_exc()
-        print(f"error: {text(exc)}", file=sys.stderr)
-        if isinstance(exc, OutputBusyError):
-            return EXIT_BUSY
-        return EXIT_USAGE if isinstance(exc, OptionsError) else EXIT_FAILED
-    except KeyboardInterrupt:
-        print("interrupted: partial outputs removed", file=sys.stderr)
-        return EXIT_INTERRUPTED
-    except Exception as exc:  # a bug, not bad input: still one line unless --verbose
-        if args.verbose:
-            traceback.print_exc()
-        print(
-            f"error: internal error {type(exc).__name__}: {text(exc)} (rerun with --verbose)",
-            file=sys.stderr,
-        )
-        return EXIT_FAILED
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+__all__ = ["add_commands"]
