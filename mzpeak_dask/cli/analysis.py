@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..options import AnalysisOptions, ClusterOptions, ConvertOptions, ZarrOptions
-from .args import add_common, add_options, analysis_cluster, options
+from .args import add_options, analysis_cluster, command, options
 
 
 def cmd_export_zarr(args: argparse.Namespace) -> int:
@@ -92,19 +92,16 @@ def _positive(value: str) -> float:
 
 def add_commands(subparsers: Any) -> None:
     """Register ``export-zarr`` and ``xic`` on an argparse subparsers object."""
-    p = subparsers.add_parser(
-        "export-zarr", help="export archives to a Zarr v3 store with the mzPeak chunks"
-    )
+    help = "export archives to a Zarr v3 store with the mzPeak chunks"
+    p = command(subparsers, "export-zarr", help, cmd_export_zarr)
     p.add_argument("archives", nargs="+", metavar="ARCHIVE", help="mzPeak archives")
     p.add_argument("store", metavar="STORE.zarr", help="Zarr store folder (created if needed)")
     p.add_argument("--json", action="store_true", help="print results as JSON lines")
     add_options(p, ZarrOptions, "export")
     add_options(p, ConvertOptions, "chunks of point-layout archives", ("chunk_width",))
     add_options(p, ClusterOptions)
-    add_common(p)
-    p.set_defaults(func=cmd_export_zarr)
 
-    p = subparsers.add_parser("xic", help="extracted-ion chromatograms across runs")
+    p = command(subparsers, "xic", "extracted-ion chromatograms across runs", cmd_xic)
     p.add_argument("sources", nargs="+", metavar="ARCHIVE_OR_STORE")
     p.add_argument("--mz", type=_positive, action="append", required=True, help="target m/z")
     p.add_argument("--rt", type=float, nargs=2, metavar=("LOW", "HIGH"), help="minutes")
@@ -112,8 +109,6 @@ def add_commands(subparsers: Any) -> None:
     p.add_argument("--json", action="store_true", help="print each run's XIC as JSON")
     add_options(p, AnalysisOptions, "chromatograms")
     add_options(p, ClusterOptions)
-    add_common(p)
-    p.set_defaults(func=cmd_xic)
 
 
 __all__ = ["add_commands", "cmd_export_zarr", "cmd_xic", "format_xic"]

@@ -110,10 +110,14 @@ def add_options(
     parser.set_defaults(option_flags=flags)
 
 
-def add_common(p: argparse.ArgumentParser) -> None:
+def command(subparsers: Any, name: str, help: str, handler: Any) -> argparse.ArgumentParser:
+    """A subcommand run by ``handler(args)``, with the flags every command has."""
+    p = subparsers.add_parser(name, help=help)
     p.add_argument("--config", help="TOML config file (see configs/)")
     p.add_argument("-v", "--verbose", action="store_true", help="tracebacks and debug logging")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress output")
+    p.set_defaults(func=handler)
+    return p
 
 
 def given(args: argparse.Namespace, cls: type) -> dict[str, Any]:
@@ -146,4 +150,4 @@ def analysis_cluster(args: argparse.Namespace) -> ClusterOptions:
     return cluster if wanted else cluster.updated(cluster="inline")
 
 
-__all__ = ["add_common", "add_options", "analysis_cluster", "given", "options"]
+__all__ = ["add_options", "analysis_cluster", "command", "given", "options"]

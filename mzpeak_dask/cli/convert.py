@@ -12,7 +12,7 @@ from typing import Any
 from ..errors import MzPeakDaskError
 from ..options import BatchOptions, ClusterOptions, ConvertOptions
 from ..pathtext import text, uri
-from .args import add_common, add_options, options
+from .args import add_options, command, options
 
 EXIT_FAILED = 1
 
@@ -139,22 +139,25 @@ def cmd_cluster_script(args: argparse.Namespace) -> int:
     return 0
 
 
+ENCODING = "encoding (defaults: configs/default.toml)"
+
+
 def add_commands(sub: Any) -> None:
     """Register ``convert``, ``info``, ``batch``, ``validate`` and ``cluster-script``."""
-    p = sub.add_parser("convert", help="convert MS runs into mzPeak archives")
+    p = command(sub, "convert", "convert MS runs into mzPeak archives", cmd_convert)
     p.add_argument("inputs", nargs="+", metavar="INPUT", help="mzML, mzXML, MGF or mzMLb")
     p.add_argument("output", metavar="OUTPUT", help="archive path, or a directory for several")
     p.add_argument("--json", action="store_true", help="print results as JSON lines")
-    add_options(p, ConvertOptions, "encoding (defaults: configs/default.toml)")
+    add_options(p, ConvertOptions, ENCODING)
     add_options(p, ClusterOptions)
-    add_common(p)
-    p.set_defaults(func=cmd_convert)
-    p = sub.add_parser("info", help="summarize mzPeak archives")
-    p.add_argument("archives", nargs="+", metavar="ARCHIVE")
-    p.add_argument("--json", action="store_true")
-    add_common(p)
-    p.set_defaults(func=cmd_info)
-    p = sub.add_parser("batch", help="convert a whole repository (folder tree or manifest)")
+    for name, help, handler in (
+        ("info", "summarize mzPeak archives", cmd_info),
+        ("validate", "check archives against the format's rules", cmd_validate),
+    ):
+        p = command(sub, name, help, handler)
+        p.add_argument("archives", nargs="+", metavar="ARCHIVE")
+        p.add_argument("--json", action="store_true")
+    p = command(sub, "batch", "convert a whole repository (folder tree or manifest)", cmd_batch)
     p.add_argument(
         "source",
         metavar="SOURCE",
@@ -163,21 +166,10 @@ def add_commands(sub: Any) -> None:
     )
     p.add_argument("output_dir", metavar="OUTPUT_DIR")
     add_options(p, BatchOptions)
-    add_options(p, ConvertOptions, "encoding (defaults: configs/default.toml)")
+    add_options(p, ConvertOptions, ENCODING)
     add_options(p, ClusterOptions)
-    add_common(p)
-    p.set_defaults(func=cmd_batch)
-    p = sub.add_parser("validate", help="check archives against the format's rules")
-    p.add_argument("archives", nargs="+", metavar="ARCHIVE")
-    p.add_argument("--json", action="store_true")
-    add_common(p)
-    p.set_defaults(func=cmd_validate)
-    p = sub.add_parser(
-        "cluster-script", help="print the SLURM batch script --cluster slurm would submit"
-    )
-    add_options(p, ClusterOptions)
-    add_common(p)
-    p.set_defaults(func=cmd_cluster_script)
+    help = "print the SLURM batch script --cluster slurm would submit"
+    add_options(command(sub, "cluster-script", help, cmd_cluster_script), ClusterOptions)
 
 
 __all__ = ["add_commands"]
