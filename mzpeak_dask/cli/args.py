@@ -132,11 +132,11 @@ def options(args: argparse.Namespace, cls: type) -> Any:
 
 
 def analysis_cluster(args: argparse.Namespace) -> ClusterOptions:
-    """The cluster of an analysis: one only when the command line asks for one (workers, a
-    scheduler, or cluster local or slurm); otherwise inline, on Dask's threads in this
-    process."""
+    """The cluster of an analysis: one only when the command line or the config file asks
+    for one (workers, a scheduler, or cluster local or slurm); otherwise inline, on Dask's
+    threads in this process."""
     config = load_config(args.config)
-    asked = given(args, ClusterOptions)
+    asked = {**config.get(ClusterOptions.section, {}), **given(args, ClusterOptions)}
     cluster = resolve(ClusterOptions, config, given(args, ClusterOptions))
     wanted = (
         asked.get("workers")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from mzpeak_dask import cli
-from mzpeak_dask.cli.args import GROUP_FLAGS, options
+from mzpeak_dask.cli.args import GROUP_FLAGS, analysis_cluster, options
 from mzpeak_dask.options import (
     ClusterOptions,
     ConvertOptions,
@@ -58,3 +58,24 @@ def test_command_line_over_config_over_defaults(tmp_path) -> None:
     assert options(args, ConvertOptions) == ConvertOptions()
     with pytest.raises(SystemExit):
         parse(["export-zarr", "a.mzpeak", "s.zarr", "--compression", "gzip"])
+
+
+@pytest.mark.parametrize(
+    "config, flags, cluster",
+    [
+        ("", [], "inline"),  # nothing asked for: Dask's threads here
+        ("", ["--workers", "2"], "local"),
+        ('[cluster]\ncluster = "slurm"\n', [], "slurm"),
+        ("[cluster]\nworkers = 2\n", [], "local"),
+        ('[cluster]\nscheduler = "tcp://head:8786"\n', [], "local"),  # with its scheduler
+        ('[cluster]\ncluster = "slurm"\n', ["--cluster", "inline"], "inline"),
+    ],
+)
+def test_xic_starts_the_cluster_its_config_file_asks_for(tmp_path, config, flags, cluster) -> None:
+    """A cluster asked for in a --config file counts as one asked for by the flags."""
+    path = tmp_path / "c.toml"
+    path.write_text(config)
+    args = cli.build_parser().parse_args(
+        ["xic", "a.mzpeak", "--mz", "500", "--config", str(path), *flags]
+    )
+    assert analysis_cluster(args).cluster == cluster
