@@ -23,6 +23,7 @@ from .errors import (
     OutputError,
     SpectrumDecodeError,
     UnsupportedFormatError,
+    WorkerDiedError,
 )
 from .options import ClusterOptions, ConvertOptions
 from .read.archive import MzPeakArchive, open_archive
@@ -40,6 +41,7 @@ __all__ = [
     "OutputError",
     "SpectrumDecodeError",
     "UnsupportedFormatError",
+    "WorkerDiedError",
     "__version__",
     "convert",
     "convert_many",

@@ -51,3 +51,8 @@ class OptionsError(MzPeakDaskError, ValueError):
 
 class ClusterError(MzPeakDaskError, RuntimeError):
     """The Dask cluster could not be started or reached, or lost work it cannot recover."""
+
+
+class WorkerDiedError(ClusterError):
+    """A worker process died each time it ran one of a run's tasks (the input may exhaust the
+    worker's memory or crash it): that run fails, and a batch tries it again alone."""

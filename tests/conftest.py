@@ -35,9 +35,9 @@ def inline() -> ClusterOptions:
 @pytest.fixture(scope="session")
 def local_client():
     """A real LocalCluster of two worker processes, shared by the tests that ask for it."""
-    from mzpeak_dask.parallel.cluster import start_client
+    from mzpeak_dask.parallel.cluster import cluster_client
 
-    with start_client(ClusterOptions(workers=2, dashboard=False)) as client:
+    with cluster_client(ClusterOptions(workers=2, dashboard=False)) as client:
         yield client
 
 

@@ -8,13 +8,12 @@ subclasses (printed as one line by :func:`mzpeak_dask.cli.main`), options follow
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import sys
-from collections.abc import Iterator
 from typing import Any
 
 from ..options import AnalysisOptions, ClusterOptions, ConvertOptions, ZarrOptions
+from ..parallel.cluster import cluster_client
 from .args import add_options, analysis_cluster, command, options
 
 
@@ -42,19 +41,6 @@ def cmd_export_zarr(args: argparse.Namespace) -> int:
     return 0
 
 
-@contextlib.contextmanager
-def _analysis_client(args: argparse.Namespace) -> Iterator[Any]:
-    """A cluster only when one is asked for; otherwise Dask's threaded scheduler here."""
-    cluster = analysis_cluster(args)
-    if cluster.cluster == "inline":
-        yield None
-        return
-    from ..parallel.cluster import start_client
-
-    with start_client(cluster) as client:
-        yield client
-
-
 def format_xic(name: str, frame: Any, ppm: float, max_rows: int) -> str:
     """A compact table of one run's XICs: time, then one column per target."""
     table = frame.rename(columns={c: f"{c:.4f}" for c in frame.columns if c != "time"})
@@ -68,7 +54,7 @@ def cmd_xic(args: argparse.Namespace) -> int:
     analysis = options(args, AnalysisOptions)
     rt = tuple(args.rt) if args.rt else None
     level = None if analysis.ms_level == 0 else analysis.ms_level
-    with _analysis_client(args) as client:
+    with cluster_client(analysis_cluster(args)) as client:  # none: Dask's threads here
         results = xic(args.sources, args.mz, ppm=analysis.ppm, rt=rt, ms_level=level, client=client)
     if args.json:
         for name, frame in results.items():

@@ -319,7 +319,7 @@ def to_zarr(
         for p, n in zip(paths, names, strict=True)
     ]
     with open_executor(cluster or ClusterOptions(), client) as executor:
-        if hasattr(executor, "client"):
+        if executor.client is not None:
             executor.client.run(enable_rectilinear)
         return _drive(executor, runs, chunk_width, block_points)
 

@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import dask
 import pytest
 from distributed import Client
 
@@ -17,11 +18,12 @@ from mzpeak_dask import (
     ConversionResult,
     ConvertOptions,
     SpectrumDecodeError,
+    WorkerDiedError,
     convert,
     convert_many,
     open_archive,
 )
-from mzpeak_dask.parallel.cluster import start_client
+from mzpeak_dask.parallel.cluster import cluster_client
 
 from ..conftest import BUNDLED, INLINE
 from ..helpers import member_digests
@@ -60,7 +62,7 @@ def test_partitioning_does_not_change_the_archive(
 
 def test_one_worker_equals_two(tmp_path, reference) -> None:
     output = tmp_path / "one.mzpeak"
-    with start_client(ClusterOptions(workers=1, dashboard=False)) as client:
+    with cluster_client(ClusterOptions(workers=1, dashboard=False)) as client:
         convert(SMALL, output, ConvertOptions(partition_items=5), client=client)
     assert member_digests(output) == reference
 
@@ -113,6 +115,37 @@ def test_killed_worker_does_not_lose_the_run(external_cluster, tmp_path) -> None
     assert killed and victim.wait(timeout=30) == -signal.SIGKILL
     assert result.spectra == 4 * 48
     assert member_digests(output) == member_digests(expected)
+
+
+def test_a_worker_dying_on_every_try_fails_the_run_with_worker_died_error(tmp_path) -> None:
+    """Dask gives up on a task whose worker died each time it ran it (here: on the first
+    try); the coordinator turns that into a WorkerDiedError, which a batch recognises."""
+    source = tmp_path / "small_x4.mzML"
+    replicate(SMALL, source, copies=4)
+    output = tmp_path / "out.mzpeak"
+    killed = []
+    with (
+        dask.config.set({"distributed.scheduler.allowed-failures": 0}),
+        cluster_client(ClusterOptions(workers=2, dashboard=False)) as client,
+    ):
+        workers = list(client.run(os.getpid).values())
+
+        def kill_the_workers(_source: str, done: int, total: int) -> None:
+            if not killed and done < total:  # tasks of the run are on both workers now
+                for pid in workers:
+                    os.kill(pid, signal.SIGKILL)
+                killed.append(done)
+
+        with pytest.raises(WorkerDiedError, match="the worker process died"):
+            convert(
+                source,
+                output,
+                ConvertOptions(partition_items=8),
+                client=client,
+                progress=kill_the_workers,
+            )
+    assert killed and not output.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["small_x4.mzML"]
 
 
 def test_data_error_fails_the_run_and_leaves_nothing(local_client, tmp_path) -> None:
