@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from mzpeak_dask import ClusterOptions, ConvertOptions, OptionsError
-from mzpeak_dask.options import GROUPS, SlurmOptions, load_config, resolve
+from mzpeak_dask.options import CLUSTERS, GROUPS, SlurmOptions, load_config, resolve
+from mzpeak_dask.parallel.cluster import KINDS
 
 from .conftest import ROOT
 
@@ -91,3 +92,9 @@ def test_slurm_options_are_the_cluster_keywords() -> None:
         "job_extra_directives": ["--exclusive"],
     }
     assert ClusterOptions(slurm={"cores": 2}).slurm == SlurmOptions(cores=2)
+
+
+def test_every_cluster_option_has_a_kind() -> None:
+    """`cluster` is "inline" (no Dask) or the name of a kind of cluster that can be started."""
+    assert {*KINDS, "inline"} == set(CLUSTERS)
+    assert all(kind.name == name for name, kind in KINDS.items())

@@ -19,7 +19,8 @@ import pandas as pd
 from ..errors import OptionsError
 from ..options import AnalysisOptions
 from .kernels import add_rows, ppm_windows, select_spectra
-from .runs import Run, Sources, as_runs, compute, unique_names
+from .runs import Sources, as_runs, compute, unique_names
+from .source import Run
 
 STATS = ("tic", "base_peak_mz", "base_peak_intensity")
 

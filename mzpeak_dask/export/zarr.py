@@ -47,17 +47,16 @@ from ..errors import ArchiveError, InputError, OptionsError, OutputError
 from ..options import ClusterOptions, ConvertOptions, ZarrOptions
 from ..parallel.executors import Task, open_executor
 from ..read.archive import cached_archive
-from .plan import ArraySpec, RunPlan, plan_run
-from .zarr_chunks import chunk_files
-from .zarr_store import (
+from ..zarr_runs import FORMAT, PER_SPECTRUM
+from ..zarr_runs.chunks import chunk_files
+from ..zarr_runs.store import (
     create_point_array,
     enable_rectilinear,
     fill_value,
     open_array,
     write_table_array,
 )
-
-FORMAT = "mzpeak-dask zarr export 1"
+from .plan import ArraySpec, RunPlan, plan_run
 
 
 @dataclass
@@ -185,11 +184,8 @@ class RunExport:
             create_point_array(
                 group, spec.name, np.dtype(spec.dtype), plan.chunk_lengths, self.compression
             )
-        write_table_array(group, "chunk_spectrum_index", plan.chunk_spectrum_index)
-        write_table_array(group, "spectrum_offsets", plan.spectrum_offsets)
-        write_table_array(group, "time", plan.time)
-        write_table_array(group, "ms_level", plan.ms_level)
-        write_table_array(group, "precursor_mz", plan.precursor_mz)
+        for name in ("chunk_spectrum_index", *PER_SPECTRUM):  # chunk bounds: at the commit
+            write_table_array(group, name, getattr(plan, name))
         n_chunks = len(plan.chunk_lengths)
         self.chunk_start, self.chunk_end = np.full(n_chunks, np.nan), np.full(n_chunks, np.nan)
         jobs = self._jobs(plan, block_points)
