@@ -85,3 +85,15 @@ def small_spectra() -> tuple[SourceSpectrum, ...]:
             intensity.setflags(write=False)
             out.append(SourceSpectrum(mz, intensity, "profile spectrum" in s))
     return tuple(out)
+
+
+def stripped_small_spectra() -> list[tuple[np.ndarray, np.ndarray, bool]]:
+    """``(m/z, intensity, profile)`` of every spectrum of small.mzML, the zero runs of the
+    profile spectra stripped as the writer strips them."""
+    from mzpeak_dask.transforms.zero_runs import zero_run_keep_mask
+
+    out = []
+    for s in small_spectra():
+        keep = zero_run_keep_mask(s.intensity) if s.profile else slice(None)
+        out.append((s.mz[keep], s.intensity[keep], s.profile))
+    return out

@@ -15,23 +15,17 @@ from pathlib import Path
 ENV = {"DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES": "1"}
 
 
+def batch_command(source: Path, output: Path, *extra: str) -> list[str]:
+    """``mzpeak-dask batch SOURCE OUTPUT EXTRA`` without a dashboard, as a process runs it."""
+    command = [sys.executable, "-m", "mzpeak_dask", "batch", str(source), str(output)]
+    return [*command, "--no-dashboard", *extra]
+
+
 def batch(
     source: Path, output: Path, *extra: str, wait: bool = True
 ) -> subprocess.CompletedProcess | subprocess.Popen:
-    command = [
-        sys.executable,
-        "-m",
-        "mzpeak_dask",
-        "batch",
-        str(source),
-        str(output),
-        "--workers",
-        "2",
-        "--memory-limit",
-        "700MB",
-        "--no-dashboard",
-        *extra,
-    ]
+    """The batch on two workers of 700 MB (the huge input kills one)."""
+    command = batch_command(source, output, "--workers", "2", "--memory-limit", "700MB", *extra)
     env = dict(os.environ, **ENV)
     if not wait:
         return subprocess.Popen(

@@ -19,7 +19,7 @@ from mzpeak_dask.transforms.null_marking import fill_nulls, null_pair_mask
 from mzpeak_dask.transforms.zero_runs import zero_run_keep_mask
 
 from ..conftest import DATA
-from ..helpers import small_spectra
+from ..helpers import stripped_small_spectra
 
 DELTA, BASIC = "MS:1003089", "MS:1000576"
 N = float("nan")  # marks a null in the examples below
@@ -254,14 +254,7 @@ def reference_rows() -> tuple[list, dict[int, np.ndarray]]:
 
 
 def source_spectra() -> list[tuple[np.ndarray, np.ndarray]]:
-    out = []
-    for s in small_spectra():
-        mz, intensity = s.mz, s.intensity
-        if s.profile:
-            keep = zero_run_keep_mask(intensity)
-            mz, intensity = mz[keep], intensity[keep]
-        out.append((mz, intensity))
-    return out
+    return [(mz, intensity) for mz, intensity, _ in stripped_small_spectra()]
 
 
 def test_reference_chunks_decode_to_source() -> None:

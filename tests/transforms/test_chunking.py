@@ -19,7 +19,7 @@ from mzpeak_dask.transforms.null_marking import null_pair_mask
 from mzpeak_dask.transforms.zero_runs import zero_run_keep_mask
 
 from ..conftest import DATA
-from ..helpers import small_spectra
+from ..helpers import stripped_small_spectra
 
 
 @st.composite
@@ -157,16 +157,10 @@ def reference_chunks() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
 
 def source_spectra() -> list[tuple[np.ndarray, np.ndarray]]:
     """(m/z, valid) of every spectrum of small.mzML, stripped and marked when profile."""
-    out = []
-    for s in small_spectra():
-        mz, intensity = s.mz, s.intensity
-        if s.profile:
-            keep = zero_run_keep_mask(intensity)
-            mz, intensity = mz[keep], intensity[keep]
-            out.append((mz, ~null_pair_mask(intensity)))
-        else:
-            out.append((mz, np.ones(mz.size, dtype=bool)))
-    return out
+    return [
+        (mz, ~null_pair_mask(intensity) if profile else np.ones(mz.size, dtype=bool))
+        for mz, intensity, profile in stripped_small_spectra()
+    ]
 
 
 def test_boundaries_match_reference_archive() -> None:
