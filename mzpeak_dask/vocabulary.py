@@ -94,7 +94,6 @@ MEAN_DRIFT_TIME_ARRAY = "MS:1002477"
 RAW_DRIFT_TIME_ARRAY = "MS:1003153"
 DECONVOLUTED_ION_MOBILITY_ARRAY = "MS:1003154"
 NON_STANDARD_ARRAY = "MS:1000786"
-BINARY_DATA_ARRAY = "MS:1000513"
 
 # short column names of the primary array of each type (Rust BufferName Display)
 ARRAY_SHORT_NAME = {
@@ -151,9 +150,8 @@ UNIT_CODE = {
 # -- compression / encodings --------------------------------------------------------------------
 NO_COMPRESSION = "MS:1000576"
 ZLIB_COMPRESSION = "MS:1000574"
-DELTA_ENCODING = (
-    "MS:1003089"  # "truncation, delta prediction and zlib compression", reused as delta
-)
+# "truncation, delta prediction and zlib compression", reused as delta
+DELTA_ENCODING = "MS:1003089"
 NUMPRESS_LINEAR = "MS:1002312"
 NUMPRESS_PIC = "MS:1002313"
 NUMPRESS_SLOF = "MS:1002314"
@@ -192,7 +190,6 @@ TOTAL_ION_CURRENT = "MS:1000285"
 NUMBER_OF_DATA_POINTS = "MS:1003060"
 NUMBER_OF_PEAKS = "MS:1003059"
 CHROMATOGRAM_TYPE = "MS:1000626"
-TIC_CHROMATOGRAM = "MS:1000235"
 SELECTED_ION_MZ = "MS:1000744"
 CHARGE_STATE = "MS:1000041"
 POSSIBLE_CHARGE_STATE = "MS:1000633"
@@ -217,7 +214,6 @@ MZMLB_FORMAT = "MS:1002838"
 SCAN_NUMBER_ONLY_NATIVE_ID = "MS:1000776"
 MULTIPLE_PEAK_LIST_NATIVE_ID = "MS:1000774"
 CONVERSION_TO_MZPEAK = "MS:1000544"  # "Conversion to mzML" is the closest conversion term
-COORDINATE_SPACING_MODEL = "MS:1003820"
 
 CV_LIST = [
     {

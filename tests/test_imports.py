@@ -5,6 +5,7 @@ each module imports on its own in a fresh interpreter."""
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -113,6 +114,31 @@ def test_no_import_cycle_between_subpackages() -> None:
     """Beyond modules: export/ and analysis/ both use zarr_runs/ and read/, never each other."""
     cycle = find_cycle(package_graph(import_graph()))
     assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
+
+
+def readme_tree() -> list[str]:
+    """The modules and packages the README's "How it is built" lists, in its order."""
+    text = (ROOT / "README.md").read_text()
+    section = text[text.index("## How it is built") :].split("\n## ", 1)[0]
+    names = re.findall(r"^    (\w+)(?:\.py|/) ", section, re.M)
+    return [f"{PACKAGE}.{name}" for name in names]
+
+
+def test_the_readme_lists_the_tree_in_the_order_it_imports() -> None:
+    """The README's layout section names every top-level module and package, each after every
+    one it imports: the data flow reads from the tree."""
+    listed = readme_tree()
+    graph = package_graph(import_graph())
+    entry_points = {PACKAGE, f"{PACKAGE}.__main__", f"{PACKAGE}._version"}
+    assert sorted(listed) == sorted(set(graph) - entry_points)
+    position = {name: k for k, name in enumerate(listed)}
+    upward = [
+        (name, target)
+        for name in listed
+        for target in graph[name]
+        if target in position and position[target] > position[name]
+    ]
+    assert upward == []
 
 
 def _import_alone(module: str) -> tuple[str, str]:

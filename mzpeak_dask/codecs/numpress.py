@@ -392,13 +392,6 @@ def decode_pic(buffer: bytes | np.ndarray) -> np.ndarray:
     return _unpack_ints(_as_bytes(buffer)).astype(np.float64)
 
 
-ENCODERS = {
-    V.NUMPRESS_LINEAR: encode_linear,
-    V.NUMPRESS_SLOF: encode_slof,
-    V.NUMPRESS_PIC: encode_pic,
-}
-DECODERS = {
-    V.NUMPRESS_LINEAR: decode_linear,
-    V.NUMPRESS_SLOF: decode_slof,
-    V.NUMPRESS_PIC: decode_pic,
-}
+_CODECS = (V.NUMPRESS_LINEAR, V.NUMPRESS_SLOF, V.NUMPRESS_PIC)  # their accessions
+ENCODERS = dict(zip(_CODECS, (encode_linear, encode_slof, encode_pic), strict=True))
+DECODERS = dict(zip(_CODECS, (decode_linear, decode_slof, decode_pic), strict=True))
