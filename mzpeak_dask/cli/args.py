@@ -21,6 +21,7 @@ from ..options import (
     load_config,
     resolve,
 )
+from ..parallel.cluster import KINDS
 
 # the options each group puts on the command line, with their help
 CONVERT_FLAGS = {
@@ -29,9 +30,9 @@ CONVERT_FLAGS = {
     "chunk_width": "chunk width in main-axis units (m/z, min)",
     "numpress_intensity": "store intensities with an MS-Numpress transform (lossy)",
     "peaks": "also store centroided peak lists of profile spectra in spectra_peaks.parquet",
-    "centroids": "where centroid-only spectra go: data (default; spectra_data, where every "
-    "mzPeak reader looks) or peaks (spectra_peaks only: the reference readers return these "
-    "spectra without arrays and do not iterate such archives)",
+    "centroids": "where centroid-only spectra go: data (spectra_data, where every mzPeak "
+    "reader looks) or peaks (spectra_peaks only: the reference readers return these spectra "
+    "without arrays and do not iterate such archives)",
     "strip_zero_runs": "keep runs of zero intensities",
     "null_marking": "store zero-intensity points as values instead of nulls",
     "compression": "Parquet compression",
@@ -46,7 +47,7 @@ CONVERT_FLAGS = {
 CLUSTER_FLAGS = {
     "workers": "local worker processes (default: CPU cores); SLURM jobs with --cluster slurm",
     "threads_per_worker": "threads of each worker",
-    "memory_limit": "per local worker, e.g. 4GB (default: auto)",
+    "memory_limit": "per local worker, e.g. 4GB",
     "scheduler": "address of a running Dask scheduler (tcp://HOST:PORT)",
     "cluster": "local: embedded LocalCluster; slurm: dask-jobqueue; inline: no Dask",
     "window": "partitions in flight (bounds memory)",
@@ -58,13 +59,13 @@ BATCH_FLAGS = {
     "reports": "only batch_report.json (no HTML report, no catalog)",
 }
 ZARR_FLAGS = {
-    "compression": "signal arrays: zstd (default) or none (about 30%% faster to write and read)",
+    "compression": "signal arrays: zstd, or none (about 30%% faster to write and read)",
     "overwrite": "replace existing run groups",
 }
 ANALYSIS_FLAGS = {
-    "ppm": "m/z tolerance (default 10)",
-    "ms_level": "MS level (0: all; default 1)",
-    "max_rows": "rows shown per run (default 40)",
+    "ppm": "m/z tolerance",
+    "ms_level": "MS level (0: all)",
+    "max_rows": "rows shown per run",
 }
 GROUP_FLAGS: dict[type, dict[str, str]] = {
     ConvertOptions: CONVERT_FLAGS,
@@ -96,11 +97,13 @@ def add_options(
     for name in chosen:
         default, flag, help = defaults[name], "--" + name.replace("_", "-"), helps[name]
         if isinstance(default, bool):
-            negated = flag.replace("--", "--no-", 1) if default else flag
+            switch = flag.replace("--", "--no-", 1) if default else flag
             group.add_argument(
-                negated, dest=name, action="store_const", const=not default, help=help
+                switch, dest=name, action="store_const", const=not default, help=help
             )
-        elif name in cls.choices:
+            continue
+        help += "" if default is None else f" (default: {default})"
+        if name in cls.choices:
             allowed = [c for c in cls.choices[name] if c is not None]
             group.add_argument(flag, choices=allowed, help=help)
         else:
@@ -133,20 +136,12 @@ def options(args: argparse.Namespace, cls: type) -> Any:
 
 def analysis_cluster(args: argparse.Namespace) -> ClusterOptions:
     """The cluster of an analysis: one only when the command line or the config file asks
-    for one (workers, a scheduler, or cluster local or slurm); otherwise inline, on Dask's
-    threads in this process."""
+    for one (workers, a scheduler, or a kind of cluster: local or slurm); otherwise inline,
+    on Dask's threads in this process."""
     config = load_config(args.config)
     asked = {**config.get(ClusterOptions.section, {}), **given(args, ClusterOptions)}
     cluster = resolve(ClusterOptions, config, given(args, ClusterOptions))
-    wanted = (
-        asked.get("workers")
-        or asked.get("scheduler")
-        or asked.get("cluster")
-        in (
-            "local",
-            "slurm",
-        )
-    )
+    wanted = asked.get("workers") or asked.get("scheduler") or asked.get("cluster") in KINDS
     return cluster if wanted else cluster.updated(cluster="inline")
 
 
