@@ -5,6 +5,7 @@ Public API::
     convert(input, output, options=ConvertOptions(), cluster=ClusterOptions(), client=None)
     convert_many([(input, output), ...], ...)
     open_archive(path) -> MzPeakArchive
+    ConvertOptions, ClusterOptions (SlurmOptions), BatchOptions, ZarrOptions, AnalysisOptions
     to_zarr([archive, ...], store, client=None, cluster=None)   # Zarr v3, mzPeak chunks
     mzpeak_dask.analysis: open_runs, xic, tic, base_peak over archives and Zarr stores
 """
@@ -12,7 +13,8 @@ Public API::
 from __future__ import annotations
 
 from ._version import __version__
-from .convert import ConversionResult, convert, convert_many
+from .contracts import ConversionResult
+from .convert import convert, convert_many
 from .errors import (
     ArchiveError,
     ClusterError,
@@ -22,12 +24,22 @@ from .errors import (
     OutputError,
     SpectrumDecodeError,
     UnsupportedFormatError,
+    WorkerDiedError,
 )
-from .options import ClusterOptions, ConvertOptions
+from .options import (
+    AnalysisOptions,
+    BatchOptions,
+    ClusterOptions,
+    ConvertOptions,
+    SlurmOptions,
+    ZarrOptions,
+)
 from .read.archive import MzPeakArchive, open_archive
 
 __all__ = [
+    "AnalysisOptions",
     "ArchiveError",
+    "BatchOptions",
     "ClusterError",
     "ClusterOptions",
     "ConversionResult",
@@ -37,8 +49,11 @@ __all__ = [
     "MzPeakDaskError",
     "OptionsError",
     "OutputError",
+    "SlurmOptions",
     "SpectrumDecodeError",
     "UnsupportedFormatError",
+    "WorkerDiedError",
+    "ZarrOptions",
     "__version__",
     "convert",
     "convert_many",

@@ -9,19 +9,18 @@ rebases them. No Dask and no file output here.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
 import numpy as np
 import pyarrow as pa
 
-from . import layouts
 from . import vocabulary as V
+from .contracts import PEAKS, EncodedPartition, EncodeSpec, Partition
 from .errors import InputError, NumpressEncodeError
-from .layouts import point
-from .layouts.point import PreparedSignal
-from .layouts.schema import SignalSchema
+from .layouts import layout_of, point
+from .layouts.schema import PreparedSignal, SignalSchema
 from .options import ConvertOptions
-from .readers import CHROMATOGRAMS, FORMATS, ItemRange
+from .readers import CHROMATOGRAMS, FORMATS
 from .records import ChromatogramRecord, SignalArray, SpectrumRecord
 from .tables.chromatogram_metadata import ChromatogramTables
 from .tables.spectrum_metadata import SpectrumTables
@@ -30,52 +29,6 @@ from .transforms.peak_picking import pick_peaks
 from .transforms.sorting import is_sorted, sort_order
 from .transforms.units import in_minutes
 from .transforms.zero_runs import zero_run_keep_mask
-
-PEAKS = "peaks"  # key of the spectra_peaks columns in EncodeSpec.schemas
-
-
-@dataclass(frozen=True)
-class EncodeSpec:
-    """Everything a worker needs besides its item range (fixed for the whole run)."""
-
-    options: ConvertOptions
-    schemas: dict[str, SignalSchema]  # entity -> data columns
-    instrument_ids: dict[str, int]
-    default_data_processing: str | None = None  # the run's default_data_processing_id
-
-
-@dataclass(frozen=True)
-class Partition:
-    """A unit of work: plain data, cheap to pickle."""
-
-    sequence: int
-    path: str
-    format: str
-    items: ItemRange
-    hints: dict[str, object] = field(default_factory=dict)
-
-
-@dataclass
-class EncodedPartition:
-    """A partition's tables, with entity indices local to the partition (0-based per entity)."""
-
-    sequence: int
-    kind: str
-    counts: dict[str, int] = field(default_factory=dict)  # entity -> items
-    points: dict[str, int] = field(default_factory=dict)  # entity -> stored points
-    data: dict[str, pa.Table] = field(default_factory=dict)  # entity -> layout table
-    peaks: pa.Table | None = None  # spectra_peaks rows (point layout), local indices
-    peak_spectra: int = 0  # spectra with a peak list in ``peaks``
-    peak_points: int = 0
-    centroid_points: int = 0  # of ``peak_points``: centroid spectra stored only in ``peaks``
-    metadata: dict[str, dict[str, pa.Array]] = field(default_factory=dict)
-    selected_ion_refs: dict[str, list] = field(default_factory=dict)
-    # members (entities, or PEAKS) with an item whose main axis is not in ascending order
-    unsorted: set[str] = field(default_factory=set)
-
-
-def entity_of(record: SpectrumRecord) -> str:
-    return V.WAVELENGTH_SPECTRUM if record.is_wavelength_spectrum else V.SPECTRUM
 
 
 def _castable(values: np.ndarray, dtype: np.dtype) -> np.ndarray | None:
@@ -141,7 +94,7 @@ def prepare_signal(
     which needs it, see :mod:`~mzpeak_dask.transforms.sorting`), then zero-run stripping and
     null marking (profile spectra only), per format doc 5.1-5.2."""
     columns, auxiliary, n = route_arrays(schema, in_minutes(arrays))
-    if options.layout == "chunked" if sort is None else sort:
+    if layout_of(options).SORTS_ITEMS if sort is None else sort:
         columns, auxiliary = _in_axis_order(schema, columns, auxiliary, n)
     intensity_column = schema.intensity
     intensity = columns.get(intensity_column.name) if intensity_column else None
@@ -185,7 +138,7 @@ def _peak_list(schema: SignalSchema, index: int, arrays: list[SignalArray]) -> P
 def _encode_spectra(records: list[SpectrumRecord], spec: EncodeSpec, out: EncodedPartition) -> None:
     by_entity: dict[str, list[SpectrumRecord]] = {}
     for r in records:
-        by_entity.setdefault(entity_of(r), []).append(r)
+        by_entity.setdefault(r.entity, []).append(r)
     options = spec.options
     for entity, group in by_entity.items():
         schema = spec.schemas[entity]
@@ -224,7 +177,7 @@ def _encode_spectra(records: list[SpectrumRecord], spec: EncodeSpec, out: Encode
             prepared.append(signal)
         _store(out, entity, schema, prepared, tables.finish(), tables.selected_ion_refs, spec)
         if peaks:
-            out.peaks = point.encode(spec.schemas[PEAKS], peaks)
+            out.peaks = point.encode(spec.schemas[PEAKS], peaks, options)  # always points
             out.peak_spectra = sum(1 for p in peaks if p.length)
             out.peak_points = sum(p.length for p in peaks)
             if not all(p.ordered for p in peaks):
@@ -257,7 +210,7 @@ def _store(
 ) -> None:
     out.counts[entity] = len(prepared)
     out.points[entity] = sum(p.length for p in prepared)
-    out.data[entity] = layouts.encode(schema, prepared, spec.options)
+    out.data[entity] = layout_of(spec.options).encode(schema, prepared, spec.options)
     if not all(p.ordered for p in prepared):
         out.unsorted.add(entity)
     out.metadata[entity] = metadata

@@ -53,9 +53,6 @@ class ClusterError(MzPeakDaskError, RuntimeError):
     """The Dask cluster could not be started or reached, or lost work it cannot recover."""
 
 
-def describe(path: object, message: str, *, item: str | None = None) -> str:
-    """Format the one-line message convention: ``PATH: [spectrum ID: ]message``."""
-    where = f"{path}"
-    if item:
-        where += f": {item}"
-    return f"{where}: {message}"
+class WorkerDiedError(ClusterError):
+    """A worker process died each time it ran one of a run's tasks (the input may exhaust the
+    worker's memory or crash it): that run fails, and a batch tries it again alone."""

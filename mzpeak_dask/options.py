@@ -1,17 +1,19 @@
 """Options for every stage, as frozen dataclasses with their defaults written once.
 
 One precedence rule everywhere: **command line > config file > built-in defaults**. A config
-file is TOML with one table per option group (``[convert]``, ``[cluster]``, ``[slurm]``,
-``[batch]``); see ``configs/default.toml`` for every key with its default and meaning.
+file is TOML with one table per option group — ``[convert]``, ``[cluster]``, ``[slurm]``,
+``[batch]``, ``[zarr]``, ``[analysis]`` — and ``configs/default.toml`` lists every key with its
+default and meaning (a test keeps the two equal). The command-line flags are the same names
+with dashes; their choices come from the tuples below.
 """
 
 from __future__ import annotations
 
 import os
 import tomllib
+from collections.abc import Iterator
 from dataclasses import MISSING, asdict, dataclass, field, fields, replace
-from pathlib import Path
-from typing import Any, Self
+from typing import Any, ClassVar, Self
 
 from .errors import OptionsError
 
@@ -19,10 +21,21 @@ LAYOUTS = ("point", "chunked")
 CHUNK_ENCODINGS = ("delta", "basic", "numpress")
 NUMPRESS_INTENSITY = (None, "slof", "pic")
 COMPRESSIONS = ("zstd", "snappy", "gzip", "lz4", "brotli", "none")
+CENTROIDS = ("data", "peaks")
+CLUSTERS = ("local", "slurm", "inline")
+ZARR_COMPRESSIONS = ("zstd", "none")
 
 
 class _Options:
-    """Shared dict/TOML conversion for the option dataclasses."""
+    """Shared dict/TOML conversion for the option dataclasses; ``choices`` lists the allowed
+    values of the options that have a fixed set (checked here, offered by the command line)."""
+
+    section: ClassVar[str]
+    choices: ClassVar[dict[str, tuple]] = {}
+
+    def __post_init__(self) -> None:
+        for name, allowed in self.choices.items():
+            _choice(name, getattr(self, name), allowed)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)  # type: ignore[call-overload]
@@ -55,10 +68,17 @@ class ConvertOptions(_Options):
     """How one run is encoded and written."""
 
     section = "convert"
+    choices = {
+        "layout": LAYOUTS,
+        "chunk_encoding": CHUNK_ENCODINGS,
+        "numpress_intensity": NUMPRESS_INTENSITY,
+        "compression": COMPRESSIONS,
+        "centroids": CENTROIDS,
+    }
 
     layout: str = "point"
     chunk_encoding: str = "delta"
-    chunk_width: float = 50.0
+    chunk_width: float = 50.0  # also the chunks a Zarr export gives point archives
     numpress_intensity: str | None = None
     strip_zero_runs: bool = True
     null_marking: bool = True
@@ -80,11 +100,7 @@ class ConvertOptions(_Options):
     partition_items: int = 1000
 
     def __post_init__(self) -> None:
-        _choice("layout", self.layout, LAYOUTS)
-        _choice("chunk_encoding", self.chunk_encoding, CHUNK_ENCODINGS)
-        _choice("numpress_intensity", self.numpress_intensity, NUMPRESS_INTENSITY)
-        _choice("compression", self.compression, COMPRESSIONS)
-        _choice("centroids", self.centroids, ("data", "peaks"))
+        super().__post_init__()
         for name in ("data_page_size", "row_group_points", "partition_bytes", "partition_items"):
             if getattr(self, name) < 1:
                 raise OptionsError(f"{name} must be a positive integer")
@@ -108,10 +124,57 @@ class ConvertOptions(_Options):
 
 
 @dataclass(frozen=True)
+class SlurmOptions(_Options):
+    """The ``dask_jobqueue.SLURMCluster`` of ``cluster = "slurm"``: each field is the keyword of
+    that name; None (and an empty list) leaves it to dask-jobqueue (its ``jobqueue.yaml``)."""
+
+    section = "slurm"
+
+    queue: str | None = None  # -p
+    account: str | None = None  # -A
+    walltime: str | None = None  # -t, e.g. "04:00:00"
+    cores: int = 1  # --cpus-per-task of each job
+    processes: int | None = None  # worker processes per job (default: one per core)
+    memory: str = "4GB"  # per job, split between its worker processes
+    job_cpu: int | None = None
+    job_mem: str | None = None
+    interface: str | None = None  # network interface of the workers, e.g. "ib0"
+    local_directory: str | None = None  # worker spill space on the node
+    log_directory: str | None = None
+    python: str | None = None  # the workers' Python (default: this one)
+    job_extra_directives: list[str] = field(default_factory=list)  # more #SBATCH lines
+    job_directives_skip: list[str] = field(default_factory=list)
+    job_script_prologue: list[str] = field(default_factory=list)  # shell lines before workers
+    worker_extra_args: list[str] = field(default_factory=list)
+    scheduler_options: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        for name in ("cores", "processes", "job_cpu"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise OptionsError(f"slurm {name} must be at least 1")
+
+    def keywords(self) -> dict[str, Any]:
+        """The SLURMCluster keywords set here (with ``processes`` one per core by default)."""
+        given = {k: v for k, v in asdict(self).items() if v is not None and v != [] and v != {}}
+        given.setdefault("processes", self.cores)
+        return given
+
+    # a read-only mapping of those keywords: ``options.slurm["cores"]``, ``**options.slurm``
+    def __getitem__(self, key: str) -> Any:
+        return self.keywords()[key]
+
+    def keys(self) -> Iterator[str]:
+        return iter(self.keywords())
+
+
+@dataclass(frozen=True)
 class ClusterOptions(_Options):
     """Where the work runs: an embedded LocalCluster, a running scheduler, or SLURM."""
 
     section = "cluster"
+    choices = {"cluster": CLUSTERS}
 
     cluster: str = "local"  # "local" | "slurm" | "inline" (no Dask: this process only)
     workers: int | None = None  # local: worker processes (default: CPU cores); slurm: jobs
@@ -120,15 +183,79 @@ class ClusterOptions(_Options):
     scheduler: str | None = None  # address of a running scheduler, e.g. tcp://host:8786
     window: int | None = None  # partitions in flight (default: 2 per worker thread + 2)
     dashboard: bool = True
-    slurm: dict[str, Any] = field(default_factory=dict)  # dask-jobqueue SLURMCluster keywords
+    slurm: SlurmOptions = field(default_factory=SlurmOptions)  # the [slurm] table
 
     def __post_init__(self) -> None:
-        _choice("cluster", self.cluster, ("local", "slurm", "inline"))
+        super().__post_init__()
         if self.workers is not None and self.workers < 1:
             raise OptionsError("workers must be at least 1")
+        if isinstance(self.slurm, dict):
+            object.__setattr__(self, "slurm", SlurmOptions.from_dict(self.slurm))
 
     def worker_count(self) -> int:
         return self.workers or os.cpu_count() or 1
+
+
+@dataclass(frozen=True)
+class BatchOptions(_Options):
+    """How a batch runs."""
+
+    section = "batch"
+
+    resume: bool = False  # skip inputs whose valid output was made from the same input
+    retries: int = 0  # extra attempts for inputs that failed
+    reports: bool = True  # batch_report.html and catalog.parquet beside batch_report.json
+    hash_threads: int = 4  # threads hashing inputs when resuming
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.retries < 0 or self.hash_threads < 1:
+            raise OptionsError("retries must be >= 0 and hash_threads >= 1")
+
+
+@dataclass(frozen=True)
+class ZarrOptions(_Options):
+    """How archives are exported to Zarr (their chunk width is ConvertOptions.chunk_width)."""
+
+    section = "zarr"
+    choices = {"compression": ZARR_COMPRESSIONS}
+
+    compression: str = "zstd"  # signal arrays: "zstd" or "none" (about 30% faster)
+    overwrite: bool = False  # replace existing run groups
+    block_points: int = 1 << 18  # points each write task decodes and writes
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.block_points < 1:
+            raise OptionsError("block_points must be a positive integer")
+
+
+@dataclass(frozen=True)
+class AnalysisOptions(_Options):
+    """Chromatograms across runs (``xic``; ``tic`` and ``base_peak`` share the MS level)."""
+
+    section = "analysis"
+
+    ppm: float = 10.0  # m/z tolerance of an XIC
+    ms_level: int = 1  # the spectra the chromatograms read (0: every level)
+    max_rows: int = 40  # rows of each run's XIC printed
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not self.ppm > 0:
+            raise OptionsError("ppm must be positive")
+        if self.ms_level < 0 or self.max_rows < 0:
+            raise OptionsError("ms_level and max_rows must be >= 0")
+
+
+GROUPS: tuple[type[_Options], ...] = (
+    ConvertOptions,
+    ClusterOptions,
+    SlurmOptions,
+    BatchOptions,
+    ZarrOptions,
+    AnalysisOptions,
+)
 
 
 def _choice(name: str, value: Any, allowed: tuple) -> None:
@@ -156,14 +283,11 @@ def load_config(path: str | os.PathLike | None) -> dict[str, dict[str, Any]]:
 def resolve(cls: type, config: dict[str, dict[str, Any]], cli: dict[str, Any]) -> Any:
     """Build ``cls`` with the one precedence rule: command line > config file > defaults.
 
-    ``cli`` holds only the options given on the command line (None means not given).
+    ``cli`` holds only the options given on the command line (None means not given). The
+    ``[slurm]`` table is the ``slurm`` option of ``[cluster]``.
     """
     section = dict(config.get(cls.section, {}))
     if cls is ClusterOptions and "slurm" in config:
         section["slurm"] = {**section.get("slurm", {}), **config["slurm"]}
     merged = {**section, **{k: v for k, v in cli.items() if v is not None}}
     return cls.from_dict(merged)
-
-
-def config_path(value: str | None) -> Path | None:
-    return Path(value) if value else None

@@ -8,13 +8,12 @@ row groups are cut by the coordinator independently of them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from . import vocabulary as V
-from .encode import PEAKS, EncodeSpec, Partition, entity_of
+from .contracts import PEAKS, EncodeSpec, Partition, RunPlan
 from .layouts.schema import SignalSchema
 from .options import ConvertOptions
 from .readers import (
@@ -31,20 +30,6 @@ from .transforms.units import in_minutes
 
 SAMPLE_HEAD = 8
 SAMPLE_SPREAD = 8
-
-
-@dataclass
-class RunPlan:
-    source: Path  # the input as given
-    readable: str  # the file workers open (a decompressed copy for .gz / .bz2 inputs)
-    format: type[InputFormat]
-    survey: Survey
-    spec: EncodeSpec
-    partitions: list[Partition]
-
-    @property
-    def spectrum_count(self) -> int:
-        return self.survey.spectrum_count
 
 
 def sample_positions(n: int) -> list[int]:
@@ -100,7 +85,7 @@ def _schemas(
     spectra = _sample(fmt, path, survey, SPECTRA)
     by_entity: dict[str, list[list[SignalArray]]] = {V.SPECTRUM: [], V.WAVELENGTH_SPECTRUM: []}
     for r in spectra:
-        by_entity[entity_of(r)].append(in_minutes(r.arrays))
+        by_entity[r.entity].append(in_minutes(r.arrays))
     chromatograms = [in_minutes(r.arrays) for r in _sample(fmt, path, survey, CHROMATOGRAMS)]
     spectrum = SignalSchema.from_sample(
         V.SPECTRUM, by_entity[V.SPECTRUM], null_marking=options.null_marking

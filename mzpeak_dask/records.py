@@ -39,6 +39,11 @@ class Param:
     def from_json(cls, d: dict[str, Any]) -> Param:
         return cls(d.get("name"), d.get("accession"), d.get("value"), d.get("unit"))
 
+    @classmethod
+    def term(cls, accession: str, value: Value = None, unit: str | None = None) -> Param:
+        """A cvParam of a term this package writes, named as the vocabulary names it."""
+        return cls(V.TERM_NAMES[accession], accession, value, unit)
+
 
 def find_param(params: list[Param], accession: str) -> Param | None:
     """The first param with ``accession``, or None."""
@@ -123,6 +128,11 @@ class SpectrumRecord:
         """A UV/DAD spectrum: a wavelength array and no m/z array (routed to its own entity)."""
         types = {a.array_type for a in self.arrays}
         return V.WAVELENGTH_ARRAY in types and V.MZ_ARRAY not in types
+
+    @property
+    def entity(self) -> str:
+        """The entity it is stored as: a wavelength spectrum, else an MS spectrum."""
+        return V.WAVELENGTH_SPECTRUM if self.is_wavelength_spectrum else V.SPECTRUM
 
     def array(self, array_type: str) -> SignalArray | None:
         for a in self.arrays:

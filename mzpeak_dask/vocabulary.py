@@ -1,4 +1,4 @@
-"""The format"s own words: CV accessions, buffer formats, entity types, data kinds.
+"""The format's own words: CV accessions, buffer formats, entity types, data kinds.
 
 Names follow ``../shared/docs/mzpeak-format.md`` verbatim. Everything here is a constant; the
 offline CV lookups (accession <-> term name) live in :mod:`mzpeak_dask.cv`.
@@ -36,16 +36,6 @@ MEMBER_NAMES = {
     (CHROMATOGRAM, METADATA): "chromatograms_metadata.parquet",
     (CHROMATOGRAM, DATA_ARRAYS): "chromatograms_data.parquet",
 }
-# the reference writer"s member order; mzpeak_index.json always comes last
-MEMBER_ORDER = [
-    (SPECTRUM, DATA_ARRAYS),
-    (SPECTRUM, PEAKS),
-    (SPECTRUM, METADATA),
-    (WAVELENGTH_SPECTRUM, METADATA),
-    (WAVELENGTH_SPECTRUM, DATA_ARRAYS),
-    (CHROMATOGRAM, METADATA),
-    (CHROMATOGRAM, DATA_ARRAYS),
-]
 INDEX_MEMBER = "mzpeak_index.json"
 
 # -- buffer formats (array index) ---------------------------------------------------------------
@@ -104,7 +94,6 @@ MEAN_DRIFT_TIME_ARRAY = "MS:1002477"
 RAW_DRIFT_TIME_ARRAY = "MS:1003153"
 DECONVOLUTED_ION_MOBILITY_ARRAY = "MS:1003154"
 NON_STANDARD_ARRAY = "MS:1000786"
-BINARY_DATA_ARRAY = "MS:1000513"
 
 # short column names of the primary array of each type (Rust BufferName Display)
 ARRAY_SHORT_NAME = {
@@ -161,9 +150,8 @@ UNIT_CODE = {
 # -- compression / encodings --------------------------------------------------------------------
 NO_COMPRESSION = "MS:1000576"
 ZLIB_COMPRESSION = "MS:1000574"
-DELTA_ENCODING = (
-    "MS:1003089"  # "truncation, delta prediction and zlib compression", reused as delta
-)
+# "truncation, delta prediction and zlib compression", reused as delta
+DELTA_ENCODING = "MS:1003089"
 NUMPRESS_LINEAR = "MS:1002312"
 NUMPRESS_PIC = "MS:1002313"
 NUMPRESS_SLOF = "MS:1002314"
@@ -194,12 +182,17 @@ SPECTRUM_TYPE = "MS:1000559"
 MS1_SPECTRUM = "MS:1000579"
 MSN_SPECTRUM = "MS:1000580"
 SCAN_START_TIME = "MS:1000016"
+LOWEST_OBSERVED_MZ = "MS:1000528"
+HIGHEST_OBSERVED_MZ = "MS:1000527"
+BASE_PEAK_MZ = "MS:1000504"
+BASE_PEAK_INTENSITY = "MS:1000505"
+TOTAL_ION_CURRENT = "MS:1000285"
 NUMBER_OF_DATA_POINTS = "MS:1003060"
 NUMBER_OF_PEAKS = "MS:1003059"
 CHROMATOGRAM_TYPE = "MS:1000626"
-TIC_CHROMATOGRAM = "MS:1000235"
 SELECTED_ION_MZ = "MS:1000744"
 CHARGE_STATE = "MS:1000041"
+POSSIBLE_CHARGE_STATE = "MS:1000633"
 PEAK_INTENSITY = "MS:1000042"
 ISOLATION_WINDOW_TARGET_MZ = "MS:1000827"
 ISOLATION_WINDOW_LOWER_OFFSET = "MS:1000828"
@@ -218,8 +211,9 @@ MZML_FORMAT = "MS:1000584"
 MZXML_FORMAT = "MS:1000566"
 MGF_FORMAT = "MS:1001062"
 MZMLB_FORMAT = "MS:1002838"
+SCAN_NUMBER_ONLY_NATIVE_ID = "MS:1000776"
+MULTIPLE_PEAK_LIST_NATIVE_ID = "MS:1000774"
 CONVERSION_TO_MZPEAK = "MS:1000544"  # "Conversion to mzML" is the closest conversion term
-COORDINATE_SPACING_MODEL = "MS:1003820"
 
 CV_LIST = [
     {
@@ -384,4 +378,43 @@ ION_MOBILITY_UNITS = {
     "MS:1002476": UNIT_MILLISECOND,  # ion mobility drift time
     "MS:1002815": UNIT_VOLT_SECOND_PER_SQUARE_CM,  # inverse reduced ion mobility
     "MS:1001581": UNIT_VOLT,  # FAIMS compensation voltage
+}
+
+# the names of the terms this package writes as params, verbatim from psi-ms.obo 4.1.258
+# (tests/test_vocabulary.py checks them); ``Param.term(accession, ...)`` looks them up
+TERM_NAMES = {
+    **SPECTRUM_TYPES,
+    **REPRESENTATIONS,
+    **SCAN_POLARITIES,
+    **DISSOCIATION_METHODS,
+    MS_LEVEL: "ms level",
+    SCAN_START_TIME: "scan start time",
+    LOWEST_OBSERVED_MZ: "lowest observed m/z",
+    HIGHEST_OBSERVED_MZ: "highest observed m/z",
+    BASE_PEAK_MZ: "base peak m/z",
+    BASE_PEAK_INTENSITY: "base peak intensity",
+    TOTAL_ION_CURRENT: "total ion current",
+    FILTER_STRING: "filter string",
+    SCAN_WINDOW_LOWER_LIMIT: "scan window lower limit",
+    SCAN_WINDOW_UPPER_LIMIT: "scan window upper limit",
+    SELECTED_ION_MZ: "selected ion m/z",
+    CHARGE_STATE: "charge state",
+    POSSIBLE_CHARGE_STATE: "possible charge state",
+    PEAK_INTENSITY: "peak intensity",
+    ISOLATION_WINDOW_TARGET_MZ: "isolation window target m/z",
+    ISOLATION_WINDOW_LOWER_OFFSET: "isolation window lower offset",
+    ISOLATION_WINDOW_UPPER_OFFSET: "isolation window upper offset",
+    COLLISION_ENERGY: "collision energy",
+    SPECTRUM_TITLE: "spectrum title",
+    NON_STANDARD_ARRAY: "non-standard data array",
+    SHA1: "SHA-1",
+    SHA256: "SHA-256",
+    CUSTOM_SOFTWARE: "custom unreleased software tool",
+    CONVERSION_TO_MZPEAK: "Conversion to mzML",
+    MZML_FORMAT: "mzML format",
+    MZXML_FORMAT: "ISB mzXML format",
+    MGF_FORMAT: "Mascot MGF format",
+    MZMLB_FORMAT: "mzMLb format",
+    SCAN_NUMBER_ONLY_NATIVE_ID: "scan number only nativeID format",
+    MULTIPLE_PEAK_LIST_NATIVE_ID: "multiple peak list nativeID format",
 }

@@ -1,4 +1,5 @@
-"""Shared fixtures: the real data in ../shared/data, and in-process conversion options."""
+"""Shared fixtures: the real data in ../shared/data, in-process conversion options, a session
+LocalCluster, and the archives and Zarr export the export and analysis tests share."""
 
 from __future__ import annotations
 
@@ -29,6 +30,23 @@ INLINE = ClusterOptions(cluster="inline")
 @pytest.fixture
 def inline() -> ClusterOptions:
     return INLINE
+
+
+@pytest.fixture(scope="session")
+def local_client():
+    """A real LocalCluster of two worker processes, shared by the tests that ask for it."""
+    from mzpeak_dask.parallel.cluster import cluster_client
+
+    with cluster_client(ClusterOptions(workers=2, dashboard=False)) as client:
+        yield client
+
+
+@pytest.fixture(scope="session")
+def exported(tmp_path_factory):
+    """Archives of real runs and their Zarr export (see tests/export/builds.py), built once."""
+    from .export.builds import built
+
+    return built(tmp_path_factory.mktemp("zarr-export"))
 
 
 @pytest.fixture(autouse=True)

@@ -16,6 +16,17 @@ _ARRAY = re.compile(r"<binaryDataArray .*?</binaryDataArray>", re.S)
 _BINARY = re.compile(r"<binary>(.*?)</binary>", re.S)
 
 
+def corrupt_binary(tmp_path: Path, spectrum_index: int, replace) -> Path:
+    """small.mzML with the first <binary> of one spectrum replaced by ``replace(text)``."""
+    text = SMALL.read_text()
+    starts = [m.start() for m in re.finditer(r"<spectrum ", text)]
+    at = text.index("<binary>", starts[spectrum_index]) + len("<binary>")
+    end = text.index("</binary>", at)
+    path = tmp_path / "corrupt.mzML"
+    path.write_text(text[:at] + replace(text[at:end]) + text[end:])
+    return path
+
+
 def spectrum_span(text: str, k: int) -> tuple[int, int]:
     """Where spectrum ``k`` (0-based) of the document starts and ends."""
     start = [m.start() for m in re.finditer(r"<spectrum ", text)][k]

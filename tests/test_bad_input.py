@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import base64
 import re
-import subprocess
-import sys
 import zlib
 from pathlib import Path
 
@@ -24,40 +22,12 @@ from mzpeak_dask import (
 
 from .batch_inputs import huge_spectrum_mzml
 from .conftest import BUNDLED, DATA, INLINE
+from .helpers import assert_clean, one_line_error, run_cli
+from .hostile_inputs import corrupt_binary
+
+pytestmark = pytest.mark.slow  # each runs the command line in a fresh process
 
 SMALL = BUNDLED / "small.mzML"
-
-
-def run_cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "mzpeak_dask", *args], capture_output=True, text=True, timeout=300
-    )
-
-
-def assert_clean(folder: Path, *keep: Path) -> None:
-    """Nothing but the given inputs in ``folder``: no output, no temporary leftovers."""
-    assert sorted(folder.iterdir()) == sorted(keep)
-
-
-def _one_line_error(result: subprocess.CompletedProcess, *fragments: str) -> None:
-    assert result.returncode != 0
-    lines = [line for line in result.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1, result.stderr
-    assert lines[0].startswith("error: ")
-    assert "Traceback" not in result.stderr
-    for fragment in fragments:
-        assert fragment in lines[0]
-
-
-def _corrupt_binary(tmp_path: Path, spectrum_index: int, replace) -> Path:
-    """small.mzML with the first <binary> of one spectrum replaced by ``replace(text)``."""
-    text = SMALL.read_text()
-    starts = [m.start() for m in re.finditer(r"<spectrum ", text)]
-    at = text.index("<binary>", starts[spectrum_index]) + len("<binary>")
-    end = text.index("</binary>", at)
-    path = tmp_path / "corrupt.mzML"
-    path.write_text(text[:at] + replace(text[at:end]) + text[end:])
-    return path
 
 
 def test_missing_input(tmp_path: Path) -> None:
@@ -70,7 +40,7 @@ def test_missing_input(tmp_path: Path) -> None:
         "--cluster",
         "inline",
     )
-    _one_line_error(result, "absent.mzML", "no such file")
+    one_line_error(result, "absent.mzML", "no such file")
     assert_clean(tmp_path)
 
 
@@ -87,7 +57,7 @@ def test_not_ms_data(tmp_path: Path) -> None:
     path.write_text("these are lab notes, not a mass spectrum\n" * 20)
     with pytest.raises(UnsupportedFormatError, match="not a recognised MS data file"):
         convert(path, tmp_path / "out.mzpeak", cluster=INLINE)
-    _one_line_error(
+    one_line_error(
         run_cli("convert", str(path), str(tmp_path / "out.mzpeak"), "--cluster", "inline"),
         "notes.mzML",
         "not a recognised MS data file",
@@ -105,10 +75,10 @@ def test_truncated_mzml(tmp_path: Path) -> None:
 
 
 def test_corrupt_base64_names_the_spectrum(tmp_path: Path) -> None:
-    path = _corrupt_binary(tmp_path, 5, lambda b64: b64[:40] + "!*?" + b64[43:])
+    path = corrupt_binary(tmp_path, 5, lambda b64: b64[:40] + "!*?" + b64[43:])
     with pytest.raises(SpectrumDecodeError, match=r"corrupt\.mzML: spectrum .*scan=6: .*base64"):
         convert(path, tmp_path / "out.mzpeak", cluster=INLINE)
-    _one_line_error(
+    one_line_error(
         run_cli("convert", str(path), str(tmp_path / "out.mzpeak"), "--cluster", "inline"),
         "corrupt.mzML",
         "scan=6",
@@ -118,7 +88,7 @@ def test_corrupt_base64_names_the_spectrum(tmp_path: Path) -> None:
 
 def test_corrupt_zlib_names_the_spectrum(tmp_path: Path) -> None:
     garbage = base64.b64encode(zlib.compress(b"x" * 400)[:-7] + b"\x00" * 7).decode()
-    path = _corrupt_binary(tmp_path, 7, lambda _: garbage)
+    path = corrupt_binary(tmp_path, 7, lambda _: garbage)
     with pytest.raises(SpectrumDecodeError, match=r"spectrum .*scan=8: corrupt zlib"):
         convert(path, tmp_path / "out.mzpeak", cluster=INLINE)
     assert_clean(tmp_path, path)
@@ -145,7 +115,7 @@ def test_corrupt_numpress_does_not_abort_the_process(tmp_path: Path) -> None:
         r"spectrum spectrum=1: .*numpress",
     ):
         convert(path, tmp_path / "out.mzpeak", cluster=INLINE)
-    _one_line_error(
+    one_line_error(
         run_cli("convert", str(path), str(tmp_path / "out.mzpeak"), "--cluster", "inline"),
         "FileFilter_39_input_corrupt.mzML",
         "spectrum=1",
@@ -159,7 +129,7 @@ def test_broken_indexed_mzml_is_refused(tmp_path: Path) -> None:
     path = DATA / "openms" / "IndexedmzMLFile_2_broken.mzML"
     with pytest.raises(InputError, match=r"IndexedmzMLFile_2_broken\.mzML: malformed mzML"):
         convert(path, tmp_path / "out.mzpeak", cluster=INLINE)
-    _one_line_error(
+    one_line_error(
         run_cli("convert", str(path), str(tmp_path / "out.mzpeak"), "--cluster", "inline"),
         "IndexedmzMLFile_2_broken.mzML",
         "opens <mzML> but ends with </indexedmzML>",
@@ -186,7 +156,7 @@ def test_unwritable_output_location(tmp_path: Path) -> None:
         convert(SMALL, target, cluster=INLINE)
     blocker = tmp_path / "file"
     blocker.write_text("")
-    _one_line_error(
+    one_line_error(
         run_cli("convert", str(SMALL), str(blocker / "out.mzpeak"), "--cluster", "inline"),
         "out.mzpeak",
     )

@@ -18,9 +18,11 @@ import pytest
 
 from mzpeak_dask import ConvertOptions, convert, open_archive
 
-from .benchmarks.replicate import replicate
 from .conftest import BUNDLED, DATA, INLINE
-from .test_bad_input import _one_line_error, assert_clean, run_cli
+from .helpers import assert_clean, one_line_error, run_cli
+from .replicate import replicate
+
+pytestmark = pytest.mark.slow  # each runs conversions to the end, many in fresh processes
 
 SMALL = BUNDLED / "small.mzML"
 TINY = DATA / "pyteomics" / "tiny.pwiz.1.1.mzML"
@@ -35,14 +37,14 @@ def test_an_output_that_is_the_input_is_refused(tmp_path: Path) -> None:
     shutil.copy(SMALL, source)
     before = source.read_bytes()
     result = run_cli("convert", str(source), str(source), "--overwrite", "--cluster", "inline")
-    _one_line_error(result, str(source), "is the input")
+    one_line_error(result, str(source), "is the input")
     link = tmp_path / "link.mzpeak"
     link.symlink_to(source)
     hard = tmp_path / "hard.mzpeak"
     os.link(source, hard)
     for output in (link, hard):
         result = run_cli("convert", str(source), str(output), "--overwrite", "--cluster", "inline")
-        _one_line_error(result, str(output), "is the input")
+        one_line_error(result, str(output), "is the input")
     assert source.read_bytes() == before and link.is_symlink() and hard.stat().st_nlink == 2
     assert_clean(tmp_path, source, link, hard)
 
@@ -55,7 +57,7 @@ def test_an_archive_folder_holding_the_input_is_not_replaced(tmp_path: Path) -> 
     result = run_cli(
         "convert", str(source), str(archive), "--unpacked", "--overwrite", "--cluster", "inline"
     )
-    _one_line_error(result, str(archive), "holds the input")
+    one_line_error(result, str(archive), "holds the input")
     assert sorted(archive.iterdir()) == [source]
 
 
@@ -65,9 +67,9 @@ def test_an_existing_unpacked_archive_is_the_output_not_a_folder(tmp_path: Path)
     (archive / "stale.txt").write_text("left by an older build")
     before = sorted(p.name for p in archive.iterdir())
     result = run_cli("convert", str(SMALL), str(archive), "--unpacked", "--cluster", "inline")
-    _one_line_error(result, str(archive), "already exists")
+    one_line_error(result, str(archive), "already exists")
     result = run_cli("convert", str(SMALL), str(archive), "--cluster", "inline")
-    _one_line_error(result, str(archive), "already exists")
+    one_line_error(result, str(archive), "already exists")
     assert sorted(p.name for p in archive.iterdir()) == before
     result = run_cli(
         "convert", str(SMALL), str(archive), "--unpacked", "--overwrite", "--cluster", "inline"
@@ -81,7 +83,7 @@ def test_an_existing_unpacked_archive_is_the_output_not_a_folder(tmp_path: Path)
     assert_clean(tmp_path, archive)
     # several inputs need a folder: an archive is not one
     result = run_cli("convert", str(SMALL), str(TINY), str(archive), "--cluster", "inline")
-    _one_line_error(result, str(archive), "is an mzPeak archive")
+    one_line_error(result, str(archive), "is an mzPeak archive")
 
 
 def _gzipped_run(path: Path, copies: int) -> Path:
@@ -177,7 +179,7 @@ def test_a_write_that_fails_names_the_output_and_the_cause(
         timeout=300,
         preexec_fn=_limited_file_size(300_000),  # as a full disk would, for files > 300 kB
     )
-    _one_line_error(result, str(source), f"cannot write {output}", "File too large")
+    one_line_error(result, str(source), f"cannot write {output}", "File too large")
     assert ".tmp" not in result.stderr and "internal error" not in result.stderr
     assert_clean(tmp_path)
 
@@ -192,6 +194,6 @@ def test_an_error_in_a_gzipped_input_names_the_input(tmp_path: Path, cluster: st
     result = run_cli(
         "convert", str(source), str(tmp_path / "out.mzpeak"), "--cluster", cluster, "-q"
     )
-    _one_line_error(result, f"error: {source}: spectrum", "scan=6", "corrupt base64")
+    one_line_error(result, f"error: {source}: spectrum", "scan=6", "corrupt base64")
     assert ".tmp" not in result.stderr
     assert_clean(tmp_path, source)

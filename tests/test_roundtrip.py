@@ -14,6 +14,8 @@ from mzpeak_dask import ConvertOptions, convert, open_archive
 from . import oracle
 from .conftest import INLINE, input_files
 
+pytestmark = pytest.mark.slow  # every real input converted and read back
+
 PPM_TOLERANCE = 0.02
 WAVELENGTH = "wavelength array"
 

@@ -45,3 +45,7 @@ def test_array_short_names_and_units_are_terms() -> None:
     assert all(cv.is_known(k) for k in V.ARRAY_SHORT_NAME)
     assert all(cv.is_known(k) for k in V.UNIT_CODE)
     assert set(V.ION_MOBILITY_UNITS) <= set(V.ION_MOBILITY_ATTRIBUTES)
+
+
+def test_term_names_are_the_vocabulary_names() -> None:
+    assert {k: cv.term_name(k) for k in V.TERM_NAMES} == V.TERM_NAMES

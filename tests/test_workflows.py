@@ -15,9 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from .batch.test_batch import _converted_count
-from .benchmarks.replicate import replicate
+from .batch.commands import converted_count
 from .conftest import BUNDLED, DATA, ROOT
+from .replicate import replicate
+
+pytestmark = pytest.mark.slow  # the shipped workflows run whole batches
 
 WORKFLOWS = ROOT / "workflows"
 CLI = f"{sys.executable} -m mzpeak_dask"
@@ -100,7 +102,7 @@ def test_slurm_job_stops_cleanly_at_the_wall_time_signal(tmp_path) -> None:
         text=True,
     )
     deadline = time.monotonic() + 300
-    while _converted_count(output) < 1:
+    while converted_count(output) < 1:
         assert job.poll() is None, job.stdout.read()
         assert time.monotonic() < deadline
         time.sleep(0.2)

@@ -23,9 +23,11 @@ import pyarrow as pa
 from dask import delayed
 
 from .. import vocabulary as V
-from ..export.plan import cached_archive, precursor_mz
+from ..read.archive import cached_archive
+from ..read.entity import spectrum_columns
 from ..read.signal import SignalReader
 from .kernels import item_window_sums, overlapping, segment_stats
+from .source import Run, RunSource
 
 BLOCK_SPECTRA = 256
 # widening of stored chunk bounds when pruning: Numpress-linear chunks decode to values a
@@ -204,16 +206,14 @@ def block_frame(source: str, ids: np.ndarray) -> pd.DataFrame:
     )
 
 
-class ArchiveRun:
+class ArchiveRun(Run):
     """An mzPeak archive (ZIP or directory) as a run of the analysis."""
 
     def __init__(self, path: str | Path):
         self.source = str(path)
         self.name = Path(path).stem
         tables = cached_archive(self.source).tables_of(V.SPECTRUM)
-        time = np.array([np.nan if t is None else t for t in tables.times], dtype=np.float64)
-        level = np.array([0 if x is None else x for x in tables.ms_levels], dtype=np.int16)
-        self.spectra = spectra_frame(time, level, precursor_mz(tables, len(tables)))
+        self.spectra = spectra_frame(*spectrum_columns(tables))
 
     def _blocks(self, ids: np.ndarray) -> list[tuple[np.ndarray, int]]:
         return [(ids[a : a + BLOCK_SPECTRA], a) for a in range(0, len(ids), BLOCK_SPECTRA)]
@@ -241,4 +241,19 @@ class ArchiveRun:
         return f"ArchiveRun({self.source!r}, spectra={len(self.spectra)})"
 
 
-__all__ = ["ArchiveRun", "POINTS_META", "raw_spectrum", "spectra_frame"]
+class ArchiveSource(RunSource):
+    """mzPeak archives: any file or folder that is not a Zarr store (the archive reader says
+    why one is not an archive)."""
+
+    name = "mzPeak archive"
+
+    @classmethod
+    def guess_can_open(cls, path: Path) -> bool:
+        return path.is_file() or path.is_dir()
+
+    @classmethod
+    def open(cls, path: Path) -> list[Run]:
+        return [ArchiveRun(path)]
+
+
+__all__ = ["POINTS_META", "ArchiveRun", "ArchiveSource", "raw_spectrum", "spectra_frame"]

@@ -17,8 +17,10 @@ import numpy as np
 import pandas as pd
 
 from ..errors import OptionsError
+from ..options import AnalysisOptions
 from .kernels import add_rows, ppm_windows, select_spectra
-from .runs import Run, Sources, as_runs, compute, unique_names
+from .runs import Sources, as_runs, compute, unique_names
+from .source import Run
 
 STATS = ("tic", "base_peak_mz", "base_peak_intensity")
 
@@ -64,9 +66,9 @@ def xic(
     sources: Sources,
     targets: Sequence[float],
     *,
-    ppm: float = 10.0,
+    ppm: float = AnalysisOptions.ppm,
     rt: tuple[float, float] | None = None,
-    ms_level: int | None = 1,
+    ms_level: int | None = AnalysisOptions.ms_level,
     client: Any = None,
 ) -> dict[str, pd.DataFrame]:
     """Extracted-ion chromatograms, keyed by run name (repeats suffixed ``#2`` ...): per
@@ -88,7 +90,7 @@ def spectrum_stats(
     sources: Sources,
     *,
     rt: tuple[float, float] | None = None,
-    ms_level: int | None = 1,
+    ms_level: int | None = AnalysisOptions.ms_level,
     client: Any = None,
 ) -> dict[str, pd.DataFrame]:
     """Per run and selected spectrum: ``tic`` (total intensity), ``base_peak_mz`` and
@@ -109,7 +111,7 @@ def tic(
     sources: Sources,
     *,
     rt: tuple[float, float] | None = None,
-    ms_level: int | None = 1,
+    ms_level: int | None = AnalysisOptions.ms_level,
     client: Any = None,
 ) -> dict[str, pd.DataFrame]:
     """Total-ion chromatograms (columns ``time``, ``tic``)."""
@@ -121,7 +123,7 @@ def base_peak(
     sources: Sources,
     *,
     rt: tuple[float, float] | None = None,
-    ms_level: int | None = 1,
+    ms_level: int | None = AnalysisOptions.ms_level,
     client: Any = None,
 ) -> dict[str, pd.DataFrame]:
     """Base-peak chromatograms (``time``, ``base_peak_mz``, ``base_peak_intensity``)."""

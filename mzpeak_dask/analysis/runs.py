@@ -1,4 +1,5 @@
-"""Opening many runs for analysis: mzPeak archives, Zarr stores, or single run groups."""
+"""Opening many runs for analysis: mzPeak archives, Zarr stores, or single run groups, each
+through the first of :data:`SOURCES` that can open it (see :mod:`.source`)."""
 
 from __future__ import annotations
 
@@ -7,31 +8,16 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-import zarr
-
 from ..errors import InputError
-from ..export.zarr import FORMAT
-from ..export.zarr_store import enable_rectilinear
-from .archive_run import ArchiveRun
-from .zarr_run import ZarrRun
+from ..zarr_runs.store import enable_rectilinear
+from .archive_run import ArchiveSource
+from .source import Run, RunSource
+from .zarr_run import ZarrSource
 
-Run = ArchiveRun | ZarrRun
+# the kinds of source, asked in this order whether they can open a path: a folder holding a
+# zarr.json is a Zarr store, anything else is taken for an mzPeak archive
+SOURCES: tuple[type[RunSource], ...] = (ZarrSource, ArchiveSource)
 Sources = Iterable[Run | str | os.PathLike] | str | os.PathLike
-
-
-def _zarr_runs(path: Path) -> list[ZarrRun]:
-    enable_rectilinear()
-    group = zarr.open_group(str(path), mode="r")
-    if group.attrs.get("format") == FORMAT:
-        return [ZarrRun(path)]
-    names = sorted(
-        name
-        for name, child in group.groups()
-        if not name.startswith(".") and child.attrs.get("format") == FORMAT
-    )
-    if not names:
-        raise InputError(f"{path}: a Zarr store without exported runs")
-    return [ZarrRun(path / name) for name in names]
 
 
 def open_run_source(source: str | os.PathLike) -> list[Run]:
@@ -39,9 +25,8 @@ def open_run_source(source: str | os.PathLike) -> list[Run]:
     path = Path(source)
     if not path.exists():
         raise InputError(f"{path}: no such archive or Zarr store")
-    if path.is_dir() and (path / "zarr.json").exists():
-        return _zarr_runs(path)
-    return [ArchiveRun(path)]
+    kind = next(s for s in SOURCES if s.guess_can_open(path))
+    return kind.open(path)
 
 
 def open_runs(sources: Iterable[str | os.PathLike] | str | os.PathLike) -> list[Run]:
@@ -68,11 +53,11 @@ def unique_names(runs: list[Run]) -> list[str]:
 
 def as_runs(sources: Sources) -> list[Run]:
     """Runs already opened pass through; paths are opened with :func:`open_runs`."""
-    if isinstance(sources, (str, os.PathLike, ArchiveRun, ZarrRun)):
+    if isinstance(sources, (str, os.PathLike, Run)):
         sources = [sources]
     runs: list[Run] = []
     for source in sources:
-        runs += [source] if isinstance(source, (ArchiveRun, ZarrRun)) else open_runs(source)
+        runs += [source] if isinstance(source, Run) else open_runs(source)
     return runs
 
 
@@ -90,4 +75,13 @@ def compute(parts: list[Any], client: Any = None) -> list[Any]:
     return list(dask.compute(*parts))
 
 
-__all__ = ["Run", "Sources", "as_runs", "compute", "open_run_source", "open_runs", "unique_names"]
+__all__ = [
+    "SOURCES",
+    "Run",
+    "Sources",
+    "as_runs",
+    "compute",
+    "open_run_source",
+    "open_runs",
+    "unique_names",
+]

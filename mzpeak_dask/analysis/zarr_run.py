@@ -19,8 +19,10 @@ import pandas as pd
 import zarr
 from dask import delayed
 
-from ..export.zarr_chunks import chunk_files
-from ..export.zarr_store import (
+from ..errors import InputError
+from ..zarr_runs import FORMAT, PER_CHUNK, PER_SPECTRUM
+from ..zarr_runs.chunks import chunk_files
+from ..zarr_runs.store import (
     ChunkAdapter,
     SelectionAdapter,
     cached_array,
@@ -31,9 +33,9 @@ from ..export.zarr_store import (
 )
 from .archive_run import POINTS_META, spectra_frame
 from .kernels import overlapping, segment_stats, window_sums
+from .source import Run, RunSource
 
 BATCH_POINTS = 1 << 20
-TABLES = ("chunk_spectrum_index", "chunk_start", "chunk_end", "spectrum_offsets", "time")
 
 
 def _xic_kernel(mz, intensity, segment, lengths, low, high):
@@ -56,7 +58,7 @@ def _frame_kernel(mz, intensity, spectrum, lengths):
     )
 
 
-class ZarrRun:
+class ZarrRun(Run):
     """A run group written by :func:`mzpeak_dask.export.zarr.to_zarr`."""
 
     def __init__(self, path: str | Path):
@@ -65,21 +67,13 @@ class ZarrRun:
         self.source = str(path)
         self.name = self.path.name
         self.attrs = dict(zarr.open_group(self.source, mode="r").attrs)
-        tables = {name: read_whole(self.path / name) for name in TABLES}
+        tables = {name: read_whole(self.path / name) for name in (*PER_CHUNK, *PER_SPECTRUM)}
         self.chunk_spectrum = tables["chunk_spectrum_index"].astype(np.int64)
         self.chunk_start, self.chunk_end = tables["chunk_start"], tables["chunk_end"]
         self.spectrum_offsets = tables["spectrum_offsets"].astype(np.int64)
         self.chunk_lengths = grid(self.path / "mz")
         self.chunk_offsets = np.concatenate(([0], np.cumsum(self.chunk_lengths))).astype(np.int64)
-        self.spectra = spectra_frame(
-            tables["time"],
-            read_whole(self.path / "ms_level"),
-            read_whole(self.path / "precursor_mz"),
-        )
-
-    @property
-    def array_names(self) -> list[str]:
-        return list(self.attrs.get("arrays", {}))
+        self.spectra = spectra_frame(tables["time"], tables["ms_level"], tables["precursor_mz"])
 
     def _adapter(self, name: str) -> ChunkAdapter:
         files = chunk_files(self.path / name)
@@ -158,4 +152,29 @@ class ZarrRun:
         return f"ZarrRun({self.source!r}, spectra={len(self.spectra)})"
 
 
-__all__ = ["ZarrRun"]
+class ZarrSource(RunSource):
+    """Zarr stores written by the export: a store (all its run groups) or one run group."""
+
+    name = "Zarr store"
+
+    @classmethod
+    def guess_can_open(cls, path: Path) -> bool:
+        return path.is_dir() and (path / "zarr.json").exists()
+
+    @classmethod
+    def open(cls, path: Path) -> list[Run]:
+        enable_rectilinear()
+        group = zarr.open_group(str(path), mode="r")
+        if group.attrs.get("format") == FORMAT:
+            return [ZarrRun(path)]
+        names = sorted(
+            name
+            for name, child in group.groups()
+            if not name.startswith(".") and child.attrs.get("format") == FORMAT
+        )
+        if not names:
+            raise InputError(f"{path}: a Zarr store without exported runs")
+        return [ZarrRun(path / name) for name in names]
+
+
+__all__ = ["ZarrRun", "ZarrSource"]

@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 
 from .. import layouts
 from .. import vocabulary as V
-from ..encode import PEAKS, EncodedPartition, EncodeSpec
+from ..contracts import PEAKS, EncodedPartition, EncodeSpec
 from ..layouts import array_index
 from ..layouts.schema import SignalSchema
 from ..options import ConvertOptions
@@ -33,7 +33,7 @@ from . import index as archive_index
 from .container import Container, Staging
 from .packed_tables import TableSpill, column_values, packed_batches
 from .parquet import data_writer_properties, metadata_writer_properties
-from .row_groups import RowGroupWriter, point_weights
+from .row_groups import RowGroupWriter
 
 # packed tables of each entity's metadata member, in column order, and their index fields
 METADATA_TABLES = {
@@ -77,11 +77,12 @@ class DataMember:
     def __init__(
         self, sink: IO[bytes] | str, entity: str, schema: SignalSchema, options: ConvertOptions
     ):
+        layout = layouts.layout_of(options)
         self.context = V.CONTEXT[entity]
-        self.prefix = layouts.prefix(options)
-        self.index_name = f"{self.context}_index"
+        self.prefix = layout.PREFIX
+        self.index_name = schema.index_column
         self.arrow_schema = layouts.table_schema(schema, options)
-        self.entries = layouts.index_entries(schema, options)
+        self.entries = layout.array_index(schema, options)
         self.ordered = True  # every item's main axis ascending so far
         props = data_writer_properties(
             self.arrow_schema, options, f"{self.prefix}.{self.index_name}"
@@ -91,7 +92,7 @@ class DataMember:
             self.writer,
             (self.prefix, self.index_name),
             options.row_group_points,
-            layouts.row_weights(options) or point_weights,
+            layout.row_weights,
         )
 
     def write(self, table: pa.Table, offset: int, ordered: bool = True) -> None:

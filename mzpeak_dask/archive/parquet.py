@@ -15,8 +15,6 @@ import pyarrow.parquet as pq
 
 from ..options import ConvertOptions
 
-CREATED_BY = "mzpeak_dask"
-
 
 def _leaves(field: pa.Field, prefix: str = "") -> list[tuple[str, pa.DataType]]:
     path = f"{prefix}{field.name}"

@@ -20,19 +20,16 @@ import pyarrow.parquet as pq
 Weights = Callable[[pa.Table], np.ndarray]
 
 
-def point_weights(table: pa.Table) -> np.ndarray:
-    return np.ones(table.num_rows, dtype=np.int64)
-
-
 class RowGroupWriter:
-    """Buffers ordered tables and writes them as item-aligned row groups."""
+    """Buffers ordered tables and writes them as item-aligned row groups; ``weights`` gives
+    the points of each row of a table (the layout's ``row_weights``)."""
 
     def __init__(
         self,
         writer: pq.ParquetWriter,
         index_path: tuple[str, str],
         target: int,
-        weights: Weights = point_weights,
+        weights: Weights,
     ):
         self.writer = writer
         self.index_path = index_path  # (struct column, index child)

@@ -8,7 +8,6 @@ as a task on the cluster and the coordinator only records its result.
 
 from __future__ import annotations
 
-import concurrent.futures
 import contextlib
 import hashlib
 import zipfile
@@ -16,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import vocabulary as V
-from ..parallel import handoff
+from ..parallel.executors import Task, executor_for
 from ..read.archive import open_archive
 from ..read.validate import ERROR, validate
 from ..tables.file_metadata import file_sha256
@@ -42,7 +41,7 @@ def tic_thumbnail(archive: Path, points: int = 120) -> list[list[float]]:
     with open_archive(archive) as a:
         tables = a.tables_of(V.SPECTRUM)
         times, levels = tables.times, tables.ms_levels
-        tic = tables._list("MS:1000285")
+        tic = tables.values_of(V.TOTAL_ION_CURRENT)
     pairs = [
         (t, v)
         for t, level, v in zip(times, levels, tic, strict=True)
@@ -71,47 +70,52 @@ def inspect_output(output: str) -> dict[str, Any]:
 
 
 class Inspector:
-    """Runs :func:`inspect_output` on the cluster when its workers see ``folder``, else here.
+    """Runs :func:`inspect_output` on the cluster when its workers see ``folder``, else here,
+    through the executor the conversion uses.
 
     ``submit`` returns at once; ``finished`` hands back the inspections that are done (all of
     them with ``wait``), each with the caller's tag."""
 
     def __init__(self, client: Any, folder: Path):
-        visible = client is not None and handoff.visible_to_workers(client, folder)
-        self.client = client if visible else None
-        self._pending: list[tuple[Any, str, Any]] = []  # (tag, output, future)
+        executor = executor_for(client)
+        self.executor = executor if executor.workers_see(folder) else executor_for(None)
+        self._pending: list[tuple[str, Task]] = []  # (output, task)
+
+    @property
+    def client(self) -> Any:
+        """The client inspections run on (None: here)."""
+        return self.executor.client
 
     def submit(self, tag: Any, output: Path) -> None:
-        if self.client is None:
-            future: Any = concurrent.futures.Future()
-            future.set_result(inspect_output(str(output)))
-        else:  # ahead of queued partitions, so that the durable state keeps up with the outputs
-            future = self.client.submit(inspect_output, str(output), pure=False, priority=1)
-        self._pending.append((tag, str(output), future))
+        # ahead of queued partitions, so that the durable state keeps up with the outputs
+        task = self.executor.submit(tag, inspect_output, str(output), priority=1)
+        self._pending.append((str(output), task))
 
     def finished(self, wait: bool = False) -> list[tuple[Any, dict[str, Any]]]:
         done, still = [], []
-        for tag, output, future in self._pending:
-            if wait or future.done():
-                done.append((tag, _result(future, output)))
+        for output, task in self._pending:
+            if wait or self.executor.done(task):
+                done.append((task.tag, self._result(task, output)))
             else:
-                still.append((tag, output, future))
+                still.append((output, task))
         self._pending = still
         return done
 
     def abandon(self) -> list[Any]:
         """Drop the inspections not yet collected (after an interruption, when the cluster may
         be gone); returns their tags."""
-        for _, _, future in self._pending:
+        for _, task in self._pending:
             with contextlib.suppress(BaseException):
-                future.cancel()
-        tags = [tag for tag, _, _ in self._pending]
+                self.executor.cancel(task)
+        tags = [task.tag for _, task in self._pending]
         self._pending = []
         return tags
 
-
-def _result(future: Any, output: str) -> dict[str, Any]:
-    try:
-        return future.result()
-    except Exception:  # noqa: BLE001 - a lost worker or task: check here instead
-        return inspect_output(output)
+    def _result(self, task: Task, output: str) -> dict[str, Any]:
+        try:
+            return self.executor.result(task)
+        except Exception:  # noqa: BLE001 - a lost worker or task: check here instead
+            return inspect_output(output)
+        finally:
+            with contextlib.suppress(Exception):
+                self.executor.release(task)

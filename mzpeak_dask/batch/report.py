@@ -199,8 +199,8 @@ def catalog_row(record: dict[str, Any]) -> dict[str, Any] | None:
         levels = Counter(level for level in tables.ms_levels if level is not None)
         times = [t for t in tables.times if t is not None]
         spectra = archive.spectra
-        low = find_column(spectra.column_names, "MS:1000528")
-        high = find_column(spectra.column_names, "MS:1000527")
+        low = find_column(spectra.column_names, V.LOWEST_OBSERVED_MZ)
+        high = find_column(spectra.column_names, V.HIGHEST_OBSERVED_MZ)
         instruments = [
             ", ".join(str(p.get("name")) for p in ic.get("parameters", []))
             for ic in archive.file_metadata.get("instrument_configuration_list", [])

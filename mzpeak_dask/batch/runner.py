@@ -10,7 +10,6 @@ is left as pending.
 from __future__ import annotations
 
 import concurrent.futures
-import contextlib
 import os
 import shutil
 import time
@@ -21,9 +20,11 @@ from typing import Any
 
 from ..archive.container import Inputs
 from ..archive.staging import sweep
-from ..convert import ConversionResult, Progress, convert_many
-from ..errors import OptionsError, OutputError
-from ..options import ClusterOptions, ConvertOptions, _Options
+from ..contracts import ConversionResult, Progress
+from ..convert import convert_many
+from ..errors import OutputError, WorkerDiedError
+from ..options import BatchOptions, ClusterOptions, ConvertOptions
+from ..parallel.cluster import cluster_client
 from ..pathtext import text
 from ..read.validate import ERROR, validate
 from ..tables.file_metadata import file_sha256
@@ -32,22 +33,6 @@ from .inspect import Inspector
 from .lock import output_lock
 from .sources import discover, outputs_for
 from .state import CONVERTED, FAILED, PENDING, SKIPPED, BatchState
-
-
-@dataclass(frozen=True)
-class BatchOptions(_Options):
-    """How a batch runs (the ``[batch]`` table of a config file)."""
-
-    section = "batch"
-
-    resume: bool = False  # skip inputs whose valid output was made from the same input
-    retries: int = 0  # extra attempts for inputs that failed
-    reports: bool = True  # batch_report.html and catalog.parquet beside batch_report.json
-    hash_threads: int = 4  # threads hashing inputs when resuming
-
-    def __post_init__(self) -> None:
-        if self.retries < 0 or self.hash_threads < 1:
-            raise OptionsError("retries must be >= 0 and hash_threads >= 1")
 
 
 @dataclass
@@ -89,6 +74,7 @@ class BatchRun:
             folder.mkdir(parents=True, exist_ok=True)
         self.state = BatchState(output_dir)
         self.records: dict[Path, dict[str, Any]] = {}
+        self.died: set[Path] = set()  # inputs whose last attempt a dying worker failed
         self.inspector = Inspector(None, output_dir)  # on the cluster once there is one
 
     def remove_stale_staging(self) -> None:
@@ -135,6 +121,10 @@ class BatchRun:
         self, source: Path, output: Path, outcome: ConversionResult | BaseException, attempts: int
     ) -> None:
         """Record one input's outcome; a converted one once its output has been inspected."""
+        if isinstance(outcome, WorkerDiedError):
+            self.died.add(source)
+        else:
+            self.died.discard(source)
         if isinstance(outcome, ConversionResult):
             self.inspector.submit((source, output, outcome, attempts), output)
             self.collect()
@@ -243,27 +233,11 @@ def _valid(output: Path) -> bool:
     return not any(p.severity == ERROR for p in validate(output))
 
 
-def _died(record: dict[str, Any]) -> bool:
-    return record["status"] == FAILED and "worker process died" in (record.get("error") or "")
-
-
 def _remove(path: Path) -> None:
     if path.is_dir():
         shutil.rmtree(path, ignore_errors=True)
     else:
         path.unlink(missing_ok=True)
-
-
-@contextlib.contextmanager
-def _client(cluster: ClusterOptions, client: Any):
-    """One cluster for every attempt of the batch."""
-    if client is not None or cluster.cluster == "inline":
-        yield client
-        return
-    from ..parallel.cluster import start_client
-
-    with start_client(cluster) as started:
-        yield started
 
 
 def run_batch(
@@ -303,7 +277,7 @@ def _run(run: BatchRun, client: Any, progress: Progress | None, started: float) 
     todo = run.refuse_overwriting_inputs(todo)
     outcome = BatchOutcome()
     try:
-        with _client(run.cluster, client) as shared:
+        with cluster_client(run.cluster, client) as shared:  # one for every attempt
             if shared is not None:
                 run.inspector = Inspector(shared, output_dir)
             for attempt in range(1, batch.retries + 2):
@@ -314,7 +288,7 @@ def _run(run: BatchRun, client: Any, progress: Progress | None, started: float) 
                 todo = [(s, o) for s, o in jobs if run.records[s]["status"] == FAILED]
             # A dying worker takes the tasks of other inputs with it: try each input that
             # failed that way once more, alone, so only the one that kills workers fails.
-            for pair in [(s, o) for s, o in todo if _died(run.records[s])]:
+            for pair in [(s, o) for s, o in todo if s in run.died]:
                 run.convert([pair], lambda s: run.records[s]["attempts"] + 1, shared, progress)
     except KeyboardInterrupt:
         outcome.interrupted = True
@@ -335,4 +309,4 @@ def _run(run: BatchRun, client: Any, progress: Progress | None, started: float) 
     return outcome
 
 
-__all__ = ["BatchOptions", "BatchOutcome", "run_batch"]
+__all__ = ["BatchOutcome", "run_batch"]

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mzpeak_dask.codecs.basic import first_valid_value, starts_with_start_point
+from .basic import first_valid_value, starts_with_start_point
 
 __all__ = ["decode", "decode_chunks", "encode", "round_trips"]
 

@@ -28,7 +28,8 @@ import math
 
 import numpy as np
 
-from mzpeak_dask.errors import NumpressDecodeError, NumpressEncodeError
+from .. import vocabulary as V
+from ..errors import NumpressDecodeError, NumpressEncodeError
 
 __all__ = [
     "DECODERS",
@@ -391,5 +392,6 @@ def decode_pic(buffer: bytes | np.ndarray) -> np.ndarray:
     return _unpack_ints(_as_bytes(buffer)).astype(np.float64)
 
 
-ENCODERS = {"MS:1002312": encode_linear, "MS:1002314": encode_slof, "MS:1002313": encode_pic}
-DECODERS = {"MS:1002312": decode_linear, "MS:1002314": decode_slof, "MS:1002313": decode_pic}
+_CODECS = (V.NUMPRESS_LINEAR, V.NUMPRESS_SLOF, V.NUMPRESS_PIC)  # their accessions
+ENCODERS = dict(zip(_CODECS, (encode_linear, encode_slof, encode_pic), strict=True))
+DECODERS = dict(zip(_CODECS, (decode_linear, decode_slof, decode_pic), strict=True))

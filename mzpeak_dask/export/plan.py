@@ -20,9 +20,7 @@ they decode matches the plan, chunk by chunk.
 from __future__ import annotations
 
 import hashlib
-import os
 import re
-import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,23 +28,14 @@ import numpy as np
 import pyarrow as pa
 
 from .. import vocabulary as V
-from ..read.archive import MzPeakArchive, open_archive
-from ..read.entity import EntityTables
-from ..read.metadata import find_column
+from ..read.archive import cached_archive
+from ..read.entity import spectrum_columns
 from ..read.signal import SignalReader
 from ..transforms.chunking import chunk_boundaries
+from ..zarr_runs import PER_CHUNK, PER_SPECTRUM
 
 SHORT_NAMES = {"m/z array": "mz", "intensity array": "intensity"}
-# names of the per-chunk and per-spectrum arrays, which signal arrays must not take
-RESERVED = {
-    "chunk_spectrum_index",
-    "chunk_start",
-    "chunk_end",
-    "spectrum_offsets",
-    "time",
-    "ms_level",
-    "precursor_mz",
-}
+RESERVED = {*PER_CHUNK, *PER_SPECTRUM}  # names signal arrays must not take
 
 
 @dataclass(frozen=True)
@@ -174,33 +163,6 @@ def spectrum_lengths(
     return lengths
 
 
-def precursor_mz(tables: EntityTables, n: int) -> np.ndarray:
-    """Per spectrum: the first selected ion's m/z, else the first isolation window's target."""
-    out = np.full(n, np.nan)
-    precursors = tables.tables.get("precursor")
-    if precursors is not None and "isolation_window" in precursors.column_names:
-        window = precursors.column("isolation_window").combine_chunks()
-        names = [window.type.field(j).name for j in range(window.type.num_fields)]
-        name = find_column(names, V.ISOLATION_WINDOW_TARGET_MZ)
-        if name is not None:
-            _first_per_spectrum(out, precursors.column("source_index"), window.field(name))
-    ions = tables.tables.get("selected_ion")
-    name = None if ions is None else find_column(ions.column_names, V.SELECTED_ION_MZ)
-    if name is not None:
-        _first_per_spectrum(out, ions.column("source_index"), ions.column(name))
-    return out
-
-
-def _first_per_spectrum(out: np.ndarray, source: pa.Array, values: pa.Array) -> None:
-    source = np.asarray(source.to_numpy(zero_copy_only=False), dtype=np.int64)
-    values = np.asarray(values.to_numpy(zero_copy_only=False), dtype=np.float64)
-    order = np.argsort(source, kind="stable")
-    source, values = source[order], values[order]
-    keep = np.isfinite(values) & (source >= 0) & (source < len(out))
-    spectra, first = np.unique(source[keep], return_index=True)
-    out[spectra] = values[keep][first]
-
-
 def archive_sha256(path: str | Path) -> str:
     """SHA-256 of an archive file; for an unpacked (directory) archive, of its members' names
     and contents in name order."""
@@ -222,21 +184,6 @@ def _size(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
 
 
-_LOCAL = threading.local()
-
-
-def cached_archive(path: str) -> MzPeakArchive:
-    """An archive opened once per thread (its signal readers cache a row group, so threads do
-    not share them), reopened when it changes on disk."""
-    opened: dict[tuple[str, int], MzPeakArchive] = _LOCAL.__dict__.setdefault("archives", {})
-    key = (path, os.stat(path).st_mtime_ns)
-    if key not in opened:
-        if len(opened) >= 8:
-            opened.pop(next(iter(opened))).close()
-        opened[key] = open_archive(path)
-    return opened[key]
-
-
 def plan_run(path: str, width: float) -> RunPlan:
     """The cheap pass over one archive (a worker task)."""
     archive = cached_archive(path)
@@ -252,8 +199,7 @@ def plan_run(path: str, width: float) -> RunPlan:
         found = np.zeros(0, np.int64) if found is None else found[found > 0]
         lengths.append(found)
         counts[i] = len(found)
-    times = np.array([np.nan if t is None else t for t in tables.times], dtype=np.float64)
-    levels = np.array([0 if x is None else x for x in tables.ms_levels], dtype=np.int16)
+    times, levels, precursors = spectrum_columns(tables)
     return RunPlan(
         source=path,
         layout="chunked" if data is not None and data.chunked else "point",
@@ -262,7 +208,7 @@ def plan_run(path: str, width: float) -> RunPlan:
         chunk_counts=counts,
         time=times,
         ms_level=levels,
-        precursor_mz=precursor_mz(tables, n),
+        precursor_mz=precursors,
         sha256=archive_sha256(path),
         source_bytes=_size(Path(path)),
     )
@@ -272,4 +218,4 @@ def _model(model: list | None) -> np.ndarray | None:
     return np.asarray(model) if model else None
 
 
-__all__ = ["ArraySpec", "RunPlan", "array_specs", "cached_archive", "plan_run", "zarr_name"]
+__all__ = ["ArraySpec", "RunPlan", "array_specs", "plan_run", "zarr_name"]

@@ -44,21 +44,19 @@ import zarr
 
 from .. import vocabulary as V
 from ..errors import ArchiveError, InputError, OptionsError, OutputError
-from ..options import ClusterOptions
+from ..options import ClusterOptions, ConvertOptions, ZarrOptions
 from ..parallel.executors import Task, open_executor
-from .plan import ArraySpec, RunPlan, cached_archive, plan_run
-from .zarr_chunks import chunk_files
-from .zarr_store import (
-    COMPRESSIONS,
+from ..read.archive import cached_archive
+from ..zarr_runs import FORMAT, PER_SPECTRUM
+from ..zarr_runs.chunks import chunk_files
+from ..zarr_runs.store import (
     create_point_array,
     enable_rectilinear,
     fill_value,
     open_array,
     write_table_array,
 )
-
-FORMAT = "mzpeak-dask zarr export 1"
-BLOCK_POINTS = 1 << 18
+from .plan import ArraySpec, RunPlan, plan_run
 
 
 @dataclass
@@ -186,11 +184,8 @@ class RunExport:
             create_point_array(
                 group, spec.name, np.dtype(spec.dtype), plan.chunk_lengths, self.compression
             )
-        write_table_array(group, "chunk_spectrum_index", plan.chunk_spectrum_index)
-        write_table_array(group, "spectrum_offsets", plan.spectrum_offsets)
-        write_table_array(group, "time", plan.time)
-        write_table_array(group, "ms_level", plan.ms_level)
-        write_table_array(group, "precursor_mz", plan.precursor_mz)
+        for name in ("chunk_spectrum_index", *PER_SPECTRUM):  # chunk bounds: at the commit
+            write_table_array(group, name, getattr(plan, name))
         n_chunks = len(plan.chunk_lengths)
         self.chunk_start, self.chunk_end = np.full(n_chunks, np.nan), np.full(n_chunks, np.nan)
         jobs = self._jobs(plan, block_points)
@@ -290,18 +285,18 @@ def to_zarr(
     *,
     client: Any = None,
     cluster: ClusterOptions | None = None,
-    chunk_width: float = 50.0,
-    overwrite: bool = False,
-    compression: str = "zstd",
-    block_points: int = BLOCK_POINTS,
+    chunk_width: float = ConvertOptions.chunk_width,
+    overwrite: bool = ZarrOptions.overwrite,
+    compression: str = ZarrOptions.compression,
+    block_points: int = ZarrOptions.block_points,
 ) -> list[ZarrRunResult]:
     """Export archives into ``store`` (a folder), one group per run, in parallel on Dask.
 
     ``client`` is a ``distributed.Client`` to run on; otherwise ``cluster`` says which cluster
     to start (a LocalCluster by default; ``ClusterOptions(cluster="inline")`` runs in this
-    process). ``chunk_width`` sets the chunks of point-layout archives; ``compression`` is
-    "zstd" or "none" for the signal arrays; ``block_points`` the points each write task
-    handles. Results are in input order. The first failure stops the export: finished runs
+    process). ``chunk_width`` sets the chunks of point-layout archives; ``overwrite``,
+    ``compression`` and ``block_points`` are those of :class:`~mzpeak_dask.options.ZarrOptions`.
+    Results are in input order. The first failure stops the export: finished runs
     stay, unfinished ones leave nothing.
     """
     if isinstance(archives, (str, os.PathLike)):
@@ -309,8 +304,7 @@ def to_zarr(
     paths = [Path(a) for a in archives]
     if not chunk_width > 0:
         raise OptionsError("chunk_width must be positive")
-    if compression not in COMPRESSIONS:
-        raise OptionsError(f"compression must be one of {COMPRESSIONS}, got {compression!r}")
+    ZarrOptions(compression, overwrite, block_points)  # checks them
     store = Path(store)
     names = run_names(paths)
     _check(paths, store, names, overwrite)
@@ -321,7 +315,7 @@ def to_zarr(
         for p, n in zip(paths, names, strict=True)
     ]
     with open_executor(cluster or ClusterOptions(), client) as executor:
-        if hasattr(executor, "client"):
+        if executor.client is not None:
             executor.client.run(enable_rectilinear)
         return _drive(executor, runs, chunk_width, block_points)
 

@@ -1,52 +1,47 @@
-"""Signal layouts: arrays of many items -> one Arrow table, and back.
+"""Signal layouts, keyed by the name ``ConvertOptions.layout`` gives them (format doc sections
+2.1 and 2.2): ``point`` stores one row per data point, ``chunked`` one row per chunk of the main
+axis. Each is a module with the same signature, encode beside decode, no I/O::
 
-``point`` stores one row per data point; ``chunked`` one row per chunk of the main axis
-(format doc sections 2.1 and 2.2).
+    PREFIX                                   the top-level struct of the data member
+    SORTS_ITEMS                              whether items are sorted along the main axis
+    struct_type(schema, options)             that struct's Arrow type
+    array_index(schema, options)             the array index entries of its columns
+    encode(schema, items, options)           prepared items -> one Arrow table
+    row_weights(table)                       points per row (row groups are cut by points)
+    decode(rows, views, where)               rows -> ({view: (values, valid)}, points per row)
 """
 
 from __future__ import annotations
 
+from types import ModuleType
+
 import pyarrow as pa
 
+from .. import vocabulary as V
 from ..options import ConvertOptions
-from . import point
-from .point import PreparedSignal
+from . import chunked, point
+from .array_index import ArrayView
 from .schema import SignalSchema
 
-
-def encode(schema: SignalSchema, items: list[PreparedSignal], options: ConvertOptions) -> pa.Table:
-    if options.layout == "chunked":
-        from . import chunked
-
-        return chunked.encode(schema, items, options)
-    return point.encode(schema, items)
+LAYOUTS: dict[str, ModuleType] = {"point": point, "chunked": chunked}
 
 
-def prefix(options: ConvertOptions) -> str:
-    """The top-level struct name of the data file (``point`` or ``chunk``)."""
-    return "chunk" if options.layout == "chunked" else point.PREFIX
+def layout_of(options: ConvertOptions) -> ModuleType:
+    """The layout module ``options`` ask for."""
+    return LAYOUTS[options.layout]
+
+
+def stored_layout(views: list[ArrayView]) -> ModuleType:
+    """The layout a data member was written in, told by its array index: chunked when an
+    array has chunk columns."""
+    chunks = any(V.CHUNK_VALUES in v.columns or V.CHUNK_START in v.columns for v in views)
+    return LAYOUTS["chunked" if chunks else "point"]
 
 
 def table_schema(schema: SignalSchema, options: ConvertOptions) -> pa.Schema:
-    if options.layout == "chunked":
-        from . import chunked
-
-        return pa.schema([pa.field(chunked.PREFIX, chunked.struct_type(schema, options))])
-    return pa.schema([pa.field(point.PREFIX, point.struct_type(schema))])
+    """The Arrow schema of a data member: the layout's struct, alone."""
+    layout = layout_of(options)
+    return pa.schema([pa.field(layout.PREFIX, layout.struct_type(schema, options))])
 
 
-def index_entries(schema: SignalSchema, options: ConvertOptions) -> list:
-    if options.layout == "chunked":
-        from . import chunked
-
-        return chunked.array_index(schema, options)
-    return point.array_index(schema)
-
-
-def row_weights(options: ConvertOptions):  # noqa: ANN201 - returns a callable
-    """Points per row (1 in the point layout; the chunk's point count in the chunked one)."""
-    if options.layout == "chunked":
-        from . import chunked
-
-        return chunked.row_weights
-    return None
+__all__ = ["LAYOUTS", "layout_of", "stored_layout", "table_schema"]

@@ -4,8 +4,10 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
+
+import numpy as np
 
 from .. import vocabulary as V
 from .schema import SignalColumn, SignalSchema
@@ -107,3 +109,42 @@ def field_metadata(
     if entry.transform:
         meta["transform"] = entry.transform
     return meta
+
+
+@dataclass
+class ArrayView:
+    """One logical signal array of a data member and the columns that hold it (by buffer
+    format: a point column, or a chunk's start, end, values, encoding, secondary or transform
+    column), as a reader finds them through the array index."""
+
+    array_type: str
+    array_name: str
+    unit: str | None
+    data_type: str
+    sorting_rank: int | None = None
+    null_marked: bool = False
+    columns: dict[str, ArrayIndexEntry] = field(default_factory=dict)  # buffer format -> entry
+
+    @property
+    def dtype(self) -> np.dtype:
+        return V.DTYPE_OF.get(self.data_type, np.dtype("<f8"))
+
+
+def group_entries(entries: list[ArrayIndexEntry]) -> list[ArrayView]:
+    """The entries grouped into arrays, the main axis (lowest sorting rank) first."""
+    views: dict[tuple, ArrayView] = {}
+    for e in entries:
+        key = (e.array_type, e.array_name, e.unit)
+        view = views.get(key)
+        if view is None:
+            view = views[key] = ArrayView(e.array_type, e.array_name, e.unit, e.data_type)
+        role = e.buffer_format if e.buffer_format != V.CHUNK_TRANSFORM else V.CHUNK_TRANSFORM
+        view.columns[role] = e
+        if e.sorting_rank is not None:
+            rank = int(e.sorting_rank)
+            view.sorting_rank = rank if view.sorting_rank is None else min(rank, view.sorting_rank)
+        if e.transform in V.NULL_MARKING_TRANSFORMS:
+            view.null_marked = True
+        if e.buffer_format not in (V.CHUNK_TRANSFORM,) and e.data_type:
+            view.data_type = e.data_type
+    return sorted(views.values(), key=lambda v: (v.sorting_rank is None, v.sorting_rank or 0))

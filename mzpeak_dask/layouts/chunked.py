@@ -8,10 +8,15 @@ array as a plain list (``chunk_secondary``) or as MS-Numpress bytes (``chunk_tra
 Encoding choice per row: profile items use the selected encoding, centroid items ``basic``;
 a delta chunk that would not round-trip bit for bit falls back to ``basic``; a Numpress chunk of
 a single value (which reference readers cannot decode) falls back to ``delta``/``basic``.
+
+:func:`decode` reads any chunk rows back: all at once when they are delta/basic with plain
+secondary lists (the common case), else chunk by chunk. The signature is every layout's (see
+:mod:`mzpeak_dask.layouts`).
 """
 
 from __future__ import annotations
 
+from collections import defaultdict
 from dataclasses import dataclass
 
 import numpy as np
@@ -24,11 +29,12 @@ from ..errors import ArchiveError, NumpressEncodeError
 from ..options import ConvertOptions
 from ..transforms.chunking import chunk_boundaries, chunk_bounds
 from ..transforms.null_marking import fill_nulls
-from .array_index import ArrayIndexEntry, field_metadata
-from .point import PreparedSignal, index_column
-from .schema import SignalColumn, SignalSchema
+from .array_index import ArrayIndexEntry, ArrayView, field_metadata
+from .arrow import Pair, concat, flat, list_array, lists
+from .schema import PreparedSignal, SignalColumn, SignalSchema
 
 PREFIX = "chunk"
+SORTS_ITEMS = True  # chunks are main-axis ranges: each item is sorted along it
 ENCODINGS = {"delta": V.DELTA_ENCODING, "basic": V.NO_COMPRESSION, "numpress": V.NUMPRESS_LINEAR}
 INTENSITY_TRANSFORMS = {"slof": V.NUMPRESS_SLOF, "pic": V.NUMPRESS_PIC}
 _BYTES = pa.large_list(pa.field("item", pa.uint8(), nullable=False))
@@ -66,7 +72,7 @@ def _field_names(schema: SignalSchema, options: ConvertOptions) -> list[tuple[st
 
 def struct_type(schema: SignalSchema, options: ConvertOptions) -> pa.StructType:
     main = schema.main
-    out = [pa.field(index_column(schema.entity), pa.uint64())]
+    out = [pa.field(schema.index_column, pa.uint64())]
     by_name = {c.name: c for c in schema.columns}
     for name, role in _field_names(schema, options):
         if role in (V.CHUNK_START, V.CHUNK_END):
@@ -191,28 +197,6 @@ def _encode_item(
                 rows.transforms[name].append(encoded)
 
 
-def _list_array(parts: list, list_type: pa.DataType) -> pa.Array:
-    """A large_list column from per-row (values, valid) pairs (None = null row)."""
-    value_type = list_type.value_type
-    lengths = np.array([0 if p is None else len(p[0]) for p in parts], dtype=np.int64)
-    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-    dtype = value_type.to_pandas_dtype()
-    present = [p for p in parts if p is not None]
-    flat = np.concatenate([p[0] for p in present]) if present else np.zeros(0, dtype)
-    masks = [np.ones(len(p[0]), bool) if p[1] is None else p[1] for p in present]
-    valid = np.concatenate(masks) if masks else np.zeros(0, bool)
-    items = pa.array(
-        flat.astype(dtype, copy=False), type=value_type, mask=None if valid.all() else ~valid
-    )
-    row_mask = pa.array([p is None for p in parts], type=pa.bool_())
-    return pa.LargeListArray.from_arrays(
-        pa.array(offsets),
-        items,
-        type=list_type,
-        mask=row_mask if any(p is None for p in parts) else None,
-    )
-
-
 def encode(schema: SignalSchema, items: list[PreparedSignal], options: ConvertOptions) -> pa.Table:
     fields = _field_names(schema, options)
     rows = _Rows(
@@ -228,21 +212,21 @@ def encode(schema: SignalSchema, items: list[PreparedSignal], options: ConvertOp
     for item in items:
         _encode_item(item, schema, options, rows, fields)
     stype = struct_type(schema, options)
-    children = {index_column(schema.entity): pa.array(rows.index, pa.uint64())}
+    children = {schema.index_column: pa.array(rows.index, pa.uint64())}
     axis = schema.main.name
     children[f"{axis}_chunk_start"] = pa.array(rows.start, pa.float64())
     children[f"{axis}_chunk_end"] = pa.array(rows.end, pa.float64())
-    children[f"{axis}_chunk_values"] = _list_array(
+    children[f"{axis}_chunk_values"] = list_array(
         rows.values, stype.field(f"{axis}_chunk_values").type
     )
     children["chunk_encoding"] = pa.array(rows.encoding, pa.string())
     for name, parts in rows.secondary.items():
-        children[name] = _list_array(parts, stype.field(name).type)
+        children[name] = list_array(parts, stype.field(name).type)
     for name, buffers in rows.transforms.items():
-        children[name] = _list_array([None if b is None else (b, None) for b in buffers], _BYTES)
+        children[name] = list_array([None if b is None else (b, None) for b in buffers], _BYTES)
     if options.chunk_encoding == "numpress":
         name = f"{axis}_numpress_linear_bytes"
-        children[name] = _list_array(
+        children[name] = list_array(
             [None if b is None else (b, None) for b in rows.numpress], _BYTES
         )
     struct = pa.StructArray.from_arrays([children[f.name] for f in stype], fields=list(stype))
@@ -281,3 +265,103 @@ def decode_axis(
     if encoding in (V.NO_COMPRESSION, None):
         return basic.decode(start, values, valid, size=size)
     raise ArchiveError(f"unsupported chunk encoding {encoding}")
+
+
+def decode(
+    rows: pa.StructArray, views: list[ArrayView], where: str = ""
+) -> tuple[dict[int, Pair], np.ndarray]:
+    """Chunk rows (of any items) -> per array view ``k``, ``(values, valid)`` over all the
+    rows' points, and the points of each row. ``where`` names the member in errors."""
+    fast = _decode_plain_chunks(rows, views)
+    if fast is not None:
+        return fast
+    main = views[0].columns
+    starts = rows.field(main[V.CHUNK_START].column).to_numpy(zero_copy_only=False)
+    encodings = rows.field(main[V.CHUNK_ENCODING].column).to_pylist()
+    main_values = lists(rows.field(main[V.CHUNK_VALUES].column))
+    packed_main = (
+        lists(rows.field(main[V.CHUNK_TRANSFORM].column))
+        if V.CHUNK_TRANSFORM in main
+        else [None] * len(rows)
+    )
+    secondary = {k: _secondary(rows, v, where) for k, v in enumerate(views) if k > 0}
+    sizes = _chunk_sizes(secondary, len(rows))
+    parts = defaultdict(list)
+    for c in range(len(rows)):
+        values, valid = main_values[c] or (None, None)
+        packed = packed_main[c][0] if packed_main[c] else None
+        parts[0].append(decode_axis(starts[c], encodings[c], values, valid, packed, sizes[c]))
+        for k, chunks in secondary.items():
+            parts[k].append(
+                chunks[c]
+                if chunks[c] is not None
+                else (np.zeros(sizes[c], views[k].dtype), np.zeros(sizes[c], bool))
+            )
+    raw = {k: concat(v) for k, v in parts.items()}
+    return raw, np.array([len(p[0]) for p in parts[0]], dtype=np.int64)
+
+
+def _decode_plain_chunks(
+    rows: pa.StructArray, views: list[ArrayView]
+) -> tuple[dict[int, Pair], np.ndarray] | None:
+    """All chunks at once when they are delta/basic and every other array is a plain list
+    present in every row (the common case); None otherwise (decode chunk by chunk)."""
+    main = views[0].columns
+    if V.CHUNK_TRANSFORM in main:
+        return None
+    encodings = rows.field(main[V.CHUNK_ENCODING].column)
+    is_delta = pc.equal(encodings, V.DELTA_ENCODING).to_numpy(zero_copy_only=False)
+    is_basic = pc.equal(encodings, V.NO_COMPRESSION).to_numpy(zero_copy_only=False)
+    if not np.all(is_delta | is_basic):
+        return None
+    plain = {}
+    for k, view in enumerate(views[1:], start=1):
+        entry = view.columns.get(V.CHUNK_SECONDARY)
+        column = rows.field(entry.column) if entry is not None else None
+        if column is None or column.null_count:
+            return None
+        plain[k] = flat(column)
+    if not plain:
+        return None
+    sizes = np.diff(next(iter(plain.values()))[2])
+    if any(not np.array_equal(np.diff(v[2]), sizes) for v in plain.values()):
+        return None
+    values, valid, offsets = flat(rows.field(main[V.CHUNK_VALUES].column))
+    starts = rows.field(main[V.CHUNK_START].column).to_numpy(zero_copy_only=False)
+    decoded = delta.decode_chunks(
+        starts,
+        sizes,
+        is_delta,
+        values.astype(np.float64),
+        np.ones(len(values), bool) if valid is None else valid,
+        offsets,
+    )
+    if decoded is None:
+        return None
+    raw = {0: decoded}
+    raw.update({k: (v[0], v[1]) for k, v in plain.items()})
+    return raw, sizes
+
+
+def _secondary(rows: pa.StructArray, view: ArrayView, where: str) -> list[Pair | None]:
+    """Per row, one secondary array: a plain list, or a Numpress transform decoded."""
+    if V.CHUNK_SECONDARY in view.columns:
+        return lists(rows.field(view.columns[V.CHUNK_SECONDARY].column))
+    entry = view.columns.get(V.CHUNK_TRANSFORM)
+    if entry is None:
+        return [None] * len(rows)
+    decoder = numpress.DECODERS.get(entry.transform or "")
+    if decoder is None:
+        raise ArchiveError(f"{where}: unsupported transform {entry.transform}")
+    return [
+        None if item is None else (decoder(item[0]), None)
+        for item in lists(rows.field(entry.column))
+    ]
+
+
+def _chunk_sizes(secondary: dict[int, list], rows: int) -> list[int | None]:
+    """Per row, the length of its first secondary array present (None: none is)."""
+    return [
+        next((len(chunks[c][0]) for chunks in secondary.values() if chunks[c] is not None), None)
+        for c in range(rows)
+    ]

@@ -1,54 +1,38 @@
 """The point layout: one row per data point, ``point.<context>_index`` first (format doc 2.1).
 
-:func:`encode` turns the prepared signal of many spectra into one Arrow table (no I/O);
-:func:`decode` turns the rows of one spectrum back into arrays.
+:func:`encode` turns the prepared signal of many items into one Arrow table; :func:`decode` turns
+rows back into arrays (no I/O either way). The signature is every layout's (see
+:mod:`mzpeak_dask.layouts`).
 """
 
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 
 from .. import vocabulary as V
-from .array_index import ArrayIndexEntry, field_metadata
-from .schema import SignalColumn, SignalSchema
+from ..options import ConvertOptions
+from .array_index import ArrayIndexEntry, ArrayView, field_metadata
+from .arrow import Pair, to_numpy
+from .schema import PreparedSignal, SignalColumn, SignalSchema
 
 PREFIX = "point"
-
-
-@dataclass(slots=True)
-class PreparedSignal:
-    """One item's signal, ready for a layout: values per column (already in the column's
-    dtype), the validity of the null-marked columns, and the number of points."""
-
-    index: int
-    values: dict[str, np.ndarray]
-    valid: np.ndarray | None
-    length: int
-    profile: bool = False
-    model: list[float] | None = None  # the mz_delta_model of a null-marked item
-    ordered: bool = True  # the non-null main-axis values are ascending
-
-
-def index_column(context: str) -> str:
-    return f"{V.CONTEXT[context]}_index"
+SORTS_ITEMS = False  # points keep their source order
 
 
 def arrow_type(column: SignalColumn) -> pa.DataType:
     return pa.from_numpy_dtype(np.dtype(column.dtype))
 
 
-def struct_type(schema: SignalSchema) -> pa.StructType:
-    fields = [pa.field(index_column(schema.entity), pa.uint64())]
+def struct_type(schema: SignalSchema, options: ConvertOptions) -> pa.StructType:
+    fields = [pa.field(schema.index_column, pa.uint64())]
     for c in schema.columns:
         meta = field_metadata(schema, c, V.POINT, with_rank=False)  # known at the end only
         fields.append(pa.field(c.name, arrow_type(c), metadata=meta))
     return pa.struct(fields)
 
 
-def array_index(schema: SignalSchema) -> list[ArrayIndexEntry]:
+def array_index(schema: SignalSchema, options: ConvertOptions) -> list[ArrayIndexEntry]:
     return [
         ArrayIndexEntry.for_column(schema, c, f"{PREFIX}.{c.name}", V.POINT) for c in schema.columns
     ]
@@ -78,37 +62,31 @@ def _column_array(column: SignalColumn, items: list[PreparedSignal], total: int)
     return pa.array(values, type=arrow_type(column), mask=~valid)
 
 
-def encode(schema: SignalSchema, items: list[PreparedSignal]) -> pa.Table:
+def encode(schema: SignalSchema, items: list[PreparedSignal], options: ConvertOptions) -> pa.Table:
     """The point table for ``items`` (in order; empty items contribute no rows)."""
     lengths = np.array([it.length for it in items], dtype=np.int64)
     total = int(lengths.sum())
     index = np.repeat(np.array([it.index for it in items], dtype=np.uint64), lengths)
-    stype = struct_type(schema)
+    stype = struct_type(schema, options)
     children = [pa.array(index, type=pa.uint64())]
     children += [_column_array(c, items, total) for c in schema.columns]
     struct = pa.StructArray.from_arrays(children, fields=list(stype))
     return pa.table({PREFIX: struct})
 
 
+def row_weights(table: pa.Table) -> np.ndarray:
+    """Points per row: one."""
+    return np.ones(table.num_rows, dtype=np.int64)
+
+
 def decode(
-    struct: pa.StructArray | pa.ChunkedArray, schema_names: list[str]
-) -> dict[str, tuple[np.ndarray, np.ndarray | None]]:
-    """Rows of one item -> ``{column: (values, valid or None)}`` for the named columns.
-
-    ``valid`` is None when the column has no nulls in these rows; a column that is entirely
-    null for the item is reported with an all-False mask (the array is absent).
-    """
-    if isinstance(struct, pa.ChunkedArray):
-        struct = struct.combine_chunks()
-    out: dict[str, tuple[np.ndarray, np.ndarray | None]] = {}
-    for name in schema_names:
-        out[name] = _to_numpy(struct.field(name))  # field() honours the struct's offset
-    return out
-
-
-def _to_numpy(array: pa.Array) -> tuple[np.ndarray, np.ndarray | None]:
-    if array.null_count == 0:
-        return array.to_numpy(zero_copy_only=False), None
-    valid = np.asarray(array.is_valid())
-    filled = array.fill_null(pa.scalar(0, type=array.type))
-    return filled.to_numpy(zero_copy_only=False), valid
+    rows: pa.StructArray, views: list[ArrayView], where: str = ""
+) -> tuple[dict[int, Pair], np.ndarray]:
+    """Rows (of any items) -> per array view ``k``, ``(values, valid)`` over the rows, and the
+    points of each row (one)."""
+    out = {}
+    for k, view in enumerate(views):
+        entry = view.columns.get(V.POINT)
+        if entry is not None:
+            out[k] = to_numpy(rows.field(entry.column))  # field() honours the struct's offset
+    return out, np.ones(len(rows), dtype=np.int64)

@@ -1,4 +1,5 @@
-"""Which signal arrays of a run become data columns, under which names and types.
+"""Which signal arrays of a run become data columns, under which names and types; and one
+item's signal prepared for a layout (:class:`PreparedSignal`).
 
 The column set must be fixed before workers start (every partition writes the same Parquet
 schema), so it is derived from a deterministic sample of the run's spectra. An array that later
@@ -93,6 +94,11 @@ class SignalSchema:
         return self.columns[0]
 
     @property
+    def index_column(self) -> str:
+        """The item index column of the layout struct (``spectrum_index`` ...)."""
+        return f"{V.CONTEXT[self.entity]}_index"
+
+    @property
     def intensity(self) -> SignalColumn | None:
         return next((c for c in self.columns if c.array_type == V.INTENSITY_ARRAY), None)
 
@@ -169,3 +175,17 @@ class SignalSchema:
             marked = null_marking and primary and c.array_type in (main_type, V.INTENSITY_ARRAY)
             named.append(replace(c, name=name, primary=primary, null_marked=marked))
         return cls(entity, tuple(named))
+
+
+@dataclass(slots=True)
+class PreparedSignal:
+    """One item's signal, ready for a layout: values per column (already in the column's
+    dtype), the validity of the null-marked columns, and the number of points."""
+
+    index: int
+    values: dict[str, np.ndarray]
+    valid: np.ndarray | None
+    length: int
+    profile: bool = False
+    model: list[float] | None = None  # the mz_delta_model of a null-marked item
+    ordered: bool = True  # the non-null main-axis values are ascending

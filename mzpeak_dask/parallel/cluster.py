@@ -1,98 +1,138 @@
-"""Starting or reaching a Dask cluster: an embedded LocalCluster, a running scheduler, or SLURM
-through dask-jobqueue — the same pipeline runs on each; only the cluster object changes."""
+"""One way to a Dask cluster: :func:`cluster_client` gives the client every command runs on —
+the one the caller passes, none (``cluster = "inline"``: this process, no Dask), a running
+scheduler (``scheduler = ADDRESS``), or a cluster of one of the registered kinds started here
+and shut down on exit. The same pipeline runs on each; only the cluster object changes.
+
+A kind of cluster is a few class attributes and a ``start`` (as dask-jobqueue's cluster classes
+are): :data:`KINDS` maps the ``cluster`` option's values to them, and their settings are option
+groups of :mod:`mzpeak_dask.options` with commented defaults in ``configs/default.toml``.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import logging
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, ClassVar
 
 from ..errors import ClusterError
 from ..options import ClusterOptions
 from .worker_env import shell_exports, worker_settings
 
 log = logging.getLogger(__name__)
-START_ATTEMPTS = 3
 
 
-def slurm_cluster(options: ClusterOptions) -> Any:
-    """A ``dask_jobqueue.SLURMCluster`` built from the ``[slurm]`` options (not yet scaled)."""
-    try:
-        from dask_jobqueue import SLURMCluster
-    except ImportError:
-        raise ClusterError(
-            "--cluster slurm needs dask-jobqueue (pip install 'mzpeak-dask[jobqueue]')"
-        ) from None
-    settings = dict(options.slurm)
-    settings["job_script_prologue"] = [*settings.get("job_script_prologue", []), *shell_exports()]
-    settings.setdefault("cores", 1)
-    settings.setdefault("memory", "4GB")
-    settings.setdefault("processes", settings["cores"])
-    scheduler = settings.setdefault("scheduler_options", {})
-    scheduler.setdefault("dashboard_address", ":0")
-    scheduler.setdefault("dashboard", options.dashboard)
-    try:
-        return SLURMCluster(**settings)
-    except TypeError as exc:
-        raise ClusterError(f"invalid [slurm] option: {exc}") from None
+class ClusterKind:
+    """A kind of cluster this package can start."""
+
+    name: ClassVar[str]
+    description: ClassVar[str]
+
+    def start(self, options: ClusterOptions) -> Any:
+        """A cluster, started and scaled (``close()`` shuts it down)."""
+        raise NotImplementedError
+
+
+class LocalKind(ClusterKind):
+    """An embedded LocalCluster of worker processes on this machine. One worker that dies
+    while the cluster starts (killed, out of memory) makes distributed fail the whole start:
+    it is then started again, up to ``attempts`` times."""
+
+    name = "local"
+    description = "embedded LocalCluster"
+    attempts = 3
+
+    def start(self, options: ClusterOptions) -> Any:
+        for _ in range(self.attempts - 1):
+            try:
+                return self._start(options)
+            except Exception as exc:  # noqa: BLE001 - e.g. RuntimeError: Nanny failed to start
+                log.warning("the local Dask cluster failed to start (%s); starting it again", exc)
+        try:
+            return self._start(options)
+        except Exception as exc:  # noqa: BLE001
+            raise ClusterError(
+                f"cannot start the local Dask cluster ({self.attempts} attempts; last: {exc})"
+            ) from None
+
+    @staticmethod
+    def _start(options: ClusterOptions) -> Any:
+        from distributed import LocalCluster
+
+        with worker_settings():
+            return LocalCluster(
+                n_workers=options.worker_count(),
+                threads_per_worker=options.threads_per_worker,
+                processes=True,
+                memory_limit=options.memory_limit,
+                # a free port either way (the scheduler's HTTP endpoints use it even without
+                # the dashboard); the dashboard itself only on request
+                dashboard_address=":0",
+                scheduler_kwargs={"dashboard": options.dashboard},
+            )
+
+
+class SlurmKind(ClusterKind):
+    """A ``dask_jobqueue.SLURMCluster`` of ``workers`` jobs, set up by the ``[slurm]``
+    options (:class:`~mzpeak_dask.options.SlurmOptions`)."""
+
+    name = "slurm"
+    description = "SLURM jobs through dask-jobqueue"
+    install = "pip install 'mzpeak-dask[jobqueue]'"
+
+    def start(self, options: ClusterOptions) -> Any:
+        cluster = self.build(options)
+        cluster.scale(jobs=options.workers or 1)
+        return cluster
+
+    def build(self, options: ClusterOptions) -> Any:
+        """The SLURMCluster, not yet scaled (no job submitted)."""
+        try:
+            from dask_jobqueue import SLURMCluster
+        except ImportError:
+            raise ClusterError(f"--cluster slurm needs dask-jobqueue ({self.install})") from None
+        settings = options.slurm.keywords()
+        settings["job_script_prologue"] = [*options.slurm.job_script_prologue, *shell_exports()]
+        scheduler = settings["scheduler_options"] = dict(options.slurm.scheduler_options)
+        scheduler.setdefault("dashboard_address", ":0")
+        scheduler.setdefault("dashboard", options.dashboard)
+        try:
+            return SLURMCluster(**settings)
+        except TypeError as exc:
+            raise ClusterError(f"invalid [slurm] option: {exc}") from None
+
+
+KINDS: dict[str, ClusterKind] = {kind.name: kind for kind in (LocalKind(), SlurmKind())}
+SCHEDULER_TIMEOUT = "30s"  # to reach a running scheduler
 
 
 def job_script(options: ClusterOptions) -> str:
     """The batch script SLURMCluster would submit (works without SLURM installed)."""
-    cluster = slurm_cluster(options)
+    cluster = SlurmKind().build(options)
     try:
         return cluster.job_script()
     finally:
         cluster.close()
 
 
-def local_cluster(options: ClusterOptions, attempts: int = START_ATTEMPTS) -> Any:
-    """An embedded LocalCluster. One worker that dies while the cluster starts (killed, out
-    of memory) makes distributed fail the whole start: it is then started again."""
-    for _ in range(attempts - 1):
-        try:
-            return _start_local(options)
-        except Exception as exc:  # noqa: BLE001 - e.g. RuntimeError: Nanny failed to start
-            log.warning("the local Dask cluster failed to start (%s); starting it again", exc)
-    try:
-        return _start_local(options)
-    except Exception as exc:  # noqa: BLE001
-        raise ClusterError(
-            f"cannot start the local Dask cluster ({attempts} attempts; last: {exc})"
-        ) from None
-
-
-def _start_local(options: ClusterOptions) -> Any:
-    from distributed import LocalCluster
-
-    with worker_settings():
-        return LocalCluster(
-            n_workers=options.worker_count(),
-            threads_per_worker=options.threads_per_worker,
-            processes=True,
-            memory_limit=options.memory_limit,
-            # a free port either way (the scheduler's HTTP endpoints use it even without the
-            # dashboard); the dashboard itself only on request
-            dashboard_address=":0",
-            scheduler_kwargs={"dashboard": options.dashboard},
-        )
-
-
 @contextlib.contextmanager
-def start_client(options: ClusterOptions) -> Iterator[Any]:
+def cluster_client(options: ClusterOptions, client: Any = None) -> Iterator[Any]:
+    """The ``distributed.Client`` the work runs on (None: inline, no Dask): ``client`` when
+    given, else what ``options`` ask for; a cluster started here is shut down on exit."""
+    if client is not None:
+        yield client
+        return
+    if options.cluster == "inline":
+        yield None
+        return
     from distributed import Client
 
     cluster = None
     try:
         if options.scheduler:
-            client = Client(options.scheduler, timeout="30s")
+            client = Client(options.scheduler, timeout=SCHEDULER_TIMEOUT)
         else:
-            if options.cluster == "slurm":
-                cluster = slurm_cluster(options)
-                cluster.scale(jobs=options.workers or 1)
-            else:
-                cluster = local_cluster(options)
+            cluster = KINDS[options.cluster].start(options)
             client = Client(cluster)
     except (OSError, TimeoutError) as exc:
         if cluster is not None:
@@ -105,3 +145,6 @@ def start_client(options: ClusterOptions) -> Iterator[Any]:
         client.close()
         if cluster is not None:
             cluster.close()
+
+
+__all__ = ["KINDS", "ClusterKind", "cluster_client", "job_script"]

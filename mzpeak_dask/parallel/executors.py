@@ -1,8 +1,10 @@
-"""Where partitions run: Dask distributed (the normal case) or inline in this process.
+"""Where tasks run: Dask distributed (the normal case) or inline in this process.
 
-Both offer the same three operations to the scheduler loop — submit, wait for the next finished
-task, release — so one loop drives a laptop LocalCluster, a remote scheduler, a SLURM cluster or
-a plain in-process run.
+Both offer the same operations — submit, wait for the next finished task (or ask whether one
+is done), take its result, release or cancel it, and tell whether the workers see a folder — so
+one loop drives a laptop LocalCluster, a remote scheduler, a SLURM cluster or a plain in-process
+run, and the conversion, the batch's inspection of its outputs and the Zarr export submit work
+the same way.
 """
 
 from __future__ import annotations
@@ -14,9 +16,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from ..errors import ClusterError
 from ..options import ClusterOptions
 from . import handoff
+from .cluster import cluster_client
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +37,10 @@ class InlineExecutor:
 
     dashboard_link = None
     worker_threads = 1
+    client = None
+
+    def workers_see(self, folder: Path, probe: Path | None = None) -> bool:
+        return False
 
     def handoff_folder(self, staging: Path) -> str | None:
         return None
@@ -46,7 +52,7 @@ class InlineExecutor:
         pool.shutdown(wait=False)
         return future
 
-    def submit(self, tag: Any, fn: Callable, *args: Any) -> Task:
+    def submit(self, tag: Any, fn: Callable, *args: Any, priority: int = 0) -> Task:
         try:
             return Task(tag, value=fn(*args))
         except BaseException as exc:  # delivered through next_done, like a remote failure
@@ -56,6 +62,9 @@ class InlineExecutor:
 
     def next_done(self, tasks: list[Task]) -> Task:
         return tasks[0]
+
+    def done(self, task: Task) -> bool:
+        return True
 
     def result(self, task: Task) -> Any:
         if task.error is not None:
@@ -77,15 +86,20 @@ class DaskExecutor:
 
         self.client = client
         self._completed = as_completed([], with_results=False)
+        self._watched: set[str] = set()  # keys of the futures added to _completed
         self._done: list[Any] = []
         self._visible: dict[Path, bool] = {}
 
+    def workers_see(self, folder: Path, probe: Path | None = None) -> bool:
+        """Whether every worker sees ``folder`` (probed once, with a marker file written in
+        ``probe``, a folder inside it, or in ``folder`` itself)."""
+        if folder not in self._visible:
+            self._visible[folder] = handoff.visible_to_workers(self.client, probe or folder)
+        return self._visible[folder]
+
     def handoff_folder(self, staging: Path) -> str | None:
         """``staging`` when every worker can see it (results then travel through files)."""
-        parent = staging.parent
-        if parent not in self._visible:
-            self._visible[parent] = handoff.visible_to_workers(self.client, staging)
-        return str(staging) if self._visible[parent] else None
+        return str(staging) if self.workers_see(staging.parent, staging) else None
 
     @property
     def dashboard_link(self) -> str | None:
@@ -103,19 +117,27 @@ class DaskExecutor:
         """A cluster task outside the partition window (its future has ``.result()``)."""
         return self.client.submit(fn, *args, pure=False, priority=-1)
 
-    def submit(self, tag: Any, fn: Callable, *args: Any) -> Task:
-        future = self.client.submit(fn, *args, pure=False)
-        self._completed.add(future)
-        return Task(tag, future=future)
+    def submit(self, tag: Any, fn: Callable, *args: Any, priority: int = 0) -> Task:
+        """``fn(*args)`` on the cluster; a higher ``priority`` runs before queued tasks."""
+        return Task(tag, future=self.client.submit(fn, *args, pure=False, priority=priority))
 
     def next_done(self, tasks: list[Task]) -> Task:
+        """The first of ``tasks`` to finish (only the tasks waited for are watched)."""
         by_key = {t.future.key: t for t in tasks}
+        for task in tasks:
+            if task.future.key not in self._watched:
+                self._watched.add(task.future.key)
+                self._completed.add(task.future)
         while True:
             for i, future in enumerate(self._done):
                 if future.key in by_key:
                     del self._done[i]
+                    self._watched.discard(future.key)
                     return by_key[future.key]
             self._done.append(next(self._completed))
+
+    def done(self, task: Task) -> bool:
+        return task.future.done()
 
     def result(self, task: Task) -> Any:
         return task.future.result()
@@ -124,8 +146,14 @@ class DaskExecutor:
         task.future.release()
 
     def cancel(self, task: Task) -> None:
+        self._watched.discard(task.future.key)
         with contextlib.suppress(Exception):
             task.future.cancel()
+
+
+def executor_for(client: Any) -> InlineExecutor | DaskExecutor:
+    """Tasks on ``client``'s cluster, or inline when there is none."""
+    return InlineExecutor() if client is None else DaskExecutor(client)
 
 
 @contextlib.contextmanager
@@ -133,16 +161,8 @@ def open_executor(
     options: ClusterOptions, client: Any = None
 ) -> Iterator[InlineExecutor | DaskExecutor]:
     """The executor the options ask for; a cluster started here is shut down on exit."""
-    if client is not None:
-        yield DaskExecutor(client)
-        return
-    if options.cluster == "inline":
-        yield InlineExecutor()
-        return
-    from .cluster import start_client
-
-    with start_client(options) as started:
-        yield DaskExecutor(started)
+    with cluster_client(options, client) as started:
+        yield executor_for(started)
 
 
-__all__ = ["ClusterError", "DaskExecutor", "InlineExecutor", "Task", "open_executor"]
+__all__ = ["DaskExecutor", "InlineExecutor", "Task", "executor_for", "open_executor"]

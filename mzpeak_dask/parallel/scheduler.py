@@ -27,9 +27,10 @@ from pathlib import Path
 from typing import Any
 
 from ..archive.container import Inputs
-from ..convert import ConversionResult, Progress, RunJob
+from ..archive.job import RunJob
+from ..contracts import ConversionResult, Progress
 from ..encode import encode_partition
-from ..errors import ClusterError, MzPeakDaskError, OutputError
+from ..errors import MzPeakDaskError, OutputError, WorkerDiedError
 from ..options import ClusterOptions, ConvertOptions
 from ..partition import plan_run
 from . import handoff
@@ -67,6 +68,7 @@ class _Active:
 
 
 def _worker_death(exc: BaseException) -> bool:
+    """Dask gave up on a task whose worker died each time it ran it."""
     return type(exc).__name__ == "KilledWorker"
 
 
@@ -111,7 +113,7 @@ def _describe_failure(job: RunJob, n: int, exc: BaseException) -> MzPeakDaskErro
         kind = "spectra" if items.kind == "spectrum" else "chromatograms"
         where = f"{kind} {items.start}-{items.stop - 1} (0-based)"
     if _worker_death(exc):
-        return ClusterError(
+        return WorkerDiedError(
             f"{job.source}: {where}: the worker process died each time it "
             "tried (the input may exhaust the worker's memory or crash it)"
         )

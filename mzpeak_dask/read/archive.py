@@ -16,6 +16,7 @@ import pyarrow as pa
 
 from .. import vocabulary as V
 from ..errors import ArchiveError
+from ..filecache import FileCache
 from ..tables.auxiliary import decode_auxiliary
 from .entity import EntityTables, value
 from .parquet_checks import damaged, open_parquet
@@ -250,4 +251,9 @@ def open_archive(path: str | Path) -> MzPeakArchive:
     return MzPeakArchive(path)
 
 
-__all__ = ["MzPeakArchive", "open_archive"]
+# An archive opened once per thread (its signal readers cache a row group, so threads do not
+# share them) for the Dask tasks that read it block after block; reopened when it changes.
+cached_archive = FileCache(open_archive, 8, per_thread=True, close=MzPeakArchive.close)
+
+
+__all__ = ["MzPeakArchive", "cached_archive", "open_archive"]

@@ -45,7 +45,9 @@ class EntityTables:
     def __len__(self) -> int:
         return len(self.main)
 
-    def _list(self, accession_or_name: str) -> list:
+    def values_of(self, accession_or_name: str) -> list:
+        """A column of the main table as a list, found by name or by CV accession (None
+        for each item when there is no such column)."""
         names = self.main.column_names
         name = (
             accession_or_name
@@ -58,15 +60,15 @@ class EntityTables:
 
     @cached_property
     def ids(self) -> list[str]:
-        return [str(x) for x in self._list("id")]
+        return [str(x) for x in self.values_of("id")]
 
     @cached_property
     def ms_levels(self) -> list:
-        return self._list(V.MS_LEVEL)
+        return self.values_of(V.MS_LEVEL)
 
     @cached_property
     def times(self) -> list:
-        times = self._list("time")
+        times = self.values_of("time")
         if any(t is None for t in times):  # older writers: the first scan's start time
             for i, t in enumerate(times):
                 if t is None:
@@ -77,19 +79,19 @@ class EntityTables:
 
     @cached_property
     def polarities(self) -> list:
-        return self._list(V.SCAN_POLARITY)
+        return self.values_of(V.SCAN_POLARITY)
 
     @cached_property
     def representations(self) -> list:
-        return self._list(V.SPECTRUM_REPRESENTATION)
+        return self.values_of(V.SPECTRUM_REPRESENTATION)
 
     @cached_property
     def models(self) -> list:
-        return self._list("mz_delta_model")
+        return self.values_of("mz_delta_model")
 
     @cached_property
     def auxiliary_counts(self) -> list:
-        counts = self._list("number_of_auxiliary_arrays")
+        counts = self.values_of("number_of_auxiliary_arrays")
         return [c or 0 for c in counts]
 
     def position(self, native_id: str) -> int:
@@ -203,3 +205,38 @@ def _absolute_bounds_to_offsets(window: dict[str, Any]) -> None:
     if target and lower is not None and upper is not None and lower > target / 2:
         window["lower_offset"] = target - lower
         window["upper_offset"] = upper - target
+
+
+def spectrum_columns(tables: EntityTables) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per spectrum, as arrays: the time in minutes (NaN when unknown), the MS level (0 when
+    unknown) and the precursor m/z (NaN when none; see :func:`precursor_mz`)."""
+    times = np.array([np.nan if t is None else t for t in tables.times], dtype=np.float64)
+    levels = np.array([0 if x is None else x for x in tables.ms_levels], dtype=np.int16)
+    return times, levels, precursor_mz(tables, len(tables))
+
+
+def precursor_mz(tables: EntityTables, n: int) -> np.ndarray:
+    """Per spectrum: the first selected ion's m/z, else the first isolation window's target."""
+    out = np.full(n, np.nan)
+    precursors = tables.tables.get("precursor")
+    if precursors is not None and "isolation_window" in precursors.column_names:
+        window = precursors.column("isolation_window").combine_chunks()
+        names = [window.type.field(j).name for j in range(window.type.num_fields)]
+        name = find_column(names, V.ISOLATION_WINDOW_TARGET_MZ)
+        if name is not None:
+            _first_per_spectrum(out, precursors.column("source_index"), window.field(name))
+    ions = tables.tables.get("selected_ion")
+    name = None if ions is None else find_column(ions.column_names, V.SELECTED_ION_MZ)
+    if name is not None:
+        _first_per_spectrum(out, ions.column("source_index"), ions.column(name))
+    return out
+
+
+def _first_per_spectrum(out: np.ndarray, source: pa.Array, values: pa.Array) -> None:
+    source = np.asarray(source.to_numpy(zero_copy_only=False), dtype=np.int64)
+    values = np.asarray(values.to_numpy(zero_copy_only=False), dtype=np.float64)
+    order = np.argsort(source, kind="stable")
+    source, values = source[order], values[order]
+    keep = np.isfinite(values) & (source >= 0) & (source < len(out))
+    spectra, first = np.unique(source[keep], return_index=True)
+    out[spectra] = values[keep][first]

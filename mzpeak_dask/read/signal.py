@@ -8,60 +8,18 @@ iteration in index order read every row group once.
 
 from __future__ import annotations
 
-from collections import defaultdict
-from dataclasses import dataclass, field
-from typing import Any
-
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from .. import vocabulary as V
-from ..codecs import delta, numpress
 from ..errors import ArchiveError
+from ..layouts import LAYOUTS, stored_layout
 from ..layouts import array_index as array_index_json
-from ..layouts.array_index import ArrayIndexEntry
-from ..layouts.chunked import decode_axis
+from ..layouts.array_index import group_entries
 from ..transforms.chunking import chunk_boundaries
 from ..transforms.null_marking import fill_intensity, fill_nulls
 from .parquet_checks import damaged, open_parquet
-
-
-@dataclass
-class ArrayView:
-    """One logical signal array and the columns that hold it."""
-
-    array_type: str
-    array_name: str
-    unit: str | None
-    data_type: str
-    sorting_rank: int | None = None
-    null_marked: bool = False
-    columns: dict[str, ArrayIndexEntry] = field(default_factory=dict)  # buffer format -> entry
-
-    @property
-    def dtype(self) -> np.dtype:
-        return V.DTYPE_OF.get(self.data_type, np.dtype("<f8"))
-
-
-def group_entries(entries: list[ArrayIndexEntry]) -> list[ArrayView]:
-    views: dict[tuple, ArrayView] = {}
-    for e in entries:
-        key = (e.array_type, e.array_name, e.unit)
-        view = views.get(key)
-        if view is None:
-            view = views[key] = ArrayView(e.array_type, e.array_name, e.unit, e.data_type)
-        role = e.buffer_format if e.buffer_format != V.CHUNK_TRANSFORM else V.CHUNK_TRANSFORM
-        view.columns[role] = e
-        if e.sorting_rank is not None:
-            rank = int(e.sorting_rank)
-            view.sorting_rank = rank if view.sorting_rank is None else min(rank, view.sorting_rank)
-        if e.transform in V.NULL_MARKING_TRANSFORMS:
-            view.null_marked = True
-        if e.buffer_format not in (V.CHUNK_TRANSFORM,) and e.data_type:
-            view.data_type = e.data_type
-    ordered = sorted(views.values(), key=lambda v: (v.sorting_rank is None, v.sorting_rank or 0))
-    return ordered
 
 
 class SignalReader:
@@ -86,9 +44,8 @@ class SignalReader:
             if not self.views:
                 raise ArchiveError(f"{name}: the array index lists no arrays")
             self.main = self.views[0]
-            self.chunked = any(
-                V.CHUNK_VALUES in v.columns or V.CHUNK_START in v.columns for v in self.views
-            )
+            self.layout = stored_layout(self.views)  # decodes rows (layouts/point, chunked)
+            self.chunked = self.layout is LAYOUTS["chunked"]
             self._stats = self._index_statistics()
         self._cached: tuple[int, pa.StructArray, np.ndarray] | None = None
 
@@ -134,7 +91,7 @@ class SignalReader:
         """Decode any chunk rows of this (chunked) member: per array view ``(values, valid)``
         over all the rows' points, and the number of points of each row."""
         with damaged(self.name):
-            return self._decode_chunks(rows, with_lengths=True)
+            return self.layout.decode(rows, self.views, self.name)
 
     def _row_group(self, i: int) -> tuple[pa.StructArray, np.ndarray]:
         if self._cached is None or self._cached[0] != i:
@@ -170,7 +127,7 @@ class SignalReader:
         rows = self.rows(item)
         if rows is None or len(rows) == 0:
             return {}
-        raw = self._decode_chunks(rows) if self.chunked else self._decode_points(rows)
+        raw, _ = self.layout.decode(rows, self.views, self.name)
         return self._finish(raw, model)
 
     def read_chunked(
@@ -189,112 +146,14 @@ class SignalReader:
         rows = self.rows(item)
         if rows is None or len(rows) == 0:
             return {}, np.zeros(1, dtype=np.int64)
+        raw, lengths = self.layout.decode(rows, self.views, self.name)
         if self.chunked:
-            raw, lengths = self._decode_chunks(rows, with_lengths=True)
             offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
         else:
-            raw = self._decode_points(rows)
             values, valid = raw[0]
             valid = np.ones(len(values), bool) if valid is None else valid
             offsets = chunk_boundaries(values, valid, width, min_points=2)
         return self._finish(raw, model), offsets
-
-    def _decode_points(
-        self, rows: pa.StructArray
-    ) -> dict[int, tuple[np.ndarray, np.ndarray | None]]:
-        out = {}
-        for k, view in enumerate(self.views):
-            entry = view.columns.get(V.POINT)
-            if entry is not None:
-                out[k] = _to_numpy(rows.field(entry.column))
-        return out
-
-    def _decode_chunks(self, rows: pa.StructArray, with_lengths: bool = False) -> Any:
-        fast = self._decode_plain_chunks(rows)
-        if fast is not None:
-            raw, lengths = fast
-            return (raw, lengths) if with_lengths else raw
-        main = self.main.columns
-        starts = rows.field(main[V.CHUNK_START].column).to_numpy(zero_copy_only=False)
-        encodings = rows.field(main[V.CHUNK_ENCODING].column).to_pylist()
-        main_values = _lists(rows.field(main[V.CHUNK_VALUES].column))
-        packed_main = (
-            _lists(rows.field(main[V.CHUNK_TRANSFORM].column))
-            if V.CHUNK_TRANSFORM in main
-            else [None] * len(rows)
-        )
-        secondary = {k: self._secondary(rows, v) for k, v in enumerate(self.views) if k > 0}
-        sizes = _chunk_sizes(secondary, main_values, len(rows))
-        parts = defaultdict(list)
-        for c in range(len(rows)):
-            values, valid = main_values[c] or (None, None)
-            packed = packed_main[c][0] if packed_main[c] else None
-            decoded = decode_axis(starts[c], encodings[c], values, valid, packed, sizes[c])
-            parts[0].append(decoded)
-            for k, chunks in secondary.items():
-                parts[k].append(
-                    chunks[c]
-                    if chunks[c] is not None
-                    else (np.zeros(sizes[c], self.views[k].dtype), np.zeros(sizes[c], bool))
-                )
-        raw = {k: _concat(v) for k, v in parts.items()}
-        if with_lengths:
-            return raw, np.array([len(p[0]) for p in parts[0]], dtype=np.int64)
-        return raw
-
-    def _decode_plain_chunks(self, rows: pa.StructArray) -> tuple[dict, np.ndarray] | None:
-        """All chunks at once when they are delta/basic and every other array is a plain list
-        present in every row (the common case); None otherwise (decode chunk by chunk)."""
-        main = self.main.columns
-        if V.CHUNK_TRANSFORM in main:
-            return None
-        encodings = rows.field(main[V.CHUNK_ENCODING].column)
-        is_delta = pc.equal(encodings, V.DELTA_ENCODING).to_numpy(zero_copy_only=False)
-        is_basic = pc.equal(encodings, V.NO_COMPRESSION).to_numpy(zero_copy_only=False)
-        if not np.all(is_delta | is_basic):
-            return None
-        lists = {}
-        for k, view in enumerate(self.views[1:], start=1):
-            entry = view.columns.get(V.CHUNK_SECONDARY)
-            column = rows.field(entry.column) if entry is not None else None
-            if column is None or column.null_count:
-                return None
-            lists[k] = _flat(column)
-        if not lists:
-            return None
-        sizes = np.diff(next(iter(lists.values()))[2])
-        if any(not np.array_equal(np.diff(v[2]), sizes) for v in lists.values()):
-            return None
-        values_column = rows.field(main[V.CHUNK_VALUES].column)
-        values, valid, offsets = _flat(values_column)
-        starts = rows.field(main[V.CHUNK_START].column).to_numpy(zero_copy_only=False)
-        decoded = delta.decode_chunks(
-            starts,
-            sizes,
-            is_delta,
-            values.astype(np.float64),
-            np.ones(len(values), bool) if valid is None else valid,
-            offsets,
-        )
-        if decoded is None:
-            return None
-        raw = {0: decoded}
-        raw.update({k: (v[0], v[1]) for k, v in lists.items()})
-        return raw, sizes
-
-    def _secondary(self, rows: pa.StructArray, view: ArrayView) -> list:
-        if V.CHUNK_SECONDARY in view.columns:
-            return _lists(rows.field(view.columns[V.CHUNK_SECONDARY].column))
-        entry = view.columns.get(V.CHUNK_TRANSFORM)
-        if entry is None:
-            return [None] * len(rows)
-        decoder = numpress.DECODERS.get(entry.transform or "")
-        if decoder is None:
-            raise ArchiveError(f"{self.name}: unsupported transform {entry.transform}")
-        out = []
-        for item in _lists(rows.field(entry.column)):
-            out.append(None if item is None else (decoder(item[0]), None))
-        return out
 
     def _finish(self, raw: dict[int, tuple], model: np.ndarray | None) -> dict[str, np.ndarray]:
         out: dict[str, np.ndarray] = {}
@@ -315,54 +174,4 @@ class SignalReader:
         return out
 
 
-def _to_numpy(array: pa.Array) -> tuple[np.ndarray, np.ndarray | None]:
-    if array.null_count == 0:
-        return array.to_numpy(zero_copy_only=False), None
-    valid = np.asarray(array.is_valid())
-    return array.fill_null(pa.scalar(0, type=array.type)).to_numpy(zero_copy_only=False), valid
-
-
-def _flat(column: pa.Array) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
-    """A list column's values (and validity) for its rows, with offsets from 0."""
-    offsets = column.offsets.to_numpy()
-    base = int(offsets[0])
-    values, valid = _to_numpy(column.values.slice(base, int(offsets[-1]) - base))
-    return values, valid, (offsets - base).astype(np.int64)
-
-
-def _lists(column: pa.Array) -> list:
-    """Per row: None (null list) or (values, valid-or-None)."""
-    offsets = column.offsets.to_numpy()
-    values, valid = _to_numpy(column.values)
-    row_valid = np.asarray(column.is_valid())
-    out = []
-    for r in range(len(column)):
-        if not row_valid[r]:
-            out.append(None)
-            continue
-        a, b = offsets[r], offsets[r + 1]
-        out.append((values[a:b], None if valid is None else valid[a:b]))
-    return out
-
-
-def _chunk_sizes(secondary: dict, main_values: list, rows: int) -> list[int | None]:
-    sizes: list[int | None] = []
-    for c in range(rows):
-        size = next(
-            (len(chunks[c][0]) for chunks in secondary.values() if chunks[c] is not None), None
-        )
-        sizes.append(size)
-    return sizes
-
-
-def _concat(
-    parts: list[tuple[np.ndarray, np.ndarray | None]],
-) -> tuple[np.ndarray, np.ndarray | None]:
-    values = np.concatenate([p[0] for p in parts])
-    if all(p[1] is None for p in parts):
-        return values, None
-    valid = np.concatenate([np.ones(len(p[0]), bool) if p[1] is None else p[1] for p in parts])
-    return values, valid
-
-
-__all__ = ["ArrayView", "SignalReader", "pc"]
+__all__ = ["SignalReader"]

@@ -9,15 +9,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from .. import vocabulary as V
 from ..records import Param
-
-if TYPE_CHECKING:
-    from .entity import EntityTables
 
 _EMPTY = np.zeros(0, dtype=np.float64)
 
@@ -47,6 +44,17 @@ class Precursor:
         return self.selected_ions[0].get("charge") if self.selected_ions else None
 
 
+class ItemTables(Protocol):
+    """Where a spectrum looks up its complete metadata on first access (the entity's tables,
+    :class:`~mzpeak_dask.read.entity.EntityTables`)."""
+
+    def params(self, position: int) -> list[Param]: ...
+
+    def rows_for(self, table_name: str, position: int) -> list[dict[str, Any]]: ...
+
+    def precursors(self, position: int) -> list[Precursor]: ...
+
+
 class Spectrum:
     """One spectrum: ``mz``, ``intensity`` and every other array in ``arrays``, plus metadata."""
 
@@ -57,7 +65,7 @@ class Spectrum:
         ms_level: int | None,
         time: float | None,
         arrays: dict[str, np.ndarray],
-        tables: EntityTables | None = None,
+        tables: ItemTables | None = None,
         polarity: int | None = None,
         representation: str | None = None,
     ):

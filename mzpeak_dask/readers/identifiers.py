@@ -33,7 +33,7 @@ class DuplicateIds:
         self.repeats += repeats
 
     def feed_partition(self, part: object) -> None:
-        """The ids of an :class:`~mzpeak_dask.encode.EncodedPartition`'s MS spectra."""
+        """The ids of an :class:`~mzpeak_dask.contracts.EncodedPartition`'s MS spectra."""
         spectra = getattr(part, "metadata", {}).get(V.SPECTRUM, {}).get("spectrum")
         if spectra is not None and len(spectra):
             self.feed(spectra.field("id").to_pylist())

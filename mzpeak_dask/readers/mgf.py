@@ -24,12 +24,12 @@ from ..records import (
     PrecursorRecord,
     RunMetadata,
     ScanRecord,
-    SelectedIonRecord,
     SignalArray,
     SpectrumRecord,
 )
 from .base import InputFormat, ItemRange, Survey, input_error, spectrum_error
 from .bytesource import ByteSource
+from .plain_values import selected_ion, signal_arrays, spectrum_params, user_params
 
 _BEGIN = re.compile(rb"^[ \t]*BEGIN IONS", re.M)
 _END = re.compile(rb"^[ \t]*END IONS[^\n]*\n?", re.M)
@@ -53,21 +53,13 @@ def _offsets(path: str) -> np.ndarray:
 def _spectrum(info: dict[str, Any], position: int) -> SpectrumRecord:
     p = info.get("params", {})
     level = int(p.get("mslevel", 2))
-    params = [
-        Param("ms level", V.MS_LEVEL, level),
-        Param("MSn spectrum", V.MSN_SPECTRUM)
-        if level > 1
-        else Param("MS1 spectrum", V.MS1_SPECTRUM),
-        Param("centroid spectrum", V.CENTROID_SPECTRUM),
-    ]
+    params = spectrum_params(level, ms1=level <= 1, centroid=True)
     if "title" in p:
-        params.append(Param("spectrum title", V.SPECTRUM_TITLE, str(p["title"])))
-    params.extend(Param(k.upper(), None, _plain(v)) for k, v in p.items() if k not in _HANDLED)
+        params.append(Param.term(V.SPECTRUM_TITLE, str(p["title"])))
+    params += user_params((k.upper(), v) for k, v in p.items() if k not in _HANDLED)
     scan_params = []
     if p.get("rtinseconds") is not None:
-        scan_params.append(
-            Param("scan start time", V.SCAN_START_TIME, float(p["rtinseconds"]), V.UNIT_SECOND)
-        )
+        scan_params.append(Param.term(V.SCAN_START_TIME, float(p["rtinseconds"]), V.UNIT_SECOND))
     return SpectrumRecord(
         position=position,
         id=f"index={position}",
@@ -78,39 +70,18 @@ def _spectrum(info: dict[str, Any], position: int) -> SpectrumRecord:
     )
 
 
-def _plain(value: Any) -> Any:
-    if isinstance(value, (list, tuple)):
-        return " ".join(str(v) for v in value)
-    return value if isinstance(value, (int, float, str, bool)) else str(value)
-
-
 def _precursors(p: dict[str, Any]) -> list[PrecursorRecord]:
     pepmass = p.get("pepmass")
     if not pepmass or pepmass[0] is None:
         return []
     mz, intensity = pepmass[0], pepmass[1] if len(pepmass) > 1 else None
-    ion = [Param("selected ion m/z", V.SELECTED_ION_MZ, float(mz), V.UNIT_MZ)]
     charges = [int(c) for c in (p.get("charge") or [])]
-    if charges:
-        ion.append(Param("charge state", V.CHARGE_STATE, charges[0]))
-        ion.extend(Param("possible charge state", "MS:1000633", c) for c in charges[1:])
-    if intensity is not None:
-        ion.append(
-            Param("peak intensity", V.PEAK_INTENSITY, float(intensity), V.UNIT_DETECTOR_COUNTS)
-        )
-    return [PrecursorRecord(selected_ions=[SelectedIonRecord(ion)])]
+    ion = selected_ion(mz, charges[0] if charges else None, intensity, charges[1:])
+    return [PrecursorRecord(selected_ions=[ion])]
 
 
 def _arrays(info: dict[str, Any]) -> list[SignalArray]:
-    out = [
-        SignalArray(V.MZ_ARRAY, "m/z array", V.UNIT_MZ, np.asarray(info["m/z array"])),
-        SignalArray(
-            V.INTENSITY_ARRAY,
-            "intensity array",
-            V.UNIT_DETECTOR_COUNTS,
-            np.asarray(info["intensity array"]),
-        ),
-    ]
+    out = signal_arrays(info["m/z array"], info["intensity array"])
     charges = info.get("charge array")
     if charges is not None and np.ma.count(charges):
         out.append(
@@ -123,7 +94,7 @@ def _arrays(info: dict[str, Any]) -> list[SignalArray]:
 
 def _run_metadata(path: str, header: bytes) -> RunMetadata:
     meta = RunMetadata()
-    meta.file_description["contents"] = [Param("MSn spectrum", V.MSN_SPECTRUM).to_json()]
+    meta.file_description["contents"] = [Param.term(V.MSN_SPECTRUM).to_json()]
     params = []
     for line in header.decode("utf-8", "replace").splitlines():
         key, sep, value = line.partition("=")
@@ -135,8 +106,8 @@ def _run_metadata(path: str, header: bytes) -> RunMetadata:
 
 class MGFFormat(InputFormat):
     name = "MGF"
-    file_format = Param("Mascot MGF format", V.MGF_FORMAT)
-    native_id_format = Param("multiple peak list nativeID format", "MS:1000774")
+    file_format = Param.term(V.MGF_FORMAT)
+    native_id_format = Param.term(V.MULTIPLE_PEAK_LIST_NATIVE_ID)
 
     @classmethod
     def sniff(cls, head: bytes) -> bool:

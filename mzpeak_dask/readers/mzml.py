@@ -12,11 +12,11 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterator
-from functools import lru_cache
 
 import numpy as np
 
 from .. import vocabulary as V
+from ..filecache import per_file
 from ..records import ChromatogramRecord, Param, SpectrumRecord
 from .base import CHROMATOGRAMS, SPECTRA, InputFormat, ItemRange, Survey, input_error
 from .bytesource import ByteSource
@@ -165,8 +165,7 @@ class MzMLFormat(InputFormat):
     def read(
         cls, path: str, items: ItemRange, hints: dict[str, object]
     ) -> Iterator[SpectrumRecord | ChromatogramRecord]:
-        stat = os.stat(path)
-        prefix = _prefix(path, int(hints["header_stop"]), stat.st_mtime_ns, stat.st_size)
+        prefix = _prefix(path, int(hints["header_stop"]))
         document = range_document(prefix, items, lambda a, b: _read_bytes(path, a, b))
         yield from parse_records(document, items.kind, items.start, path)
 
@@ -190,9 +189,9 @@ def range_document(prefix: bytes, items: ItemRange, read_bytes) -> bytes:  # noq
     )
 
 
-@lru_cache(maxsize=8)
-def _prefix(path: str, header_stop: int, mtime_ns: int, size: int) -> bytes:
-    """The document header, cached per worker process (keyed on the file's identity)."""
+@per_file(8)
+def _prefix(path: str, header_stop: int) -> bytes:
+    """The document header, cached per worker process (and file version)."""
     return _read_bytes(path, 0, header_stop)
 
 

@@ -9,12 +9,12 @@ the array payloads come from HDF5 instead of base64 text.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from functools import lru_cache
 
 import h5py
 import numpy as np
 
 from .. import vocabulary as V
+from ..filecache import per_file
 from ..records import ChromatogramRecord, Param, SpectrumRecord
 from .base import CHROMATOGRAMS, SPECTRA, InputFormat, ItemRange, Survey, input_error
 from .bytesource import ByteSource
@@ -32,16 +32,10 @@ def _open(path: str) -> h5py.File:
         raise input_error(path, f"cannot open as HDF5 ({exc})") from None
 
 
-@lru_cache(maxsize=4)
-def _cached_file(path: str, mtime_ns: int) -> h5py.File:
+@per_file(4)
+def _file(path: str) -> h5py.File:
     """One open HDF5 handle per worker process and input (h5py handles are not picklable)."""
     return _open(path)
-
-
-def _file(path: str) -> h5py.File:
-    import os
-
-    return _cached_file(path, os.stat(path).st_mtime_ns)
 
 
 class MzMLbFormat(InputFormat):

@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterator
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -20,31 +19,32 @@ from pyteomics import mzxml
 
 from .. import cv
 from .. import vocabulary as V
+from ..filecache import per_file
 from ..pathtext import is_utf8
 from ..records import (
     Param,
     PrecursorRecord,
     RunMetadata,
     ScanRecord,
-    SelectedIonRecord,
-    SignalArray,
     SpectrumRecord,
 )
 from .base import SPECTRA, InputFormat, ItemRange, Survey, input_error, spectrum_error
+from .plain_values import selected_ion, signal_arrays, spectrum_params, user_params
 
-_ACTIVATION = {
-    "CID": ("collision-induced dissociation", "MS:1000133"),
-    "HCD": ("beam-type collision-induced dissociation", "MS:1000422"),
-    "ETD": ("electron transfer dissociation", "MS:1000598"),
-    "ECD": ("electron capture dissociation", "MS:1000250"),
-    "PQD": ("pulsed q dissociation", "MS:1000599"),
+_DISSOCIATION = {name: accession for accession, name in V.DISSOCIATION_METHODS.items()}
+_ACTIVATION = {  # mzXML activationMethod -> dissociation method
+    "CID": _DISSOCIATION["collision-induced dissociation"],
+    "HCD": _DISSOCIATION["beam-type collision-induced dissociation"],
+    "ETD": _DISSOCIATION["electron transfer dissociation"],
+    "ECD": _DISSOCIATION["electron capture dissociation"],
+    "PQD": _DISSOCIATION["pulsed q dissociation"],
 }
-_VALUES = [  # mzXML scan attribute -> (term, accession, unit)
-    ("lowMz", "lowest observed m/z", "MS:1000528", V.UNIT_MZ),
-    ("highMz", "highest observed m/z", "MS:1000527", V.UNIT_MZ),
-    ("basePeakMz", "base peak m/z", "MS:1000504", V.UNIT_MZ),
-    ("basePeakIntensity", "base peak intensity", "MS:1000505", V.UNIT_DETECTOR_COUNTS),
-    ("totIonCurrent", "total ion current", "MS:1000285", V.UNIT_DETECTOR_COUNTS),
+_VALUES = [  # mzXML scan attribute -> (accession, unit)
+    ("lowMz", V.LOWEST_OBSERVED_MZ, V.UNIT_MZ),
+    ("highMz", V.HIGHEST_OBSERVED_MZ, V.UNIT_MZ),
+    ("basePeakMz", V.BASE_PEAK_MZ, V.UNIT_MZ),
+    ("basePeakIntensity", V.BASE_PEAK_INTENSITY, V.UNIT_DETECTOR_COUNTS),
+    ("totIonCurrent", V.TOTAL_ION_CURRENT, V.UNIT_DETECTOR_COUNTS),
 ]
 _HANDLED = {
     "num",
@@ -67,8 +67,8 @@ _HANDLED = {
 }
 
 
-@lru_cache(maxsize=4)
-def _reader(path: str, mtime_ns: int) -> mzxml.MzXML:
+@per_file(4)
+def _reader(path: str) -> mzxml.MzXML:
     # lxml takes a file's name as its base URL and fails on a name that is not UTF-8: such a
     # file is handed over opened, without a name
     source = path if is_utf8(path) else open(os.open(path, os.O_RDONLY), "rb")
@@ -76,33 +76,15 @@ def _reader(path: str, mtime_ns: int) -> mzxml.MzXML:
 
 
 def _spectrum(info: dict[str, Any], position: int) -> SpectrumRecord:
-    params: list[Param] = []
     level = int(info.get("msLevel", 1))
-    params.append(Param("ms level", V.MS_LEVEL, level))
-    params.append(
-        Param("MS1 spectrum", V.MS1_SPECTRUM)
-        if level == 1
-        else Param("MSn spectrum", V.MSN_SPECTRUM)
+    params = spectrum_params(
+        level, ms1=level == 1, centroid=info.get("centroided"), polarity=info.get("polarity")
     )
-    centroided = info.get("centroided")
-    if centroided is not None:
-        params.append(
-            Param("centroid spectrum", V.CENTROID_SPECTRUM)
-            if centroided
-            else Param("profile spectrum", V.PROFILE_SPECTRUM)
-        )
-    polarity = info.get("polarity")
-    if polarity in ("+", "-"):
-        params.append(
-            Param("positive scan", V.POSITIVE_SCAN)
-            if polarity == "+"
-            else Param("negative scan", V.NEGATIVE_SCAN)
-        )
-    for key, term, accession, unit in _VALUES:
+    for key, accession, unit in _VALUES:
         if key in info:
-            params.append(Param(term, accession, float(info[key]), unit))
-    params.extend(
-        Param(k, None, _plain(v))
+            params.append(Param.term(accession, float(info[key]), unit))
+    params += user_params(
+        (k, v)
         for k, v in info.items()
         if k not in _HANDLED and not isinstance(v, (dict, list, np.ndarray))
     )
@@ -112,40 +94,24 @@ def _spectrum(info: dict[str, Any], position: int) -> SpectrumRecord:
         params=params,
         scans=[_scan(info)],
         precursors=[_precursor(p, info) for p in info.get("precursorMz", [])],
-        arrays=_arrays(info),
+        arrays=signal_arrays(info.get("m/z array"), info.get("intensity array")),
     )
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, (bool, int, float, str)):
-        return type(value)(value) if not isinstance(value, bool) else value
-    return str(value)
 
 
 def _scan(info: dict[str, Any]) -> ScanRecord:
     params = []
     if "retentionTime" in info:
-        params.append(
-            Param("scan start time", V.SCAN_START_TIME, float(info["retentionTime"]), V.UNIT_MINUTE)
-        )
+        minutes = float(info["retentionTime"])
+        params.append(Param.term(V.SCAN_START_TIME, minutes, V.UNIT_MINUTE))
     if "filterLine" in info:
-        params.append(Param("filter string", V.FILTER_STRING, str(info["filterLine"])))
+        params.append(Param.term(V.FILTER_STRING, str(info["filterLine"])))
     windows = []
     if "startMz" in info and "endMz" in info:
+        low, high = float(info["startMz"]), float(info["endMz"])
         windows.append(
             [
-                Param(
-                    "scan window lower limit",
-                    V.SCAN_WINDOW_LOWER_LIMIT,
-                    float(info["startMz"]),
-                    V.UNIT_MZ,
-                ),
-                Param(
-                    "scan window upper limit",
-                    V.SCAN_WINDOW_UPPER_LIMIT,
-                    float(info["endMz"]),
-                    V.UNIT_MZ,
-                ),
+                Param.term(V.SCAN_WINDOW_LOWER_LIMIT, low, V.UNIT_MZ),
+                Param.term(V.SCAN_WINDOW_UPPER_LIMIT, high, V.UNIT_MZ),
             ]
         )
     instrument = info.get("msInstrumentID")
@@ -154,68 +120,30 @@ def _scan(info: dict[str, Any]) -> ScanRecord:
 
 def _precursor(p: dict[str, Any], info: dict[str, Any]) -> PrecursorRecord:
     mz = float(p["precursorMz"])
-    ion = [Param("selected ion m/z", V.SELECTED_ION_MZ, mz, V.UNIT_MZ)]
-    if p.get("precursorCharge") is not None:
-        ion.append(Param("charge state", V.CHARGE_STATE, int(p["precursorCharge"])))
-    if p.get("precursorIntensity") is not None:
-        ion.append(
-            Param(
-                "peak intensity",
-                V.PEAK_INTENSITY,
-                float(p["precursorIntensity"]),
-                V.UNIT_DETECTOR_COUNTS,
-            )
-        )
-    window = [Param("isolation window target m/z", V.ISOLATION_WINDOW_TARGET_MZ, mz, V.UNIT_MZ)]
+    ion = selected_ion(mz, p.get("precursorCharge"), p.get("precursorIntensity"))
+    window = [Param.term(V.ISOLATION_WINDOW_TARGET_MZ, mz, V.UNIT_MZ)]
     if p.get("windowWideness") is not None:
         half = float(p["windowWideness"]) / 2
         window += [
-            Param(
-                "isolation window lower offset", V.ISOLATION_WINDOW_LOWER_OFFSET, half, V.UNIT_MZ
-            ),
-            Param(
-                "isolation window upper offset", V.ISOLATION_WINDOW_UPPER_OFFSET, half, V.UNIT_MZ
-            ),
+            Param.term(V.ISOLATION_WINDOW_LOWER_OFFSET, half, V.UNIT_MZ),
+            Param.term(V.ISOLATION_WINDOW_UPPER_OFFSET, half, V.UNIT_MZ),
         ]
     activation = []
     method = p.get("activationMethod")
     if method:
-        name, accession = _ACTIVATION.get(str(method).upper(), (str(method), None))
-        activation.append(Param(name, accession))
+        accession = _ACTIVATION.get(str(method).upper())
+        activation.append(Param.term(accession) if accession else Param(str(method)))
     if info.get("collisionEnergy") is not None:
-        activation.append(
-            Param(
-                "collision energy",
-                V.COLLISION_ENERGY,
-                float(info["collisionEnergy"]),
-                V.UNIT_ELECTRONVOLT,
-            )
-        )
+        energy = float(info["collisionEnergy"])
+        activation.append(Param.term(V.COLLISION_ENERGY, energy, V.UNIT_ELECTRONVOLT))
     ref = p.get("precursorScanNum")
-    return PrecursorRecord(
-        str(ref) if ref is not None else None, window, activation, [SelectedIonRecord(ion)]
-    )
-
-
-def _arrays(info: dict[str, Any]) -> list[SignalArray]:
-    out = []
-    for key, accession, unit in (
-        ("m/z array", V.MZ_ARRAY, V.UNIT_MZ),
-        ("intensity array", V.INTENSITY_ARRAY, V.UNIT_DETECTOR_COUNTS),
-    ):
-        values = info.get(key)
-        if values is not None:
-            values = np.asarray(values)
-            out.append(
-                SignalArray(accession, key, unit, values.astype(values.dtype.newbyteorder("=")))
-            )
-    return out
+    return PrecursorRecord(str(ref) if ref is not None else None, window, activation, [ion])
 
 
 class MzXMLFormat(InputFormat):
     name = "mzXML"
-    file_format = Param("ISB mzXML format", V.MZXML_FORMAT)
-    native_id_format = Param("scan number only nativeID format", "MS:1000776")
+    file_format = Param.term(V.MZXML_FORMAT)
+    native_id_format = Param.term(V.SCAN_NUMBER_ONLY_NATIVE_ID)
 
     @classmethod
     def sniff(cls, head: bytes) -> bool:
@@ -224,7 +152,7 @@ class MzXMLFormat(InputFormat):
     @classmethod
     def survey(cls, path: str) -> Survey:
         try:
-            reader = _reader(path, os.stat(path).st_mtime_ns)
+            reader = _reader(path)
             count = len(reader)
         except (etree.XMLSyntaxError, ValueError, KeyError) as exc:
             raise input_error(path, f"malformed mzXML ({exc})") from None
@@ -234,7 +162,7 @@ class MzXMLFormat(InputFormat):
     def read(
         cls, path: str, items: ItemRange, hints: dict[str, object]
     ) -> Iterator[SpectrumRecord]:
-        reader = _reader(path, os.stat(path).st_mtime_ns)
+        reader = _reader(path)
         for position in range(items.start, items.stop):
             try:
                 info = reader.get_by_index(position)
@@ -282,7 +210,7 @@ def _run_metadata(path: str) -> RunMetadata:
             "id": f"parent_{n}",
             "name": pf.get("fileName"),
             "location": None,
-            "parameters": [Param("SHA-1", V.SHA1, pf.get("fileSha1")).to_json()]
+            "parameters": [Param.term(V.SHA1, pf.get("fileSha1")).to_json()]
             if pf.get("fileSha1")
             else [],
         }

@@ -10,33 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..records import Param, PrecursorRecord, ScanRecord, SelectedIonRecord
-
-# XML attributes and list counts that pyteomics leaves among the params
-_STRUCTURAL = {
-    "count",
-    "index",
-    "id",
-    "defaultArrayLength",
-    "dataProcessingRef",
-    "sourceFileRef",
-    "spotID",
-    "ref",
-    "encodedLength",
-    "arrayLength",
-}
-
-
-def _plain_value(value: Any) -> Any:
-    if value is None:
-        return None
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, int):
-        return int(value)
-    if isinstance(value, float):
-        return float(value)
-    text = str(value)
-    return None if text == "" else text
+from .plain_values import plain
 
 
 def params_of(info: dict[str, Any], skip: frozenset[str] | set[str] = frozenset()) -> list[Param]:
@@ -51,7 +25,8 @@ def params_of(info: dict[str, Any], skip: frozenset[str] | set[str] = frozenset(
         for v in values:
             if isinstance(v, dict):
                 continue
-            out.append(Param(str(key), accession, _plain_value(v), unit))
+            value = plain(v)
+            out.append(Param(str(key), accession, None if value == "" else value, unit))
     return out
 
 
@@ -110,7 +85,3 @@ def product_of(info: dict[str, Any]) -> list[Param]:
         return []
     window = product.get("isolationWindow")
     return params_of(window) if isinstance(window, dict) else []
-
-
-def is_structural(key: str) -> bool:
-    return key in _STRUCTURAL

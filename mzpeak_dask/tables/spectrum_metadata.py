@@ -27,11 +27,15 @@ SPECTRUM_TYPE = TermColumn("MS_1000559_spectrum_type", pa.string(), V.SPECTRUM_T
 NUMBER_OF_DATA_POINTS = "MS_1003060_number_of_data_points"
 NUMBER_OF_PEAKS = "MS_1003059_number_of_peaks"  # as newer reference builds write it
 SPECTRUM_VALUES = [
-    ValueColumn("MS:1000528", "lowest observed m/z", V.UNIT_MZ, pa.float64(), "float"),
-    ValueColumn("MS:1000527", "highest observed m/z", V.UNIT_MZ, pa.float64(), "float"),
-    ValueColumn("MS:1000504", "base peak m/z", V.UNIT_MZ, pa.float64(), "float"),
-    ValueColumn("MS:1000505", "base peak intensity", V.UNIT_DETECTOR_COUNTS, pa.float64(), "float"),
-    ValueColumn("MS:1000285", "total ion current", V.UNIT_DETECTOR_COUNTS, pa.float64(), "float"),
+    ValueColumn(V.LOWEST_OBSERVED_MZ, "lowest observed m/z", V.UNIT_MZ, pa.float64(), "float"),
+    ValueColumn(V.HIGHEST_OBSERVED_MZ, "highest observed m/z", V.UNIT_MZ, pa.float64(), "float"),
+    ValueColumn(V.BASE_PEAK_MZ, "base peak m/z", V.UNIT_MZ, pa.float64(), "float"),
+    ValueColumn(
+        V.BASE_PEAK_INTENSITY, "base peak intensity", V.UNIT_DETECTOR_COUNTS, pa.float64(), "float"
+    ),
+    ValueColumn(
+        V.TOTAL_ION_CURRENT, "total ion current", V.UNIT_DETECTOR_COUNTS, pa.float64(), "float"
+    ),
 ]
 SPECTRUM_TERMS = (POLARITY, REPRESENTATION, SPECTRUM_TYPE)
 _SPECTRUM_PROMOTED = {c.accession: c for c in [MS_LEVEL, *SPECTRUM_VALUES]}

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mzpeak_dask.errors import OptionsError
+from ..errors import OptionsError
 
 __all__ = ["chunk_boundaries", "chunk_bounds"]
 

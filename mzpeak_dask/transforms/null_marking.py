@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mzpeak_dask.errors import InputError
+from ..errors import InputError
 
 __all__ = [
     "fill_intensity",

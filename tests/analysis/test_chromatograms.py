@@ -19,6 +19,8 @@ from mzpeak_dask.analysis.kernels import overlapping, ppm_windows
 
 from ..export.builds import METABO, SMALL, SOURCES
 
+pytestmark = pytest.mark.slow  # the shared archives and their export are built first
+
 PPM = 10.0
 
 

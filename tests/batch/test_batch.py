@@ -8,10 +8,7 @@ import json
 import os
 import shutil
 import signal
-import sqlite3
 import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pandas as pd
@@ -21,11 +18,12 @@ from mzpeak_dask.read.validate import ERROR, validate
 from mzpeak_dask.readers.binary import MAX_ARRAY_VALUES
 
 from ..batch_inputs import huge_spectrum_mzml
-from ..benchmarks.replicate import replicate
 from ..conftest import BUNDLED, DATA
-from ..parallel.conftest import member_digests
+from ..helpers import member_digests
+from ..replicate import replicate
+from .commands import batch, converted_count, report, wait_for_first
 
-pytestmark = pytest.mark.cluster
+pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 GOOD = {
     "small.mzML": BUNDLED / "small.mzML",
     "TMT10-Trial-8.mgf": DATA / "depthcharge" / "TMT10-Trial-8.mgf",
@@ -40,8 +38,6 @@ BAD = [
     "runs/FileFilter_39_input_corrupt.mzML",
     "runs/huge.mzML",
 ]
-# a dying worker is retried once, not three times (the test would only wait longer)
-ENV = {"DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES": "1"}
 
 
 def make_tree(root: Path) -> Path:
@@ -65,41 +61,6 @@ def make_tree(root: Path) -> Path:
     # the most points one array may hold: 1.6 GB at its peak, which kills a 700 MB worker
     huge_spectrum_mzml(root / BAD[3], MAX_ARRAY_VALUES)
     return root
-
-
-def batch(
-    source: Path, output: Path, *extra: str, wait: bool = True
-) -> subprocess.CompletedProcess | subprocess.Popen:
-    command = [
-        sys.executable,
-        "-m",
-        "mzpeak_dask",
-        "batch",
-        str(source),
-        str(output),
-        "--workers",
-        "2",
-        "--memory-limit",
-        "700MB",
-        "--no-dashboard",
-        *extra,
-    ]
-    env = dict(os.environ, **ENV)
-    if not wait:
-        return subprocess.Popen(
-            command,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            start_new_session=True,
-        )
-    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)
-
-
-def report(output: Path) -> dict:
-    doc = json.loads((output / "batch_report.json").read_text())
-    return {Path(f["input"]).name: f for f in doc["files"]}
 
 
 @pytest.fixture(scope="module")
@@ -175,35 +136,16 @@ def _replicated_tree(root: Path) -> Path:
     return root
 
 
-def _converted_count(output: Path) -> int:
-    path = output / "batch_state.sqlite"
-    if not path.exists():
-        return 0
-    try:
-        with sqlite3.connect(path, timeout=1) as db:
-            return db.execute("SELECT count(*) FROM files WHERE status = 'converted'").fetchone()[0]
-    except sqlite3.Error:
-        return 0
-
-
-def _wait_for_first(process: subprocess.Popen, output: Path) -> None:
-    deadline = time.monotonic() + 300
-    while _converted_count(output) < 1:
-        assert process.poll() is None, process.stderr.read()
-        assert time.monotonic() < deadline
-        time.sleep(0.2)
-
-
 def test_killed_batch_resumes_to_the_same_outputs(tmp_path) -> None:
     source = _replicated_tree(tmp_path / "repository")
     uninterrupted = tmp_path / "uninterrupted"
     assert batch(source, uninterrupted).returncode == 0
     output = tmp_path / "killed"
     process = batch(source, output, "--partition-items", "20", wait=False)
-    _wait_for_first(process, output)
+    wait_for_first(process, output)
     os.killpg(process.pid, signal.SIGKILL)  # a wall-time limit: the whole job, workers too
     process.wait(timeout=60)
-    assert _converted_count(output) < 4
+    assert converted_count(output) < 4
     resumed = batch(source, output, "--resume")
     assert resumed.returncode == 0, resumed.stderr
     for k in range(4):
@@ -216,7 +158,7 @@ def test_ctrl_c_stops_cleanly(tmp_path) -> None:
     source = _replicated_tree(tmp_path / "repository")
     output = tmp_path / "out"
     process = batch(source, output, "--partition-items", "20", wait=False)
-    _wait_for_first(process, output)
+    wait_for_first(process, output)
     os.kill(process.pid, signal.SIGINT)
     _, stderr = process.communicate(timeout=120)
     assert process.returncode == 130, stderr

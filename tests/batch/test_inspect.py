@@ -12,9 +12,9 @@ from mzpeak_dask import ClusterOptions, convert
 from mzpeak_dask.batch.inspect import Inspector
 
 from ..conftest import BUNDLED
-from ..parallel.conftest import local_client, member_digests  # noqa: F401 - fixture
+from ..helpers import member_digests
 
-pytestmark = pytest.mark.cluster
+pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
 
 def _archives(folder: Path) -> tuple[Path, Path]:
@@ -36,7 +36,7 @@ def _check(results: dict, good: Path) -> None:
     assert any("spectra_metadata.parquet" in e for e in results["broken"]["errors"])
 
 
-def test_inspection_runs_on_workers_that_see_the_folder(local_client, tmp_path) -> None:  # noqa: F811
+def test_inspection_runs_on_workers_that_see_the_folder(local_client, tmp_path) -> None:
     good, broken = _archives(tmp_path)
     inspector = Inspector(local_client, tmp_path)
     assert inspector.client is not None

@@ -12,9 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from ..benchmarks.replicate import replicate
 from ..conftest import BUNDLED, ROOT
-from .test_batch import _converted_count, _wait_for_first, batch, report
+from ..replicate import replicate
+from .commands import batch, converted_count, report, wait_for_first
+
+pytestmark = pytest.mark.slow  # batches on real clusters
 
 
 def _tree(root: Path, runs: int) -> Path:
@@ -39,7 +41,7 @@ def test_a_second_batch_on_the_same_output_is_refused(tmp_path: Path) -> None:
     source = _tree(tmp_path / "repository", runs=8)
     output = tmp_path / "mzpeak"
     first = batch(source, output, "--partition-items", "20", wait=False)
-    _wait_for_first(first, output)
+    wait_for_first(first, output)
     second = _inline_batch(source, output)
     _, refused = second.communicate(timeout=300)
     scheduled = subprocess.run(
@@ -62,7 +64,7 @@ def test_a_second_batch_on_the_same_output_is_refused(tmp_path: Path) -> None:
     assert first.returncode == 0, stderr
     assert "FileNotFoundError" not in stderr
     assert {f["status"] for f in report(output).values()} == {"converted"}
-    assert _converted_count(output) == 8
+    assert converted_count(output) == 8
 
 
 def test_a_killed_batch_leaves_no_lock(tmp_path: Path) -> None:
@@ -70,7 +72,7 @@ def test_a_killed_batch_leaves_no_lock(tmp_path: Path) -> None:
     output = tmp_path / "mzpeak"
     killed = _inline_batch(source, output, "--partition-items", "20")
     deadline = time.monotonic() + 300
-    while not [p for p in output.glob(".*.tmp")] and _converted_count(output) == 0:
+    while not [p for p in output.glob(".*.tmp")] and converted_count(output) == 0:
         assert killed.poll() is None and time.monotonic() < deadline
         time.sleep(0.05)
     os.kill(killed.pid, signal.SIGKILL)

@@ -8,8 +8,6 @@ import json
 import os
 import resource
 import shutil
-import subprocess
-import sys
 import zipfile
 from pathlib import Path
 from urllib.parse import unquote_to_bytes, urlparse
@@ -22,23 +20,15 @@ from mzpeak_dask.batch.state import BatchState
 from mzpeak_dask.read.validate import ERROR, validate
 
 from ..conftest import BUNDLED, DATA
-from .test_batch import batch
+from ..helpers import run_cli
+from .commands import batch
+
+pytestmark = pytest.mark.slow  # whole batches through the command line
 
 TINY = DATA / "pyteomics" / "tiny.pwiz.1.1.mzML"
 ODD_NAME = os.fsdecode(b"zz\xff.mzML")  # a Latin-1 byte: not UTF-8
 ODD_FOLDER = os.fsdecode(b"caf\xe9")
 BAD_NAME = os.fsdecode(b"bad\xfe.mzML")
-
-
-def cli(*args: str, cwd: Path | None = None, **kwargs) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "mzpeak_dask", *args],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        cwd=cwd,
-        **kwargs,
-    )
 
 
 def _exact(uri: str) -> bytes:
@@ -121,7 +111,7 @@ def test_names_that_are_not_utf8_never_sink_the_batch(tmp_path: Path) -> None:
     with open_archive(outputs["odd"]) as archive:
         assert len(archive) == 4
     # and every resume reads the state back: nothing is converted again
-    again = cli("batch", str(source), str(output), "--resume", "--cluster", "inline")
+    again = run_cli("batch", str(source), str(output), "--resume", "--cluster", "inline")
     assert again.returncode == 1 and "internal error" not in again.stderr, again.stderr
     statuses = {os.fsdecode(_exact(f["input_uri"])): f["status"] for f in report_files(output)}
     assert all(statuses[str(p)] == "skipped" for p in inputs.values()), statuses
@@ -139,9 +129,9 @@ def _two_runs(root: Path) -> None:
 
 def test_resume_knows_a_source_typed_relative_or_absolute(tmp_path: Path) -> None:
     _two_runs(tmp_path / "repository")
-    first = cli("batch", "repository", "mzpeak", "--cluster", "inline", cwd=tmp_path)
+    first = run_cli("batch", "repository", "mzpeak", "--cluster", "inline", cwd=tmp_path)
     assert first.returncode == 0, first.stderr
-    again = cli(
+    again = run_cli(
         "batch",
         str(tmp_path / "repository"),
         str(tmp_path / "mzpeak"),
@@ -163,7 +153,7 @@ def test_a_manifest_naming_one_file_three_times_converts_it_once(tmp_path: Path)
         "./repository/../repository/a.mzML\n"
         f"{tmp_path / 'repository' / 'a.mzML'}\n"
     )
-    result = cli("batch", str(manifest), str(tmp_path / "mzpeak"), "--cluster", "inline")
+    result = run_cli("batch", str(manifest), str(tmp_path / "mzpeak"), "--cluster", "inline")
     assert result.returncode == 0, result.stderr
     files = report_files(tmp_path / "mzpeak")
     assert [(Path(f["input"]).name, f["status"]) for f in files] == [("a.mzML", "converted")]
@@ -179,7 +169,7 @@ def test_an_output_that_would_be_an_input_fails_alone(tmp_path: Path) -> None:
     manifest = tmp_path / "manifest.txt"
     manifest.write_text("repository/a.mzML\nrepository/b.mzXML\nrepository/c.mzpeak\n")
     (source / "b.mzpeak").symlink_to(source / "b.mzXML")  # the output of b is a link to b
-    result = cli("batch", str(manifest), str(source), "--cluster", "inline")
+    result = run_cli("batch", str(manifest), str(source), "--cluster", "inline")
     assert result.returncode == 1, result.stderr
     statuses = {Path(f["input"]).name: (f["status"], f["error"]) for f in report_files(source)}
     assert statuses["a.mzML"] == ("converted", None)
@@ -197,7 +187,7 @@ def test_a_file_too_large_to_write_fails_alone(tmp_path: Path) -> None:
     def limit() -> None:
         resource.setrlimit(resource.RLIMIT_FSIZE, (400_000, 400_000))
 
-    result = cli(
+    result = run_cli(
         "batch", str(source), str(tmp_path / "mzpeak"), "--cluster", "inline", preexec_fn=limit
     )
     assert result.returncode == 1 and "internal error" not in result.stderr, result.stderr
@@ -212,7 +202,10 @@ def test_a_file_too_large_to_write_fails_alone(tmp_path: Path) -> None:
 def test_the_catalog_lists_an_archive_once_under_two_names(tmp_path: Path) -> None:
     _two_runs(tmp_path / "repository")
     output = tmp_path / "mzpeak"
-    assert cli("batch", "repository", "mzpeak", "--cluster", "inline", cwd=tmp_path).returncode == 0
+    assert (
+        run_cli("batch", "repository", "mzpeak", "--cluster", "inline", cwd=tmp_path).returncode
+        == 0
+    )
     state = BatchState(output)  # as an older version recorded them: by the paths as typed
     try:
         for record in state.all():
@@ -221,7 +214,9 @@ def test_the_catalog_lists_an_archive_once_under_two_names(tmp_path: Path) -> No
         assert len(state.all()) == 4
     finally:
         state.close()
-    again = cli("batch", "repository", "mzpeak", "--resume", "--cluster", "inline", cwd=tmp_path)
+    again = run_cli(
+        "batch", "repository", "mzpeak", "--resume", "--cluster", "inline", cwd=tmp_path
+    )
     assert again.returncode == 0, again.stderr
     catalog = pd.read_parquet(output / "catalog.parquet")
     assert sorted(Path(s).name for s in catalog.source) == ["a.mzML", "b.mzXML"]

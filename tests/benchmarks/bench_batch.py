@@ -13,9 +13,9 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 import time
 
+from ..batch.commands import batch_command
 from .common import DATA, ROOT, machine, workdir
 
 BROKEN = {"FileFilter_39_input_corrupt.mzML", "IndexedmzMLFile_2_broken.mzML"}
@@ -37,22 +37,8 @@ def run(source, workers: int) -> dict:
     output = workdir() / f"batch-{workers}"
     shutil.rmtree(output, ignore_errors=True)
     start = time.perf_counter()
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "mzpeak_dask",
-            "batch",
-            str(source),
-            str(output),
-            "--workers",
-            str(workers),
-            "--no-dashboard",
-            "-q",
-        ],
-        cwd=ROOT,
-        check=False,
-    )
+    command = batch_command(source, output, "--workers", str(workers), "-q")
+    subprocess.run(command, cwd=ROOT, check=False)
     seconds = time.perf_counter() - start
     doc = json.loads((output / "batch_report.json").read_text())
     converted = [f for f in doc["files"] if f["status"] == "converted"]

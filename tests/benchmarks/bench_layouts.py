@@ -24,7 +24,8 @@ from mzpeak_dask.encode import prepare_signal
 from mzpeak_dask.partition import plan_run
 from mzpeak_dask.readers import FORMATS
 
-from .common import DATA, PROFILE_RUNS, machine, workdir
+from ..helpers import PROFILE_RUNS
+from .common import DATA, machine, workdir
 
 INLINE = ClusterOptions(cluster="inline")
 VARIANTS = {

@@ -29,9 +29,9 @@ def _usage() -> tuple[float, int]:
 
 def run(source: str, workers: int) -> dict:
     from mzpeak_dask import ClusterOptions, ConvertOptions, convert
-    from mzpeak_dask.parallel.cluster import start_client
+    from mzpeak_dask.parallel.cluster import cluster_client
 
-    with start_client(ClusterOptions(workers=workers, dashboard=False)) as client:
+    with cluster_client(ClusterOptions(workers=workers, dashboard=False)) as client:
         client.run(lambda: __import__("mzpeak_dask.cv").cv.psi_ms() and None)  # warm workers
         before = client.run(_usage)
         cpu0 = _usage()[0]

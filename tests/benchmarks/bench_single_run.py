@@ -25,7 +25,7 @@ from pathlib import Path
 from pyteomics import mzml
 
 from mzpeak_dask import ClusterOptions, ConvertOptions, convert, open_archive
-from mzpeak_dask.parallel.cluster import start_client
+from mzpeak_dask.parallel.cluster import cluster_client
 
 from .common import DATA, machine, median_ms, replicated, timed, workdir
 
@@ -91,7 +91,7 @@ def main() -> None:
         ConvertOptions(overwrite=True),
         cluster=ClusterOptions(workers=2, dashboard=False),
     )
-    with start_client(ClusterOptions(workers=2, dashboard=False)) as client:
+    with cluster_client(ClusterOptions(workers=2, dashboard=False)) as client:
         t_running, _ = timed(
             convert, source, out / "running.mzpeak", ConvertOptions(overwrite=True), client=client
         )

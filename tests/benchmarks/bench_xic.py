@@ -31,7 +31,7 @@ from mzpeak_dask import ClusterOptions, ConvertOptions, convert
 from mzpeak_dask.analysis import open_runs, xic
 from mzpeak_dask.analysis.kernels import ppm_windows, window_sums
 from mzpeak_dask.export.zarr import to_zarr
-from mzpeak_dask.parallel.cluster import start_client
+from mzpeak_dask.parallel.cluster import cluster_client
 
 from .common import DATA, machine, replicated, workdir
 
@@ -169,7 +169,7 @@ def main() -> None:
     )
     store = root / "runs.zarr"
     with (
-        start_client(ClusterOptions(workers=2, dashboard=False)) as client,
+        cluster_client(ClusterOptions(workers=2, dashboard=False)) as client,
         ProcessPoolExecutor(2) as pool,
     ):
         client.run(lambda: __import__("mzpeak_dask.analysis") and None)  # warm the workers

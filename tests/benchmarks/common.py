@@ -13,15 +13,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT.parent / "shared" / "data"
 WORK = ROOT / "bench-output"
-# the profile runs of ../shared/data: the layout tests and the layout benchmark use all of them
-PROFILE_RUNS = [
-    DATA / "mzdata" / "small.mzML",
-    DATA / "mzdata" / "three_test_scans.mzML",
-    DATA / "openms" / "FeatureFinderMetaboIdent_1_input.mzML",
-    DATA / "openms" / "TargetedSpectraExtractor_13C1_spectra0to100.mzML",
-    DATA / "openms" / "peakpicker_tutorial_2.mzML",
-    DATA / "openms" / "SerumTest.mzML",
-]
 
 
 def workdir() -> Path:
@@ -31,7 +22,7 @@ def workdir() -> Path:
 
 def replicated(source: Path, copies: int) -> Path:
     """``source`` replicated ``copies`` times (cached in bench-output/)."""
-    from .replicate import replicate
+    from ..replicate import replicate
 
     target = workdir() / f"{source.name.split('.')[0]}_x{copies}.mzML"
     if not target.exists():

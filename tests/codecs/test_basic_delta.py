@@ -6,7 +6,6 @@ import io
 import zipfile
 from functools import lru_cache, reduce
 from itertools import accumulate
-from pathlib import Path
 
 import numpy as np
 import pyarrow.compute as pc
@@ -19,7 +18,9 @@ from mzpeak_dask.transforms.chunking import chunk_boundaries
 from mzpeak_dask.transforms.null_marking import fill_nulls, null_pair_mask
 from mzpeak_dask.transforms.zero_runs import zero_run_keep_mask
 
-DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
+from ..conftest import DATA
+from ..helpers import stripped_small_spectra
+
 DELTA, BASIC = "MS:1003089", "MS:1000576"
 N = float("nan")  # marks a null in the examples below
 
@@ -252,19 +253,8 @@ def reference_rows() -> tuple[list, dict[int, np.ndarray]]:
     return rows, {i: np.array(m) for i, m in enumerate(models.to_pylist()) if m is not None}
 
 
-@lru_cache(maxsize=1)
 def source_spectra() -> list[tuple[np.ndarray, np.ndarray]]:
-    from pyteomics import mzml
-
-    out = []
-    with mzml.MzML(str(DATA / "mzdata" / "small.mzML")) as reader:
-        for s in reader:
-            mz, intensity = s["m/z array"], s["intensity array"]
-            if "profile spectrum" in s:
-                keep = zero_run_keep_mask(intensity)
-                mz, intensity = mz[keep], intensity[keep]
-            out.append((mz, intensity))
-    return out
+    return [(mz, intensity) for mz, intensity, _ in stripped_small_spectra()]
 
 
 def test_reference_chunks_decode_to_source() -> None:

@@ -167,6 +167,7 @@ def oracle() -> tuple[list[np.ndarray], list[str], list[tuple], list[tuple]]:
     return arrays, names, ours, theirs
 
 
+@pytest.mark.slow
 def test_real_files_were_read():
     arrays, names = real_arrays()
     files = {name.split(": ")[0] for name in names}
@@ -174,6 +175,7 @@ def test_real_files_were_read():
     assert sum(x.size for x in arrays) > 1_000_000
 
 
+@pytest.mark.slow
 def test_encoders_match_pynumpress_on_real_arrays(oracle):
     arrays, names, ours, theirs = oracle
     labels = ("linear fixed point", "slof fixed point", "linear", "slof", "pic")
@@ -184,6 +186,7 @@ def test_encoders_match_pynumpress_on_real_arrays(oracle):
     assert min(encoded) > 0.95 * len(arrays), encoded  # only out-of-range arrays are refused
 
 
+@pytest.mark.slow
 def test_decoders_match_pynumpress_on_real_arrays(oracle):
     arrays, names, ours, theirs = oracle
     compared = 0
@@ -263,6 +266,7 @@ def pynumpress_in_fresh_process(op: str, payload, fp: str) -> bytes | None:
     return bytes.fromhex(run.stdout.decode()) if run.returncode == 0 else None
 
 
+@pytest.mark.slow
 def test_edge_cases_match_pynumpress_in_fresh_processes():
     with ThreadPoolExecutor(max_workers=4) as pool:
         theirs = list(pool.map(lambda case: pynumpress_in_fresh_process(*case[:3]), EDGE_CASES))

@@ -1,5 +1,5 @@
-"""Archives and a Zarr export built once per test session and shared by tests/export and
-tests/analysis (both conftests call :func:`built`, which caches its result)."""
+"""Archives and a Zarr export shared by tests/export and tests/analysis (the session fixture
+``exported`` of tests/conftest.py builds them once)."""
 
 from __future__ import annotations
 
@@ -47,20 +47,15 @@ class Built:
     store: Path  # Zarr store with one run group per archive (exported inline)
 
 
-_CACHE: dict[str, Built] = {}
-
-
-def built(tmp_path_factory) -> Built:
-    if "built" not in _CACHE:
-        root = tmp_path_factory.mktemp("zarr-export")
-        archives = {}
-        for name, (source, options) in CONVERSIONS.items():
-            archives[name] = root / f"{name}.mzpeak"
-            convert(source, archives[name], ConvertOptions(**options), cluster=INLINE)
-        for name, path in COPIED.items():
-            archives[name] = root / f"{name}.mzpeak"
-            archives[name].write_bytes(path.read_bytes())
-        store = root / "runs.zarr"
-        to_zarr(list(archives.values()), store, cluster=INLINE)
-        _CACHE["built"] = Built(archives, store)
-    return _CACHE["built"]
+def built(root: Path) -> Built:
+    """Convert and copy the archives into ``root`` and export them all (in-process)."""
+    archives = {}
+    for name, (source, options) in CONVERSIONS.items():
+        archives[name] = root / f"{name}.mzpeak"
+        convert(source, archives[name], ConvertOptions(**options), cluster=INLINE)
+    for name, path in COPIED.items():
+        archives[name] = root / f"{name}.mzpeak"
+        archives[name].write_bytes(path.read_bytes())
+    store = root / "runs.zarr"
+    to_zarr(list(archives.values()), store, cluster=INLINE)
+    return Built(archives, store)

@@ -11,15 +11,15 @@ from distributed import get_task_stream
 from mzpeak_dask import ClusterOptions
 from mzpeak_dask.analysis import open_runs, xic
 from mzpeak_dask.export.zarr import to_zarr
-from mzpeak_dask.parallel.cluster import start_client
+from mzpeak_dask.parallel.cluster import cluster_client
 
-pytestmark = pytest.mark.cluster
+pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 NAMES = ["ref.chunked", "small.peaks", "metabo.point", "kitchen.point"]
 
 
 @pytest.fixture(scope="module")
 def client():
-    with start_client(ClusterOptions(workers=2, dashboard=False)) as client:
+    with cluster_client(ClusterOptions(workers=2, dashboard=False)) as client:
         yield client
 
 

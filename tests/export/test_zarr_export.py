@@ -15,6 +15,8 @@ from mzpeak_dask.export.zarr import to_zarr
 from ..conftest import INLINE
 from .builds import CONVERSIONS, COPIED
 
+pytestmark = pytest.mark.slow  # the shared archives and their export are built first
+
 NAMES = sorted([*CONVERSIONS, *COPIED])
 FAST = {
     "array.rectilinear_chunks": True,

@@ -13,8 +13,10 @@ from mzpeak_dask import ConvertOptions, convert, open_archive
 from mzpeak_dask import vocabulary as V
 from mzpeak_dask.codecs import numpress
 
-from ..benchmarks.common import PROFILE_RUNS
 from ..conftest import DATA, INLINE
+from ..helpers import PROFILE_RUNS
+
+pytestmark = pytest.mark.slow  # real runs converted in every encoding
 
 
 @pytest.fixture(scope="module")

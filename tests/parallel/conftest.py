@@ -3,25 +3,13 @@ started as separate ``dask scheduler`` / ``dask worker`` processes on 127.0.0.1.
 
 from __future__ import annotations
 
-import hashlib
 import socket
 import subprocess
 import sys
 import time
-import zipfile
-from pathlib import Path
 
 import pytest
 from distributed import Client
-
-from mzpeak_dask import ClusterOptions
-from mzpeak_dask.parallel.cluster import start_client
-
-
-@pytest.fixture(scope="session")
-def local_client():
-    with start_client(ClusterOptions(workers=2, dashboard=False)) as client:
-        yield client
 
 
 def _free_port() -> int:
@@ -91,9 +79,3 @@ def external_cluster():
         yield cluster
     finally:
         cluster.close()
-
-
-def member_digests(archive: Path) -> dict[str, str]:
-    """SHA-256 of every member: two archives are equal when these are."""
-    with zipfile.ZipFile(archive) as z:
-        return {n: hashlib.sha256(z.read(n)).hexdigest() for n in z.namelist()}

@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import dask
 import pytest
 from distributed import Client
 
@@ -17,18 +18,19 @@ from mzpeak_dask import (
     ConversionResult,
     ConvertOptions,
     SpectrumDecodeError,
+    WorkerDiedError,
     convert,
     convert_many,
     open_archive,
 )
-from mzpeak_dask.parallel.cluster import start_client
+from mzpeak_dask.parallel.cluster import cluster_client
 
-from ..benchmarks.replicate import replicate
 from ..conftest import BUNDLED, INLINE
-from ..test_bad_input import _corrupt_binary
-from .conftest import member_digests
+from ..helpers import member_digests
+from ..hostile_inputs import corrupt_binary
+from ..replicate import replicate
 
-pytestmark = pytest.mark.cluster
+pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 SMALL = BUNDLED / "small.mzML"
 
 
@@ -60,7 +62,7 @@ def test_partitioning_does_not_change_the_archive(
 
 def test_one_worker_equals_two(tmp_path, reference) -> None:
     output = tmp_path / "one.mzpeak"
-    with start_client(ClusterOptions(workers=1, dashboard=False)) as client:
+    with cluster_client(ClusterOptions(workers=1, dashboard=False)) as client:
         convert(SMALL, output, ConvertOptions(partition_items=5), client=client)
     assert member_digests(output) == reference
 
@@ -115,8 +117,39 @@ def test_killed_worker_does_not_lose_the_run(external_cluster, tmp_path) -> None
     assert member_digests(output) == member_digests(expected)
 
 
+def test_a_worker_dying_on_every_try_fails_the_run_with_worker_died_error(tmp_path) -> None:
+    """Dask gives up on a task whose worker died each time it ran it (here: on the first
+    try); the coordinator turns that into a WorkerDiedError, which a batch recognises."""
+    source = tmp_path / "small_x4.mzML"
+    replicate(SMALL, source, copies=4)
+    output = tmp_path / "out.mzpeak"
+    killed = []
+    with (
+        dask.config.set({"distributed.scheduler.allowed-failures": 0}),
+        cluster_client(ClusterOptions(workers=2, dashboard=False)) as client,
+    ):
+        workers = list(client.run(os.getpid).values())
+
+        def kill_the_workers(_source: str, done: int, total: int) -> None:
+            if not killed and done < total:  # tasks of the run are on both workers now
+                for pid in workers:
+                    os.kill(pid, signal.SIGKILL)
+                killed.append(done)
+
+        with pytest.raises(WorkerDiedError, match="the worker process died"):
+            convert(
+                source,
+                output,
+                ConvertOptions(partition_items=8),
+                client=client,
+                progress=kill_the_workers,
+            )
+    assert killed and not output.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["small_x4.mzML"]
+
+
 def test_data_error_fails_the_run_and_leaves_nothing(local_client, tmp_path) -> None:
-    path = _corrupt_binary(tmp_path, 30, lambda b64: b64[:20] + "%%%" + b64[23:])
+    path = corrupt_binary(tmp_path, 30, lambda b64: b64[:20] + "%%%" + b64[23:])
     with pytest.raises(SpectrumDecodeError, match=r"corrupt\.mzML: spectrum .*scan=31"):
         convert(
             path, tmp_path / "out.mzpeak", ConvertOptions(partition_items=4), client=local_client
@@ -125,7 +158,7 @@ def test_data_error_fails_the_run_and_leaves_nothing(local_client, tmp_path) -> 
 
 
 def test_several_inputs_side_by_side(local_client, tmp_path) -> None:
-    bad = _corrupt_binary(tmp_path, 2, lambda b64: "!" + b64[1:])
+    bad = corrupt_binary(tmp_path, 2, lambda b64: "!" + b64[1:])
     jobs = [
         (SMALL, tmp_path / "a.mzpeak"),
         (bad, tmp_path / "bad.mzpeak"),

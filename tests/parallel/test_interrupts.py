@@ -14,8 +14,8 @@ from mzpeak_dask import ClusterOptions, ConvertOptions
 from mzpeak_dask.parallel.executors import InlineExecutor
 from mzpeak_dask.parallel.scheduler import Coordinator
 
-from ..benchmarks.replicate import replicate
 from ..conftest import BUNDLED
+from ..replicate import replicate
 
 
 class InterruptedProbe(InlineExecutor):
@@ -35,6 +35,7 @@ def test_interrupt_while_a_job_starts_leaves_nothing(tmp_path) -> None:
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow
 @pytest.mark.cluster
 def test_ctrl_c_on_a_terminal_prints_one_line(tmp_path) -> None:
     """Ctrl-C on a terminal reaches every process of the foreground group, the workers the

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import json
 import struct
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -21,6 +19,7 @@ from mzpeak_dask.read.validate import ERROR, validate
 
 from .. import archive_damage as D
 from ..conftest import BUNDLED, DATA, INLINE
+from ..helpers import run_cli
 
 TINY = DATA / "pyteomics" / "tiny.pwiz.1.1.mzML"  # 4 spectra (profile and centroid), 2 TICs
 INDEX = "mzpeak_index.json"
@@ -193,12 +192,7 @@ def test_a_zip_cut_short_is_one_error(pristine: dict[str, bytes], tmp_path: Path
         assert [p for p in validate(path) if p.severity == ERROR]
 
 
-def _cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "mzpeak_dask", *args], capture_output=True, text=True, timeout=300
-    )
-
-
+@pytest.mark.slow
 def test_a_missing_data_member_is_an_error_not_an_empty_spectrum(tmp_path: Path) -> None:
     """The audit's case: spectra_data.parquet deleted, still listed in the index; the first
     spectrum of small.mzML has 13,589 points and used to come back empty, info exiting 0."""
@@ -212,7 +206,7 @@ def test_a_missing_data_member_is_an_error_not_an_empty_spectrum(tmp_path: Path)
     with pytest.raises(ArchiveError, match=r"lost\.mzpeak: .*lists spectra_data\.parquet"):
         open_archive(path)
     for command in ("info", "validate"):
-        result = _cli(command, str(path))
+        result = run_cli(command, str(path))
         lines = [line for line in (result.stdout + result.stderr).splitlines() if line.strip()]
         assert result.returncode == 1, result
         assert any("spectra_data.parquet" in line for line in lines), lines
@@ -222,17 +216,18 @@ def test_a_missing_data_member_is_an_error_not_an_empty_spectrum(tmp_path: Path)
 @pytest.mark.parametrize(
     "case", ["index []", "spectra_metadata.parquet: 3e9 rows", "spectra_data.parquet: junk"]
 )
+@pytest.mark.slow
 def test_cli_info_and_validate_give_one_line(
     case: str, pristine: dict[str, bytes], tmp_path: Path
 ) -> None:
     content = dict(pristine)
     CASES[case](content)
     path = D.write_archive(tmp_path / "damaged.mzpeak", content)
-    info = _cli("info", str(path))
+    info = run_cli("info", str(path))
     assert info.returncode == 1
     assert info.stderr.count("\n") == 1 and info.stderr.startswith(f"error: {path}: ")
     assert "internal error" not in info.stderr
-    checked = _cli("validate", str(path))
+    checked = run_cli("validate", str(path))
     assert checked.returncode == 1 and not checked.stderr
     lines = checked.stdout.splitlines()
     assert any(line.startswith(f"{path}: error: ") for line in lines)

@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from mzpeak_dask import ClusterOptions, convert
 from mzpeak_dask.batch.runner import run_batch
 from mzpeak_dask.read.validate import WARNING, validate
@@ -45,6 +47,7 @@ def test_conversion_warns_and_validate_reports(tmp_path: Path) -> None:
     assert not [p for p in validate(tmp_path / "unique.mzpeak") if "repeat" in p.message]
 
 
+@pytest.mark.slow
 def test_cli_prints_one_warning_line(tmp_path: Path) -> None:
     result = subprocess.run(
         [sys.executable, "-m", "mzpeak_dask", "convert", str(REPEATING), str(tmp_path / "o.mzpeak")]

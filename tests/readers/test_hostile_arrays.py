@@ -40,6 +40,7 @@ def _convert_fails(path: Path, tmp_path: Path, pattern: str) -> None:
     assert sorted(tmp_path.iterdir()) == [path]
 
 
+@pytest.mark.slow
 def test_truncated_zlib_stream_is_refused(tmp_path: Path) -> None:
     """The audit's case: the first 1,000 m/z values re-compressed with Z_SYNC_FLUSH and the
     rest of the stream dropped; pyteomics rejects it, and so must the conversion."""

@@ -5,7 +5,6 @@ from __future__ import annotations
 import io
 import zipfile
 from functools import lru_cache
-from pathlib import Path
 
 import numpy as np
 import pyarrow.compute as pc
@@ -19,7 +18,8 @@ from mzpeak_dask.transforms.chunking import chunk_boundaries, chunk_bounds
 from mzpeak_dask.transforms.null_marking import null_pair_mask
 from mzpeak_dask.transforms.zero_runs import zero_run_keep_mask
 
-DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
+from ..conftest import DATA
+from ..helpers import stripped_small_spectra
 
 
 @st.composite
@@ -155,22 +155,12 @@ def reference_chunks() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     )
 
 
-@lru_cache(maxsize=1)
 def source_spectra() -> list[tuple[np.ndarray, np.ndarray]]:
     """(m/z, valid) of every spectrum of small.mzML, stripped and marked when profile."""
-    from pyteomics import mzml
-
-    out = []
-    with mzml.MzML(str(DATA / "mzdata" / "small.mzML")) as reader:
-        for s in reader:
-            mz, intensity = s["m/z array"], s["intensity array"]
-            if "profile spectrum" in s:
-                keep = zero_run_keep_mask(intensity)
-                mz, intensity = mz[keep], intensity[keep]
-                out.append((mz, ~null_pair_mask(intensity)))
-            else:
-                out.append((mz, np.ones(mz.size, dtype=bool)))
-    return out
+    return [
+        (mz, ~null_pair_mask(intensity) if profile else np.ones(mz.size, dtype=bool))
+        for mz, intensity, profile in stripped_small_spectra()
+    ]
 
 
 def test_boundaries_match_reference_archive() -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import io
 import zipfile
 from functools import lru_cache
-from pathlib import Path
 
 import numpy as np
 import pyarrow.compute as pc
@@ -24,7 +23,9 @@ from mzpeak_dask.transforms.null_marking import (
 )
 from mzpeak_dask.transforms.zero_runs import zero_run_keep_mask
 
-DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
+from ..conftest import DATA
+from ..helpers import small_spectra
+
 MAX_PPM = 0.02
 
 
@@ -190,14 +191,11 @@ def test_fill_arbitrary_masks_is_total(points: list[tuple[float, bool]]) -> None
 
 @lru_cache(maxsize=1)
 def profile_spectra() -> dict[int, tuple[np.ndarray, np.ndarray]]:
-    from pyteomics import mzml
-
-    with mzml.MzML(str(DATA / "mzdata" / "small.mzML")) as reader:
-        return {
-            i: (s["m/z array"], s["intensity array"].astype(np.float32))
-            for i, s in enumerate(reader)
-            if "profile spectrum" in s
-        }
+    return {
+        i: (s.mz, s.intensity.astype(np.float32))
+        for i, s in enumerate(small_spectra())
+        if s.profile
+    }
 
 
 @lru_cache(maxsize=1)

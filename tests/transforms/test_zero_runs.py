@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import itertools
-from functools import lru_cache
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,7 +11,7 @@ from hypothesis import strategies as st
 
 from mzpeak_dask.transforms.zero_runs import apply_keep_mask, strip_zero_runs, zero_run_keep_mask
 
-DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
+from ..helpers import small_spectra
 
 
 def oracle_keep(intensity: list[float]) -> list[bool]:
@@ -89,16 +87,8 @@ def test_invariants(values: list[float]) -> None:
     assert not np.any(zero[:-2] & zero[1:-1] & zero[2:])  # never three zeros in a row
 
 
-@lru_cache(maxsize=1)
 def profile_spectra() -> tuple[tuple[np.ndarray, np.ndarray], ...]:
-    from pyteomics import mzml
-
-    with mzml.MzML(str(DATA / "mzdata" / "small.mzML")) as reader:
-        return tuple(
-            (s["m/z array"], s["intensity array"].astype(np.float32))
-            for s in reader
-            if "profile spectrum" in s
-        )
+    return tuple((s.mz, s.intensity.astype(np.float32)) for s in small_spectra() if s.profile)
 
 
 def test_real_profile_spectra() -> None:

@@ -22,12 +22,13 @@ from __future__ import annotations
 import json
 import os
 import threading
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import zstandard
+
+from ..filecache import per_file
 
 KNOWN_TYPES = {
     "bool",
@@ -225,15 +226,10 @@ class ChunkFiles:
             raise ValueError(f"{self.path}: values end inside chunk {i - 1}")
 
 
-@lru_cache(maxsize=256)
-def _cached(path: str, stamp: int) -> ChunkFiles:
-    return ChunkFiles(path)
-
-
-def chunk_files(path: str | Path) -> ChunkFiles:
+@per_file(256, marker="zarr.json")
+def chunk_files(path: str) -> ChunkFiles:
     """A :class:`ChunkFiles` parsed once per process, reparsed when ``zarr.json`` changes."""
-    path = str(path)
-    return _cached(path, os.stat(os.path.join(path, "zarr.json")).st_mtime_ns)
+    return ChunkFiles(path)
 
 
 __all__ = ["ChunkFiles", "chunk_files", "grid_lengths"]

@@ -4,31 +4,25 @@ SLURM batch script."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 
 from mzpeak_dask import open_archive
 
-from .conftest import BUNDLED, DATA, ROOT
+from ..conftest import BUNDLED, DATA, ROOT
+from ..helpers import run_cli
+
+pytestmark = pytest.mark.slow  # each runs the command line in a fresh process
 
 SMALL = BUNDLED / "small.mzML"
-
-
-def cli(*args: str, timeout: int = 300) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "mzpeak_dask", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
 
 
 @pytest.mark.cluster
 def test_convert_on_a_local_cluster_logs_progress(tmp_path) -> None:
     output = tmp_path / "small.mzpeak"
-    result = cli("convert", str(SMALL), str(output), "--workers", "2", "--partition-items", "10")
+    result = run_cli(
+        "convert", str(SMALL), str(output), "--workers", "2", "--partition-items", "10"
+    )
     assert result.returncode == 0, result.stderr
     assert "48 spectra, 243,054 points, 1 chromatograms" in result.stdout
     assert "done " in result.stderr and "49/49 items" in result.stderr  # non-terminal: log lines
@@ -39,7 +33,9 @@ def test_convert_on_a_local_cluster_logs_progress(tmp_path) -> None:
 def test_convert_several_inputs_into_a_folder(tmp_path) -> None:
     mgf = DATA / "mzdata" / "small.mgf"
     gz = DATA / "mzdata" / "small.mzML.gz"
-    result = cli("convert", str(mgf), str(gz), str(tmp_path), "--cluster", "inline", "--json", "-q")
+    result = run_cli(
+        "convert", str(mgf), str(gz), str(tmp_path), "--cluster", "inline", "--json", "-q"
+    )
     assert result.returncode == 0, result.stderr
     lines = [json.loads(line) for line in result.stdout.splitlines()]
     assert [r["spectra"] for r in lines] == [35, 48]
@@ -56,19 +52,19 @@ def test_convert_several_inputs_into_a_folder(tmp_path) -> None:
 
 def test_info_summarises(tmp_path) -> None:
     output = tmp_path / "small.mzpeak"
-    assert cli("convert", str(SMALL), str(output), "--cluster", "inline", "-q").returncode == 0
-    result = cli("info", str(output))
+    assert run_cli("convert", str(SMALL), str(output), "--cluster", "inline", "-q").returncode == 0
+    result = run_cli("info", str(output))
     assert result.returncode == 0
     text = result.stdout
     assert "spectra        48 (MS1 14, MS2 34); 243,054 points" in text
     assert "chromatograms  1 (total ion current chromatogram 1)" in text
     assert "LTQ FT" in text and "spectra_data.parquet" in text
-    summary = json.loads(cli("info", str(output), "--json").stdout)
+    summary = json.loads(run_cli("info", str(output), "--json").stdout)
     assert summary["ms_levels"] == {"1": 14, "2": 34}
 
 
 def test_cluster_script_without_slurm() -> None:
-    result = cli("cluster-script", "--config", str(ROOT / "configs" / "slurm.toml"))
+    result = run_cli("cluster-script", "--config", str(ROOT / "configs" / "slurm.toml"))
     assert result.returncode == 0, result.stderr
     script = result.stdout
     assert "#SBATCH -p normal" in script and "#SBATCH -A myproject" in script

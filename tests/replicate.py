@@ -1,11 +1,12 @@
-"""Build large benchmark inputs by replicating a real mzML run ("synthetic by replication").
+"""Build large inputs by replicating a real mzML run ("synthetic by replication"), for the
+tests and the benchmarks.
 
 Each copy of the run's spectra gets new scan numbers (``scan=N`` in ids and ``spectrumRef``s),
 new ``index`` attributes and retention times shifted past the previous copy; the output is an
 indexed mzML with a rebuilt offset index. Chromatograms are kept once, from the original.
 
-    python -m tests.benchmarks.replicate SOURCE.mzML OUTPUT.mzML --copies 30
-    python -m tests.benchmarks.replicate SOURCE.mzML OUTPUT.mzML --target-mb 100
+    python -m tests.replicate SOURCE.mzML OUTPUT.mzML --copies 30
+    python -m tests.replicate SOURCE.mzML OUTPUT.mzML --target-mb 100
 """
 
 from __future__ import annotations

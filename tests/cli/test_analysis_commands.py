@@ -9,6 +9,8 @@ import zarr
 
 from mzpeak_dask import OutputError, cli
 
+pytestmark = pytest.mark.slow  # the shared archives and their export are built first
+
 
 def run(argv: list[str]) -> int:
     """The command's handler, called as ``mzpeak-dask`` calls it (exceptions propagate)."""
@@ -73,3 +75,21 @@ def test_export_zarr_chunk_width_from_config(exported, tmp_path, capsys) -> None
     assert narrow > wide > 0
     with zarr.config.set({"array.rectilinear_chunks": True}):
         assert zarr.open_group(str(tmp_path / "c.zarr" / "maldi.point")).attrs["chunk_width"] == 50
+
+
+@pytest.mark.cluster
+def test_xic_runs_on_the_scheduler_of_its_config_file(exported, tmp_path, capsys) -> None:
+    from distributed import Client, LocalCluster
+
+    loopback = {"host": "127.0.0.1", "protocol": "tcp", "dashboard_address": ":0"}
+    with (
+        LocalCluster(n_workers=1, processes=False, **loopback) as dask,
+        Client(dask, set_as_default=False) as client,
+    ):
+        config = tmp_path / "cluster.toml"
+        config.write_text(f'[cluster]\nscheduler = "{dask.scheduler_address}"\n')
+        archive = str(exported.archives["ref.point"])
+        assert run(["xic", archive, "--mz", "810.4155", "--json", "--config", str(config)]) == 0
+        ran = client.run_on_scheduler(lambda dask_scheduler: list(dask_scheduler.task_prefixes))
+    assert "block_xic" in ran
+    assert json.loads(capsys.readouterr().out)["run"] == "ref.point"

@@ -1,5 +1,6 @@
-"""Zarr v3 plumbing shared by the export and the analysis: variable ("rectilinear") chunk grids,
-the codec pipeline used for tiny chunks, and a Dask adapter for rectilinear arrays.
+"""Zarr v3 plumbing of the run groups (written by the export, read by the analysis): variable
+("rectilinear") chunk grids, the codec pipeline used for tiny chunks, and a Dask adapter for
+rectilinear arrays.
 
 * Rectilinear grids are experimental in zarr >= 3.2 and sit behind the
   ``array.rectilinear_chunks`` flag, needed to create *and* to open such an array in every
@@ -14,7 +15,7 @@ the codec pipeline used for tiny chunks, and a Dask adapter for rectilinear arra
   (GIL hand-offs cost more than a 1 KB file write), so :func:`enable_rectilinear` sets it to
   1 when the user has not set it; it is read only by that opt-in pipeline.
 * Faster still, the export's own arrays (``bytes`` + ``zstd`` codecs) are read and written
-  chunk object by chunk object (:mod:`.zarr_chunks`); zarr is the fallback for other arrays
+  chunk object by chunk object (:mod:`.chunks`); zarr is the fallback for other arrays
   and for reads that do not cover whole chunks.
 * dask cannot read rectilinear arrays yet (``from_array`` asks for ``.chunks``, which zarr
   refuses): :class:`ChunkAdapter` exposes only shape, dtype, ndim and ``__getitem__``, and
@@ -24,17 +25,16 @@ the codec pipeline used for tiny chunks, and a Dask adapter for rectilinear arra
 from __future__ import annotations
 
 import contextlib
-import os
 import threading
 from collections.abc import Iterator, Sequence
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import zarr
 
-from .zarr_chunks import chunk_files
+from ..filecache import per_file
+from .chunks import chunk_files
 
 RECTILINEAR = {"array.rectilinear_chunks": True}
 FUSED_PIPELINE = "zarr.core.codec_pipeline.FusedCodecPipeline"
@@ -63,19 +63,11 @@ def open_array(path: str | Path, mode: str = "r") -> zarr.Array:
         return zarr.open_array(str(path), mode=mode)
 
 
-@lru_cache(maxsize=64)
-def _opened(path: str, stamp: int) -> zarr.Array:
-    return open_array(path, mode="r")
-
-
-def cached_array(path: str | Path) -> zarr.Array:
+@per_file(64, marker="zarr.json")
+def cached_array(path: str) -> zarr.Array:
     """A read-only array opened once per process (opening parses the whole chunk grid),
     reopened when its metadata changed (a run exported again)."""
-    path = str(path)
-    return _opened(path, os.stat(os.path.join(path, "zarr.json")).st_mtime_ns)
-
-
-COMPRESSIONS = ("zstd", "none")
+    return open_array(path, mode="r")
 
 
 def compressors(compression: str = "zstd") -> tuple[Any, ...] | None:

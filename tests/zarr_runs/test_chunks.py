@@ -1,4 +1,4 @@
-"""Direct chunk-object access (export/zarr_chunks.py) against zarr-python itself: what zarr
+"""Direct chunk-object access (zarr_runs/chunks.py) against zarr-python itself: what zarr
 writes we read, what we write zarr reads, and arrays we do not handle fall back to zarr."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import zarr
 
-from mzpeak_dask.export.zarr_chunks import ChunkFiles, grid_lengths
-from mzpeak_dask.export.zarr_store import ChunkAdapter, dask_array
+from mzpeak_dask.zarr_runs.chunks import ChunkFiles, grid_lengths
+from mzpeak_dask.zarr_runs.store import ChunkAdapter, dask_array
 
 RECTILINEAR = {"array.rectilinear_chunks": True}
 LENGTHS = [100] * 9 + [50, 50, 7, 1, 300]  # zarr stores the repeats run-length encoded

@@ -1,0 +1,79 @@
+"""The ``mzpeak-dask`` command: thin subcommands over the public API.
+
+Errors print one line (``error: FILE: [spectrum ID: ]what``) and exit non-zero; ``--verbose``
+adds tracebacks. Options follow one precedence rule: command line > ``--config`` > defaults.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import sys
+import traceback
+
+from ..errors import MzPeakDaskError, OptionsError, OutputBusyError
+from ..pathtext import text
+from . import analysis, convert
+from .convert import EXIT_FAILED
+
+EXIT_USAGE = 2
+EXIT_BUSY = 75  # EX_TEMPFAIL: another batch holds the output folder; try again later
+EXIT_INTERRUPTED = 130
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="mzpeak-dask", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    convert.add_commands(sub)
+    analysis.add_commands(sub)
+    return parser
+
+
+def _stop(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def _handle_stop_signals() -> None:
+    """SIGTERM (what SLURM and systemd send at a time limit) stops as cleanly as Ctrl-C; and
+    Ctrl-C works even when a non-interactive shell started us with SIGINT ignored."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, _stop)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    _handle_stop_signals()
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
+    if not args.verbose:  # Dask logs its lifecycle at INFO (read when distributed is imported)
+        # (workers log every failed task at ERROR; the coordinator reports each one itself)
+        os.environ.setdefault("DASK_LOGGING__DISTRIBUTED", "critical")
+    try:
+        return args.func(args)
+    except MzPeakDaskError as exc:
+        if args.verbose:
+            traceback.print_exc()
+        print(f"error: {text(exc)}", file=sys.stderr)
+        if isinstance(exc, OutputBusyError):
+            return EXIT_BUSY
+        return EXIT_USAGE if isinstance(exc, OptionsError) else EXIT_FAILED
+    except KeyboardInterrupt:
+        print("interrupted: partial outputs removed", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except Exception as exc:  # a bug, not bad input: still one line unless --verbose
+        if args.verbose:
+            traceback.print_exc()
+        print(
+            f"error: internal error {type(exc).__name__}: {text(exc)} (rerun with --verbose)",
+            file=sys.stderr,
+        )
+        return EXIT_FAILED
+
+
+if __name__ == "__main__":
+    sys.exit(main())

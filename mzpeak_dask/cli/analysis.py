@@ -1,0 +1,100 @@
+"""The ``export-zarr`` and ``xic`` subcommands of ``mzpeak-dask``.
+
+Conventions as for every command: handlers return an exit code, errors are ``MzPeakDaskError``
+subclasses (printed as one line by :func:`mzpeak_dask.cli.main`), options follow command line >
+``--config`` > defaults.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from ..options import AnalysisOptions, ClusterOptions, ConvertOptions, ZarrOptions
+from ..parallel.cluster import cluster_client
+from .args import add_options, analysis_cluster, command, options
+
+
+def cmd_export_zarr(args: argparse.Namespace) -> int:
+    from ..export.zarr import to_zarr
+
+    zarr_options = options(args, ZarrOptions)
+    results = to_zarr(
+        args.archives,
+        args.store,
+        cluster=options(args, ClusterOptions),
+        chunk_width=options(args, ConvertOptions).chunk_width,
+        overwrite=zarr_options.overwrite,
+        compression=zarr_options.compression,
+        block_points=zarr_options.block_points,
+    )
+    for r in results:
+        if args.json:
+            print(json.dumps(r.__dict__))
+        elif not args.quiet:
+            print(
+                f"{r.archive} -> {r.group}: {r.spectra:,} spectra, {r.chunks:,} chunks, "
+                f"{r.points:,} points in {r.seconds:.1f} s"
+            )
+    return 0
+
+
+def format_xic(name: str, frame: Any, ppm: float, max_rows: int) -> str:
+    """A compact table of one run's XICs: time, then one column per target."""
+    table = frame.rename(columns={c: f"{c:.4f}" for c in frame.columns if c != "time"})
+    body = table.to_string(max_rows=max_rows, float_format=lambda x: f"{x:.6g}")
+    return f"== {name}: {len(frame)} spectra, ±{ppm:g} ppm ==\n{body}"
+
+
+def cmd_xic(args: argparse.Namespace) -> int:
+    from ..analysis import plot_xic, xic
+
+    analysis = options(args, AnalysisOptions)
+    rt = tuple(args.rt) if args.rt else None
+    level = None if analysis.ms_level == 0 else analysis.ms_level
+    with cluster_client(analysis_cluster(args)) as client:  # none: Dask's threads here
+        results = xic(args.sources, args.mz, ppm=analysis.ppm, rt=rt, ms_level=level, client=client)
+    if args.json:
+        for name, frame in results.items():
+            print(json.dumps({"run": name, "xic": json.loads(frame.to_json(orient="split"))}))
+    elif not args.quiet:
+        text = (format_xic(n, f, analysis.ppm, analysis.max_rows) for n, f in results.items())
+        print("\n\n".join(text))
+    if args.plot:
+        plot_xic(results, args.plot, ppm=analysis.ppm)
+        if not args.quiet and not args.json:
+            print(f"plot written to {args.plot}", file=sys.stderr)
+    return 0
+
+
+def _positive(value: str) -> float:
+    number = float(value)
+    if not number > 0:
+        raise argparse.ArgumentTypeError(f"must be positive, got {value}")
+    return number
+
+
+def add_commands(subparsers: Any) -> None:
+    """Register ``export-zarr`` and ``xic`` on an argparse subparsers object."""
+    help = "export archives to a Zarr v3 store with the mzPeak chunks"
+    p = command(subparsers, "export-zarr", help, cmd_export_zarr)
+    p.add_argument("archives", nargs="+", metavar="ARCHIVE", help="mzPeak archives")
+    p.add_argument("store", metavar="STORE.zarr", help="Zarr store folder (created if needed)")
+    p.add_argument("--json", action="store_true", help="print results as JSON lines")
+    add_options(p, ZarrOptions, "export")
+    add_options(p, ConvertOptions, "chunks of point-layout archives", ("chunk_width",))
+    add_options(p, ClusterOptions)
+
+    p = command(subparsers, "xic", "extracted-ion chromatograms across runs", cmd_xic)
+    p.add_argument("sources", nargs="+", metavar="ARCHIVE_OR_STORE")
+    p.add_argument("--mz", type=_positive, action="append", required=True, help="target m/z")
+    p.add_argument("--rt", type=float, nargs=2, metavar=("LOW", "HIGH"), help="minutes")
+    p.add_argument("--plot", metavar="FILE.png", help="draw the XICs with matplotlib")
+    p.add_argument("--json", action="store_true", help="print each run's XIC as JSON")
+    add_options(p, AnalysisOptions, "chromatograms")
+    add_options(p, ClusterOptions)
+
+
+__all__ = ["add_commands", "cmd_export_zarr", "cmd_xic", "format_xic"]

@@ -1,0 +1,175 @@
+"""The commands that convert and check archives: ``convert``, ``info``, ``batch``,
+``validate`` and ``cluster-script`` (registered by :mod:`mzpeak_dask.cli`)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from ..errors import MzPeakDaskError
+from ..options import BatchOptions, ClusterOptions, ConvertOptions
+from ..pathtext import text, uri
+from .args import add_options, command, options
+
+EXIT_FAILED = 1
+
+
+def cmd_convert(args: argparse.Namespace) -> int:
+    from ..convert import archive_names, convert_many, is_archive_folder
+    from ..parallel.progress import ProgressReporter
+
+    convert, cluster = options(args, ConvertOptions), options(args, ClusterOptions)
+    inputs = [Path(p) for p in args.inputs]
+    output = Path(args.output)
+    folder = output.is_dir() and not is_archive_folder(output)
+    if len(inputs) == 1 and not folder:
+        jobs = [(inputs[0], output)]
+    else:
+        if not folder:
+            what = "is an mzPeak archive" if output.is_dir() else "is not a directory"
+            raise MzPeakDaskError(
+                f"{output}: {what}; with several inputs, OUTPUT must be an existing directory"
+            )
+        jobs = [(i, output / name) for i, name in zip(inputs, archive_names(inputs), strict=True)]
+    progress = None if args.quiet else ProgressReporter(len(jobs))
+    try:
+        results = convert_many(
+            jobs, convert, cluster=cluster, progress=progress, fail_fast=len(jobs) == 1
+        )
+    finally:
+        if progress:
+            progress.close()
+    failed = 0
+    for result in results:
+        if isinstance(result, BaseException):
+            failed += 1
+            print(f"error: {text(result)}", file=sys.stderr)
+            continue
+        for warning in result.warnings:
+            print(f"warning: {text(warning)}", file=sys.stderr)
+        if args.json:  # valid UTF-8 whatever the names; the URIs give the exact paths
+            fields = result.to_dict()
+            for key in ("input", "output"):
+                fields[key], fields[f"{key}_uri"] = text(fields[key]), uri(fields[key])
+            print(json.dumps(fields))
+        elif not args.quiet:
+            print(
+                f"{text(result.input)} -> {text(result.output)}: {result.spectra:,} spectra, "
+                f"{result.points:,} points, {result.chromatograms:,} chromatograms, "
+                f"{result.output_bytes:,} bytes "
+                f"({result.output_bytes / max(result.input_bytes, 1):.2f}x input) "
+                f"in {result.seconds:.1f} s"
+            )
+    return EXIT_FAILED if failed else 0
+
+
+def cmd_info(args: argparse.Namespace) -> int:
+    from ..read.archive import open_archive
+    from ..read.summary import format_summary, summarize
+
+    for path in args.archives:
+        with open_archive(path) as archive:
+            summary = summarize(archive)
+        print(json.dumps(summary, indent=2) if args.json else format_summary(summary))
+    return 0
+
+
+def cmd_batch(args: argparse.Namespace) -> int:
+    from ..batch.runner import run_batch
+    from ..parallel.progress import ProgressReporter
+
+    convert, cluster = options(args, ConvertOptions), options(args, ClusterOptions)
+    batch = options(args, BatchOptions)
+    progress = None if args.quiet else ProgressReporter(0)
+    try:
+        outcome = run_batch(
+            args.source, args.output_dir, convert, cluster, batch, progress=progress
+        )
+    finally:
+        if progress:
+            progress.close()
+    for record in outcome.records:
+        if record["status"] in ("failed", "pending"):
+            error, source = record.get("error") or "", text(record["input"])
+            where = "" if error.startswith(source) else f"{source}: "
+            print(f"failed: {where}{error}", file=sys.stderr)
+    if not args.quiet:
+        where = text(Path(args.output_dir) / "batch_report.json")
+        print(
+            f"{len(outcome.records)} files: {outcome.count('converted')} converted, "
+            f"{outcome.count('skipped')} skipped, {outcome.failed} failed "
+            f"({outcome.seconds:.1f} s); report: {where}"
+        )
+    return EXIT_FAILED if outcome.failed else 0
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from ..read.validate import ERROR, problems_json, validate
+
+    failed = False
+    documents = []
+    for path in args.archives:
+        problems = validate(path)
+        failed = failed or any(p.severity == ERROR for p in problems)
+        if args.json:
+            documents.append(
+                {
+                    "archive": path,
+                    "valid": not any(p.severity == ERROR for p in problems),
+                    "problems": problems_json(problems),
+                }
+            )
+        else:
+            for problem in problems:
+                print(f"{path}: {problem}")
+            if not problems:
+                print(f"{path}: valid")
+    if args.json:
+        print(json.dumps(documents, indent=2))
+    return EXIT_FAILED if failed else 0
+
+
+def cmd_cluster_script(args: argparse.Namespace) -> int:
+    from ..parallel.cluster import job_script
+
+    print(job_script(options(args, ClusterOptions)))
+    return 0
+
+
+ENCODING = "encoding (defaults: configs/default.toml)"
+
+
+def add_commands(sub: Any) -> None:
+    """Register ``convert``, ``info``, ``batch``, ``validate`` and ``cluster-script``."""
+    p = command(sub, "convert", "convert MS runs into mzPeak archives", cmd_convert)
+    p.add_argument("inputs", nargs="+", metavar="INPUT", help="mzML, mzXML, MGF or mzMLb")
+    p.add_argument("output", metavar="OUTPUT", help="archive path, or a directory for several")
+    p.add_argument("--json", action="store_true", help="print results as JSON lines")
+    add_options(p, ConvertOptions, ENCODING)
+    add_options(p, ClusterOptions)
+    for name, help, handler in (
+        ("info", "summarize mzPeak archives", cmd_info),
+        ("validate", "check archives against the format's rules", cmd_validate),
+    ):
+        p = command(sub, name, help, handler)
+        p.add_argument("archives", nargs="+", metavar="ARCHIVE")
+        p.add_argument("--json", action="store_true")
+    p = command(sub, "batch", "convert a whole repository (folder tree or manifest)", cmd_batch)
+    p.add_argument(
+        "source",
+        metavar="SOURCE",
+        help="a folder (searched recursively) or a "
+        "manifest (one path per line, or CSV/TSV with a 'path' column)",
+    )
+    p.add_argument("output_dir", metavar="OUTPUT_DIR")
+    add_options(p, BatchOptions)
+    add_options(p, ConvertOptions, ENCODING)
+    add_options(p, ClusterOptions)
+    help = "print the SLURM batch script --cluster slurm would submit"
+    add_options(command(sub, "cluster-script", help, cmd_cluster_script), ClusterOptions)
+
+
+__all__ = ["add_commands"]

@@ -1,0 +1,119 @@
+"""The contracts between the stages of a conversion: plain data handed from one stage to the
+next, so that each stage depends on these and not on the stage before it.
+
+::
+
+    partition.plan_run      (coordinator or worker)  -> RunPlan: EncodeSpec, [Partition]
+    encode.encode_partition (worker, per Partition)  -> EncodedPartition
+    archive.job.RunJob      (coordinator, in order)  -> ConversionResult
+
+Everything here pickles cheaply (a partition crosses the network to a worker, and a plan or an
+encoded partition comes back); none of it reads or writes a file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from .layouts.schema import SignalSchema
+from .options import ConvertOptions
+from .readers.base import InputFormat, ItemRange, Survey
+
+PEAKS = "peaks"  # key of the spectra_peaks columns in EncodeSpec.schemas
+
+Progress = Callable[[str, int, int], None]  # (input, items done, items total)
+
+
+@dataclass(frozen=True)
+class EncodeSpec:
+    """Everything a worker needs besides its item range (fixed for the whole run)."""
+
+    options: ConvertOptions
+    schemas: dict[str, SignalSchema]  # entity (or PEAKS) -> data columns
+    instrument_ids: dict[str, int]
+    default_data_processing: str | None = None  # the run's default_data_processing_id
+
+
+@dataclass(frozen=True)
+class Partition:
+    """A unit of work: plain data, cheap to pickle."""
+
+    sequence: int
+    path: str
+    format: str
+    items: ItemRange
+    hints: dict[str, object] = field(default_factory=dict)
+
+
+@dataclass
+class RunPlan:
+    """What the coordinator decides about a run before the workers start."""
+
+    source: Path  # the input as given
+    readable: str  # the file workers open (a decompressed copy for .gz / .bz2 inputs)
+    format: type[InputFormat]
+    survey: Survey
+    spec: EncodeSpec
+    partitions: list[Partition]
+
+    @property
+    def spectrum_count(self) -> int:
+        return self.survey.spectrum_count
+
+
+@dataclass
+class EncodedPartition:
+    """A partition's tables, with entity indices local to the partition (0-based per entity)."""
+
+    sequence: int
+    kind: str
+    counts: dict[str, int] = field(default_factory=dict)  # entity -> items
+    points: dict[str, int] = field(default_factory=dict)  # entity -> stored points
+    data: dict[str, pa.Table] = field(default_factory=dict)  # entity -> layout table
+    peaks: pa.Table | None = None  # spectra_peaks rows (point layout), local indices
+    peak_spectra: int = 0  # spectra with a peak list in ``peaks``
+    peak_points: int = 0
+    centroid_points: int = 0  # of ``peak_points``: centroid spectra stored only in ``peaks``
+    metadata: dict[str, dict[str, pa.Array]] = field(default_factory=dict)
+    selected_ion_refs: dict[str, list] = field(default_factory=dict)
+    # members (entities, or PEAKS) with an item whose main axis is not in ascending order
+    unsorted: set[str] = field(default_factory=set)
+
+
+@dataclass
+class ConversionResult:
+    """What one conversion produced."""
+
+    input: str
+    output: str
+    format: str
+    spectra: int
+    chromatograms: int
+    wavelength_spectra: int
+    points: int  # data points of the spectra (with centroids kept in spectra_peaks)
+    chromatogram_points: int
+    input_bytes: int
+    output_bytes: int
+    seconds: float
+    input_sha256: str
+    members: dict[str, int] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)  # one line each (e.g. repeated ids)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+__all__ = [
+    "PEAKS",
+    "ConversionResult",
+    "EncodeSpec",
+    "EncodedPartition",
+    "Partition",
+    "Progress",
+    "RunPlan",
+]
