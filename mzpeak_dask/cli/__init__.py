@@ -42,6 +42,20 @@ def _handle_stop_signals() -> None:
     signal.signal(signal.SIGTERM, _stop)
 
 
+def _quiet_dask_logs() -> None:
+    """Dask logs its lifecycle at INFO and every failed task at ERROR (the coordinator reports
+    each failure itself, in one line); tornado logs a traceback when a Ctrl-C lands inside one of
+    distributed's event-loop calls. Both are configured when distributed is imported (from Dask's
+    config, passed on to the workers) or set here when it already is."""
+    import dask
+
+    levels = {"distributed": "critical", "tornado.application": "critical"}
+    os.environ.setdefault("DASK_LOGGING__DISTRIBUTED", "critical")
+    dask.config.set({"logging": {**dask.config.get("logging", {}), **levels}})
+    for name in levels:
+        logging.getLogger(name).setLevel(logging.CRITICAL)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -50,9 +64,8 @@ def main(argv: list[str] | None = None) -> int:
         level=logging.DEBUG if args.verbose else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",
     )
-    if not args.verbose:  # Dask logs its lifecycle at INFO (read when distributed is imported)
-        # (workers log every failed task at ERROR; the coordinator reports each one itself)
-        os.environ.setdefault("DASK_LOGGING__DISTRIBUTED", "critical")
+    if not args.verbose:
+        _quiet_dask_logs()
     try:
         return args.func(args)
     except MzPeakDaskError as exc:

@@ -4,6 +4,9 @@ SLURM batch script."""
 from __future__ import annotations
 
 import json
+import logging
+import subprocess
+import sys
 
 import pytest
 
@@ -71,3 +74,25 @@ def test_cluster_script_without_slurm() -> None:
     assert "--cpus-per-task=8" in script and "--nworkers 4" in script
     assert "export MALLOC_MMAP_THRESHOLD_=" in script
     assert result.stderr.strip() == ""
+
+
+def test_dask_and_tornado_logs_are_quiet_unless_verbose() -> None:
+    """A Ctrl-C landing inside one of distributed's event-loop calls makes tornado log a
+    traceback at ERROR; without --verbose, the command's own one line is all a user sees, in
+    this process and in the workers it starts (they get Dask's logging config)."""
+    probe = (
+        "import logging, sys\n"
+        "from mzpeak_dask.cli import _quiet_dask_logs\n"
+        "if sys.argv[1] == 'before': _quiet_dask_logs()\n"
+        "import distributed\n"
+        "if sys.argv[1] == 'after': _quiet_dask_logs()\n"
+        "import dask\n"
+        "print(logging.getLogger('tornado.application').level,"
+        " logging.getLogger('distributed').level,"
+        " dask.config.get('logging')['tornado.application'])\n"
+    )
+    for when in ("before", "after"):
+        out = subprocess.run(
+            [sys.executable, "-c", probe, when], capture_output=True, text=True, check=True
+        )
+        assert out.stdout.split() == [str(logging.CRITICAL), str(logging.CRITICAL), "critical"]
