@@ -18,6 +18,8 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
+from .storage.urls import is_url
+
 
 class FileCache[T]:
     """``opener(path, *args)`` cached on ``(path, args, the file's mtime and size)``, at most
@@ -49,6 +51,8 @@ class FileCache[T]:
         return self._local.entries
 
     def _stamp(self, path: str) -> tuple[int, int]:
+        if is_url(path):  # an object appears whole and is replaced whole (uploads are atomic)
+            return 0, 0
         info = os.stat(os.path.join(path, self.marker) if self.marker else path)
         return info.st_mtime_ns, info.st_size
 
