@@ -223,6 +223,7 @@ class ZarrOptions(_Options):
     compression: str = "zstd"  # signal arrays: "zstd" or "none" (about 30% faster)
     overwrite: bool = False  # replace existing run groups
     block_points: int = 1 << 18  # points each write task decodes and writes
+    single_file: bool = False  # one file per run (RUN.zarr.zip, a ZIP store) instead of a group
 
     def __post_init__(self) -> None:
         super().__post_init__()

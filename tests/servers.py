@@ -4,6 +4,7 @@ requests and counts the requests and bytes it serves."""
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import threading
@@ -139,6 +140,7 @@ def s3_server():
     endpoint and test credentials); yields the endpoint URL."""
     from moto.server import ThreadedMotoServer
 
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one line per request otherwise
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     host, port = server.get_host_and_port()

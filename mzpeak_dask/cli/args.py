@@ -63,6 +63,7 @@ BATCH_FLAGS = {
 ZARR_FLAGS = {
     "compression": "signal arrays: zstd, or none (about 30%% faster to write and read)",
     "overwrite": "replace existing run groups",
+    "single_file": "one file per run, STORE/RUN.zarr.zip (a ZIP store), instead of a group",
 }
 ANALYSIS_FLAGS = {
     "ppm": "m/z tolerance",
