@@ -35,6 +35,11 @@ class Transfer:
         with self._lock:
             self.requests += 1
             self.bytes += received
+        if self is not TOTAL:
+            TOTAL.add(received)
+
+
+TOTAL = Transfer()  # every request of this process (what the remote benchmark reports)
 
 
 def fetch(fs: Any, path: str, start: int, stop: int, where: str, transfer: Transfer) -> bytes:
@@ -159,4 +164,4 @@ class RangeFile(io.RawIOBase):
         return len(data)
 
 
-__all__ = ["RangeFile", "RangeSource", "Transfer", "fetch"]
+__all__ = ["TOTAL", "RangeFile", "RangeSource", "Transfer", "fetch"]
