@@ -91,3 +91,17 @@ def test_a_missing_remote_archive_is_one_line(http_server, s3_endpoint, bucket):
     assert "\n" not in str(caught.value)
     with pytest.raises(ArchiveError, match=f"s3://{bucket}/nothing.mzpeak: no such archive"):
         open_archive(f"s3://{bucket}/nothing.mzpeak")
+
+
+def test_xic_over_an_https_archive_equals_the_local_one(http_server, reference_archives):
+    import pandas as pd
+
+    from mzpeak_dask.analysis import open_runs, xic
+
+    targets = [445.12, 1221.9906]
+    remote = open_runs([f"{http_server.url}/ours.mzpeak"])
+    assert remote[0].name == "ours"
+    found = xic(remote, targets, ppm=20)["ours"]
+    expected = xic([reference_archives / "ours.mzpeak"], targets, ppm=20)["ours"]
+    pd.testing.assert_frame_equal(found, expected)
+    assert (found[targets].to_numpy() > 0).any()
