@@ -105,9 +105,22 @@ def cmd_batch(args: argparse.Namespace) -> int:
     batch = options(args, BatchOptions)
     progress = None if args.quiet else ProgressReporter(0)
     try:
-        outcome = run_batch(
-            args.source, args.output_dir, convert, cluster, batch, progress=progress
-        )
+        if is_url(args.source) or is_url(args.output_dir):
+            from ..batch.remote import run_remote_batch
+
+            outcome = run_remote_batch(
+                args.source,
+                args.output_dir,
+                convert,
+                cluster,
+                batch,
+                progress=progress,
+                state_dir=args.state_dir,
+            )
+        else:
+            outcome = run_batch(
+                args.source, args.output_dir, convert, cluster, batch, progress=progress
+            )
     finally:
         if progress:
             progress.close()
@@ -117,7 +130,11 @@ def cmd_batch(args: argparse.Namespace) -> int:
             where = "" if error.startswith(source) else f"{source}: "
             print(f"failed: {where}{error}", file=sys.stderr)
     if not args.quiet:
-        where = text(Path(args.output_dir) / "batch_report.json")
+        where = (
+            join(args.output_dir, "batch_report.json")
+            if is_url(args.output_dir)
+            else text(Path(args.output_dir) / "batch_report.json")
+        )
         print(
             f"{len(outcome.records)} files: {outcome.count('converted')} converted, "
             f"{outcome.count('skipped')} skipped, {outcome.failed} failed "
@@ -184,7 +201,12 @@ def add_commands(sub: Any) -> None:
         help="a folder (searched recursively) or a "
         "manifest (one path per line, or CSV/TSV with a 'path' column)",
     )
-    p.add_argument("output_dir", metavar="OUTPUT_DIR")
+    p.add_argument("output_dir", metavar="OUTPUT_DIR", help="a folder, or a bucket prefix")
+    p.add_argument(
+        "--state-dir",
+        help="with URLs: where the batch's state is kept (default: "
+        "~/.cache/mzpeak-dask/batches/<hash of OUTPUT_DIR>)",
+    )
     add_options(p, BatchOptions)
     add_options(p, ConvertOptions, ENCODING)
     add_options(p, ClusterOptions)
