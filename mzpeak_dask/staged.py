@@ -21,8 +21,6 @@ from .errors import InputError, MzPeakDaskError, OptionsError, OutputError, Stor
 from .storage.uploads import upload_file
 from .storage.urls import basename, check_writable, filesystem, is_url, local_path
 
-READ_BYTES = 8 << 20
-
 
 class StagedJobs:
     """The jobs of a conversion with their URLs replaced by staged local paths."""
@@ -134,10 +132,8 @@ def download(url: str, target: Path) -> None:
     """Stream ``url`` into ``target`` (one line naming the URL if it fails)."""
     fs, path = filesystem(url)
     target.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        with fs.open(path, "rb", block_size=READ_BYTES) as f, open(target, "wb") as out:
-            while block := f.read(READ_BYTES):
-                out.write(block)
+    try:  # the client's own streaming (concurrent ranged GETs for a large S3 object)
+        fs.get_file(path, str(target))
     except FileNotFoundError:
         raise InputError(f"{url}: no such object") from None
     except MzPeakDaskError:
