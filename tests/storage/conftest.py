@@ -11,6 +11,17 @@ from ..conftest import BUNDLED, DATA, INLINE
 from ..servers import new_bucket, range_server, s3_server
 
 
+@pytest.fixture(autouse=True)
+def _threads_here():
+    """Lazy reads run on Dask's threads in this process: a distributed client that another
+    test left as the default has workers started before the S3 environment was set, and
+    workers without the store's credentials cannot read it (README: workers started by hand)."""
+    import dask
+
+    with dask.config.set(scheduler="threads"):
+        yield
+
+
 @pytest.fixture(scope="session")
 def s3_endpoint():
     """The endpoint of an S3 server on loopback (the AWS environment points at it)."""
