@@ -47,6 +47,7 @@ class RemoteArchiveStorage(ArchiveStorage):
 
     def _info(self, key: str) -> dict:
         try:
+            self.fs.invalidate_cache(key)  # the object as it is now, not a listing's memory
             info = self.fs.info(key)
         except FileNotFoundError:
             raise ArchiveError(f"{self.path}: no such archive") from None
