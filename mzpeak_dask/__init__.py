@@ -4,8 +4,9 @@ Public API::
 
     convert(input, output, options=ConvertOptions(), cluster=ClusterOptions(), client=None)
     convert_many([(input, output), ...], ...)
-    open_archive(path) -> MzPeakArchive
-    ConvertOptions, ClusterOptions (SlurmOptions), BatchOptions, ZarrOptions, AnalysisOptions
+    open_archive(path or URL, storage_options=None) -> MzPeakArchive
+    ConvertOptions, ClusterOptions (SlurmOptions), BatchOptions, ZarrOptions, AnalysisOptions,
+    StorageOptions
     to_zarr([archive, ...], store, client=None, cluster=None)   # Zarr v3, mzPeak chunks
     mzpeak_dask.analysis: open_runs, xic, tic, base_peak over archives and Zarr stores
 """
@@ -23,6 +24,7 @@ from .errors import (
     OptionsError,
     OutputError,
     SpectrumDecodeError,
+    StorageError,
     UnsupportedFormatError,
     WorkerDiedError,
 )
@@ -32,6 +34,7 @@ from .options import (
     ClusterOptions,
     ConvertOptions,
     SlurmOptions,
+    StorageOptions,
     ZarrOptions,
 )
 from .read.archive import MzPeakArchive, open_archive
@@ -51,6 +54,8 @@ __all__ = [
     "OutputError",
     "SlurmOptions",
     "SpectrumDecodeError",
+    "StorageError",
+    "StorageOptions",
     "UnsupportedFormatError",
     "WorkerDiedError",
     "ZarrOptions",

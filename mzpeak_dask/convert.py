@@ -18,6 +18,8 @@ from .contracts import ConversionResult, Progress
 from .errors import MzPeakDaskError
 from .options import ClusterOptions, ConvertOptions
 from .parallel.scheduler import run_jobs
+from .staged import StagedJobs
+from .storage.urls import is_url
 
 
 def _stem(path: Path) -> str:
@@ -71,7 +73,8 @@ def convert_many(
     fail_fast: bool = True,
     on_result: Callable[[int, ConversionResult | MzPeakDaskError], None] | None = None,
 ) -> list[ConversionResult | MzPeakDaskError]:
-    """Convert several runs side by side on one cluster.
+    """Convert several runs side by side on one cluster; inputs and outputs are paths or
+    URLs (``s3://``, ``gs://``, ``az://``; ``https://`` inputs), see :mod:`.staged`.
 
     Returns one entry per job, in order: the result, or (with ``fail_fast=False``) the error
     that stopped that job — one bad input then does not stop the others. ``on_result(k,
@@ -79,12 +82,15 @@ def convert_many(
     """
     options = options or ConvertOptions()
     cluster = cluster or ClusterOptions()
-    return run_jobs(
-        [(Path(i), Path(o)) for i, o in jobs],
-        options,
-        cluster,
-        client,
-        progress,
-        fail_fast,
-        on_result,
-    )
+    if not any(is_url(i) or is_url(o) for i, o in jobs):
+        return run_jobs(
+            [(Path(i), Path(o)) for i, o in jobs],
+            options,
+            cluster,
+            client,
+            progress,
+            fail_fast,
+            on_result,
+        )
+    with StagedJobs(jobs, options) as staged:  # URLs: staged locally, uploaded at the end
+        return staged.run(run_jobs, cluster, client, progress, fail_fast, on_result)

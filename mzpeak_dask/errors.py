@@ -41,6 +41,14 @@ class OutputBusyError(OutputError):
     """Another process is writing into the output folder (a batch holds its lock)."""
 
 
+class StorageError(MzPeakDaskError, OSError):
+    """An object store or web server refused a request, or a URL cannot be used as asked."""
+
+
+class ExtraMissingError(MzPeakDaskError, ImportError):
+    """A URL needs an optional client that is not installed (the message names the extra)."""
+
+
 class ArchiveError(MzPeakDaskError, ValueError):
     """An mzPeak archive is malformed or uses something this reader does not understand."""
 

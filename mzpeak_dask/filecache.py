@@ -17,6 +17,9 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import unquote, urlsplit
+
+from .storage.urls import is_url
 
 
 class FileCache[T]:
@@ -49,6 +52,11 @@ class FileCache[T]:
         return self._local.entries
 
     def _stamp(self, path: str) -> tuple[int, int]:
+        if "::file://" in path:  # inside a local single file (a ZIP store): that file's changes
+            info = os.stat(unquote(urlsplit(path.split("::", 1)[1]).path))
+            return info.st_mtime_ns, info.st_size
+        if is_url(path):  # an object appears whole and is replaced whole (uploads are atomic)
+            return 0, 0
         info = os.stat(os.path.join(path, self.marker) if self.marker else path)
         return info.st_mtime_ns, info.st_size
 

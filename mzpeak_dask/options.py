@@ -2,9 +2,9 @@
 
 One precedence rule everywhere: **command line > config file > built-in defaults**. A config
 file is TOML with one table per option group — ``[convert]``, ``[cluster]``, ``[slurm]``,
-``[batch]``, ``[zarr]``, ``[analysis]`` — and ``configs/default.toml`` lists every key with its
-default and meaning (a test keeps the two equal). The command-line flags are the same names
-with dashes; their choices come from the tuples below.
+``[batch]``, ``[zarr]``, ``[analysis]``, ``[storage]`` — and ``configs/default.toml`` lists every
+key with its default and meaning (a test keeps the two equal). The command-line flags are the
+same names with dashes; their choices come from the tuples below.
 """
 
 from __future__ import annotations
@@ -223,6 +223,7 @@ class ZarrOptions(_Options):
     compression: str = "zstd"  # signal arrays: "zstd" or "none" (about 30% faster)
     overwrite: bool = False  # replace existing run groups
     block_points: int = 1 << 18  # points each write task decodes and writes
+    single_file: bool = False  # one file per run (RUN.zarr.zip, a ZIP store) instead of a group
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -248,6 +249,23 @@ class AnalysisOptions(_Options):
             raise OptionsError("ms_level and max_rows must be >= 0")
 
 
+@dataclass(frozen=True)
+class StorageOptions(_Options):
+    """Object storage (``s3://``, ``gs://``, ``az://``, ``https://`` URLs): credentials and
+    endpoints come from each store's standard environment; ``options`` are the keyword
+    arguments of the store's fsspec filesystem (``--storage-options JSON``), e.g.
+    ``{"anon": true}`` or ``{"client_kwargs": {"endpoint_url": "http://..."}}``."""
+
+    section = "storage"
+
+    options: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not isinstance(self.options, dict):
+            raise OptionsError("storage options must be a JSON object (a TOML table)")
+
+
 GROUPS: tuple[type[_Options], ...] = (
     ConvertOptions,
     ClusterOptions,
@@ -255,6 +273,7 @@ GROUPS: tuple[type[_Options], ...] = (
     BatchOptions,
     ZarrOptions,
     AnalysisOptions,
+    StorageOptions,
 )
 
 
@@ -289,5 +308,10 @@ def resolve(cls: type, config: dict[str, dict[str, Any]], cli: dict[str, Any]) -
     section = dict(config.get(cls.section, {}))
     if cls is ClusterOptions and "slurm" in config:
         section["slurm"] = {**section.get("slurm", {}), **config["slurm"]}
-    merged = {**section, **{k: v for k, v in cli.items() if v is not None}}
+    merged = {**section}
+    for key, value in cli.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = {**merged[key], **value}  # a table: key by key
+        elif value is not None:
+            merged[key] = value
     return cls.from_dict(merged)

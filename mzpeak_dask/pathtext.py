@@ -11,6 +11,7 @@ terminal. So such a path travels as a ``str`` internally and is written out in t
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 
@@ -36,7 +37,10 @@ def text(value: object) -> str:
 
 
 def uri(path: str | os.PathLike) -> str:
-    """The exact path as a ``file:`` URI (``urllib.parse.unquote_to_bytes`` gives the bytes)."""
+    """The exact path as a ``file:`` URI (``urllib.parse.unquote_to_bytes`` gives the bytes);
+    a URL (``s3://bucket/key``) is its own URI."""
+    if isinstance(path, str) and re.match(r"[A-Za-z][A-Za-z0-9+.-]*://", path):
+        return path
     return Path(os.path.abspath(path)).as_uri()
 
 

@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
+from ..storage.urls import is_url, local_path
+from ..zarr_runs.locations import is_single_file, zip_location
 from ..zarr_runs.store import enable_rectilinear
 from .archive_run import ArchiveSource
 from .source import Run, RunSource
@@ -21,7 +23,15 @@ Sources = Iterable[Run | str | os.PathLike] | str | os.PathLike
 
 
 def open_run_source(source: str | os.PathLike) -> list[Run]:
-    """The runs of one source: an archive, a Zarr store (all its runs) or one run group."""
+    """The runs of one source: an archive, a Zarr store (all its runs) or one run group; a
+    path or a URL; a single-file run (``RUN.zarr.zip``)."""
+    source = local_path(source)
+    if is_single_file(source):
+        return ZarrSource.open(zip_location(source))
+    if is_url(source):  # an archive by its name, else a store or a run group
+        if str(source).rstrip("/").endswith(".mzpeak"):
+            return ArchiveSource.open(source)
+        return ZarrSource.open(str(source))
     path = Path(source)
     if not path.exists():
         raise InputError(f"{path}: no such archive or Zarr store")

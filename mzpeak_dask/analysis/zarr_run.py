@@ -22,6 +22,7 @@ from dask import delayed
 from ..errors import InputError
 from ..zarr_runs import FORMAT, PER_CHUNK, PER_SPECTRUM
 from ..zarr_runs.chunks import chunk_files
+from ..zarr_runs.locations import child, run_name
 from ..zarr_runs.store import (
     ChunkAdapter,
     SelectionAdapter,
@@ -29,6 +30,7 @@ from ..zarr_runs.store import (
     dask_array,
     enable_rectilinear,
     grid,
+    open_group,
     read_whole,
 )
 from .archive_run import POINTS_META, spectra_frame
@@ -63,24 +65,26 @@ class ZarrRun(Run):
 
     def __init__(self, path: str | Path):
         enable_rectilinear()
-        self.path = Path(path)
-        self.source = str(path)
-        self.name = self.path.name
-        self.attrs = dict(zarr.open_group(self.source, mode="r").attrs)
-        tables = {name: read_whole(self.path / name) for name in (*PER_CHUNK, *PER_SPECTRUM)}
+        self.source = str(path)  # a folder, or a location of zarr_runs.locations
+        self.name = run_name(self.source)
+        self.attrs = dict(open_group(self.source).attrs)
+        tables = {name: read_whole(self._at(name)) for name in (*PER_CHUNK, *PER_SPECTRUM)}
         self.chunk_spectrum = tables["chunk_spectrum_index"].astype(np.int64)
         self.chunk_start, self.chunk_end = tables["chunk_start"], tables["chunk_end"]
         self.spectrum_offsets = tables["spectrum_offsets"].astype(np.int64)
-        self.chunk_lengths = grid(self.path / "mz")
+        self.chunk_lengths = grid(self._at("mz"))
         self.chunk_offsets = np.concatenate(([0], np.cumsum(self.chunk_lengths))).astype(np.int64)
         self.spectra = spectra_frame(tables["time"], tables["ms_level"], tables["precursor_mz"])
 
+    def _at(self, name: str) -> str:
+        return child(self.source, name)
+
     def _adapter(self, name: str) -> ChunkAdapter:
-        files = chunk_files(self.path / name)
+        files = chunk_files(self._at(name))
         if files.direct:
             return ChunkAdapter(files.path, (int(files.offsets[-1]),), files.dtype)
-        array = cached_array(self.path / name)
-        return ChunkAdapter(self.path / name, array.shape, array.dtype)
+        array = cached_array(self._at(name))
+        return ChunkAdapter(self._at(name), array.shape, array.dtype)
 
     def array(self, name: str, chunks: np.ndarray | None = None):
         """A Dask array over a whole signal array; its chunks are the Zarr (mzPeak) chunks
@@ -162,11 +166,16 @@ class ZarrSource(RunSource):
         return path.is_dir() and (path / "zarr.json").exists()
 
     @classmethod
-    def open(cls, path: Path) -> list[Run]:
-        enable_rectilinear()
-        group = zarr.open_group(str(path), mode="r")
+    def open(cls, path: Path | str) -> list[Run]:
+        """The runs of a store or run group: a folder, a remote store's URL, or a single-file
+        run's location (:mod:`~mzpeak_dask.zarr_runs.locations`)."""
+        location = str(path)
+        try:
+            group = open_group(location)
+        except (FileNotFoundError, zarr.errors.GroupNotFoundError, KeyError):
+            raise InputError(f"{path}: no Zarr group there") from None
         if group.attrs.get("format") == FORMAT:
-            return [ZarrRun(path)]
+            return [ZarrRun(location)]
         names = sorted(
             name
             for name, child in group.groups()
@@ -174,7 +183,7 @@ class ZarrSource(RunSource):
         )
         if not names:
             raise InputError(f"{path}: a Zarr store without exported runs")
-        return [ZarrRun(path / name) for name in names]
+        return [ZarrRun(child(location, name)) for name in names]
 
 
 __all__ = ["ZarrRun", "ZarrSource"]

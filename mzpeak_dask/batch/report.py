@@ -191,8 +191,8 @@ def catalog_row(record: dict[str, Any]) -> dict[str, Any] | None:
     from ..read.archive import open_archive
     from ..read.metadata import find_column
 
-    path = Path(record["output"])
-    if not path.exists():
+    path = record["output"] if "://" in str(record["output"]) else Path(record["output"])
+    if isinstance(path, Path) and not path.exists():
         return None
     with open_archive(path) as archive:
         tables = archive.tables_of(V.SPECTRUM)

@@ -15,7 +15,9 @@ import traceback
 
 from ..errors import MzPeakDaskError, OptionsError, OutputBusyError
 from ..pathtext import text
+from ..storage.urls import set_default_options
 from . import analysis, convert
+from .args import storage_options
 from .convert import EXIT_FAILED
 
 EXIT_USAGE = 2
@@ -67,6 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.verbose:
         _quiet_dask_logs()
     try:
+        set_default_options(storage_options(args).options)  # workers inherit them
         return args.func(args)
     except MzPeakDaskError as exc:
         if args.verbose:

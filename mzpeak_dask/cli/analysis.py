@@ -29,6 +29,7 @@ def cmd_export_zarr(args: argparse.Namespace) -> int:
         overwrite=zarr_options.overwrite,
         compression=zarr_options.compression,
         block_points=zarr_options.block_points,
+        single_file=zarr_options.single_file,
     )
     for r in results:
         if args.json:
@@ -81,7 +82,11 @@ def add_commands(subparsers: Any) -> None:
     help = "export archives to a Zarr v3 store with the mzPeak chunks"
     p = command(subparsers, "export-zarr", help, cmd_export_zarr)
     p.add_argument("archives", nargs="+", metavar="ARCHIVE", help="mzPeak archives")
-    p.add_argument("store", metavar="STORE.zarr", help="Zarr store folder (created if needed)")
+    p.add_argument(
+        "store",
+        metavar="STORE.zarr",
+        help="Zarr store folder (created if needed) or URL (s3://bucket/runs.zarr)",
+    )
     p.add_argument("--json", action="store_true", help="print results as JSON lines")
     add_options(p, ZarrOptions, "export")
     add_options(p, ConvertOptions, "chunks of point-layout archives", ("chunk_width",))

@@ -9,6 +9,7 @@ one on with ``--NAME``; values are typed like the option's default and offered t
 from __future__ import annotations
 
 import argparse
+import json
 from dataclasses import fields
 from typing import Any
 
@@ -17,6 +18,7 @@ from ..options import (
     BatchOptions,
     ClusterOptions,
     ConvertOptions,
+    StorageOptions,
     ZarrOptions,
     load_config,
     resolve,
@@ -61,6 +63,7 @@ BATCH_FLAGS = {
 ZARR_FLAGS = {
     "compression": "signal arrays: zstd, or none (about 30%% faster to write and read)",
     "overwrite": "replace existing run groups",
+    "single_file": "one file per run, STORE/RUN.zarr.zip (a ZIP store), instead of a group",
 }
 ANALYSIS_FLAGS = {
     "ppm": "m/z tolerance",
@@ -119,8 +122,31 @@ def command(subparsers: Any, name: str, help: str, handler: Any) -> argparse.Arg
     p.add_argument("--config", help="TOML config file (see configs/)")
     p.add_argument("-v", "--verbose", action="store_true", help="tracebacks and debug logging")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress output")
+    p.add_argument(
+        "--storage-options",
+        type=_json_object,
+        metavar="JSON",
+        help="keyword arguments of the fsspec filesystem of s3://, gs://, az://, https:// URLs "
+        "(credentials and endpoints come from each store's environment)",
+    )
     p.set_defaults(func=handler)
     return p
+
+
+def _json_object(value: str) -> dict[str, Any]:
+    try:
+        parsed = json.loads(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not JSON ({exc})") from None
+    if not isinstance(parsed, dict):
+        raise argparse.ArgumentTypeError("not a JSON object")
+    return parsed
+
+
+def storage_options(args: argparse.Namespace) -> StorageOptions:
+    """The storage options of this command (``--storage-options`` over ``[storage]``)."""
+    given = {"options": getattr(args, "storage_options", None)}
+    return resolve(StorageOptions, load_config(getattr(args, "config", None)), given)
 
 
 def given(args: argparse.Namespace, cls: type) -> dict[str, Any]:
@@ -145,4 +171,4 @@ def analysis_cluster(args: argparse.Namespace) -> ClusterOptions:
     return cluster if wanted else cluster.updated(cluster="inline")
 
 
-__all__ = ["add_options", "analysis_cluster", "command", "given", "options"]
+__all__ = ["add_options", "analysis_cluster", "command", "given", "options", "storage_options"]

@@ -12,28 +12,21 @@ from typing import Any
 from ..errors import MzPeakDaskError
 from ..options import BatchOptions, ClusterOptions, ConvertOptions
 from ..pathtext import text, uri
+from ..storage.urls import basename, is_url, join
 from .args import add_options, command, options
 
 EXIT_FAILED = 1
 
 
 def cmd_convert(args: argparse.Namespace) -> int:
-    from ..convert import archive_names, convert_many, is_archive_folder
+    from ..convert import convert_many
     from ..parallel.progress import ProgressReporter
 
     convert, cluster = options(args, ConvertOptions), options(args, ClusterOptions)
-    inputs = [Path(p) for p in args.inputs]
-    output = Path(args.output)
-    folder = output.is_dir() and not is_archive_folder(output)
-    if len(inputs) == 1 and not folder:
-        jobs = [(inputs[0], output)]
+    if any(is_url(p) for p in [*args.inputs, args.output]):
+        jobs = _url_jobs(args.inputs, args.output)
     else:
-        if not folder:
-            what = "is an mzPeak archive" if output.is_dir() else "is not a directory"
-            raise MzPeakDaskError(
-                f"{output}: {what}; with several inputs, OUTPUT must be an existing directory"
-            )
-        jobs = [(i, output / name) for i, name in zip(inputs, archive_names(inputs), strict=True)]
+        jobs = _jobs([Path(p) for p in args.inputs], Path(args.output))
     progress = None if args.quiet else ProgressReporter(len(jobs))
     try:
         results = convert_many(
@@ -53,7 +46,8 @@ def cmd_convert(args: argparse.Namespace) -> int:
         if args.json:  # valid UTF-8 whatever the names; the URIs give the exact paths
             fields = result.to_dict()
             for key in ("input", "output"):
-                fields[key], fields[f"{key}_uri"] = text(fields[key]), uri(fields[key])
+                exact = fields[key] if is_url(fields[key]) else uri(fields[key])
+                fields[key], fields[f"{key}_uri"] = text(fields[key]), exact
             print(json.dumps(fields))
         elif not args.quiet:
             print(
@@ -64,6 +58,32 @@ def cmd_convert(args: argparse.Namespace) -> int:
                 f"in {result.seconds:.1f} s"
             )
     return EXIT_FAILED if failed else 0
+
+
+def _jobs(inputs: list[Path], output: Path) -> list[tuple[Path, Path]]:
+    """One input to an archive path, or several into an existing folder."""
+    from ..convert import archive_names, is_archive_folder
+
+    folder = output.is_dir() and not is_archive_folder(output)
+    if len(inputs) == 1 and not folder:
+        return [(inputs[0], output)]
+    if not folder:
+        what = "is an mzPeak archive" if output.is_dir() else "is not a directory"
+        raise MzPeakDaskError(
+            f"{output}: {what}; with several inputs, OUTPUT must be an existing directory"
+        )
+    return [(i, output / name) for i, name in zip(inputs, archive_names(inputs), strict=True)]
+
+
+def _url_jobs(inputs: list[str], output: str) -> list[tuple[str, str]]:
+    """Jobs with URLs: one input to OUTPUT, or several under the prefix OUTPUT/ (or folder)."""
+    from ..convert import archive_names
+
+    if len(inputs) == 1 and not output.endswith("/") and not Path(output).is_dir():
+        return [(inputs[0], output)]
+    names = archive_names([Path(basename(i)) for i in inputs])
+    where = (lambda n: join(output, n)) if is_url(output) else (lambda n: str(Path(output) / n))
+    return [(i, where(n)) for i, n in zip(inputs, names, strict=True)]
 
 
 def cmd_info(args: argparse.Namespace) -> int:
@@ -85,9 +105,22 @@ def cmd_batch(args: argparse.Namespace) -> int:
     batch = options(args, BatchOptions)
     progress = None if args.quiet else ProgressReporter(0)
     try:
-        outcome = run_batch(
-            args.source, args.output_dir, convert, cluster, batch, progress=progress
-        )
+        if is_url(args.source) or is_url(args.output_dir):
+            from ..batch.remote import run_remote_batch
+
+            outcome = run_remote_batch(
+                args.source,
+                args.output_dir,
+                convert,
+                cluster,
+                batch,
+                progress=progress,
+                state_dir=args.state_dir,
+            )
+        else:
+            outcome = run_batch(
+                args.source, args.output_dir, convert, cluster, batch, progress=progress
+            )
     finally:
         if progress:
             progress.close()
@@ -97,7 +130,11 @@ def cmd_batch(args: argparse.Namespace) -> int:
             where = "" if error.startswith(source) else f"{source}: "
             print(f"failed: {where}{error}", file=sys.stderr)
     if not args.quiet:
-        where = text(Path(args.output_dir) / "batch_report.json")
+        where = (
+            join(args.output_dir, "batch_report.json")
+            if is_url(args.output_dir)
+            else text(Path(args.output_dir) / "batch_report.json")
+        )
         print(
             f"{len(outcome.records)} files: {outcome.count('converted')} converted, "
             f"{outcome.count('skipped')} skipped, {outcome.failed} failed "
@@ -164,7 +201,12 @@ def add_commands(sub: Any) -> None:
         help="a folder (searched recursively) or a "
         "manifest (one path per line, or CSV/TSV with a 'path' column)",
     )
-    p.add_argument("output_dir", metavar="OUTPUT_DIR")
+    p.add_argument("output_dir", metavar="OUTPUT_DIR", help="a folder, or a bucket prefix")
+    p.add_argument(
+        "--state-dir",
+        help="with URLs: where the batch's state is kept (default: "
+        "~/.cache/mzpeak-dask/batches/<hash of OUTPUT_DIR>)",
+    )
     add_options(p, BatchOptions)
     add_options(p, ConvertOptions, ENCODING)
     add_options(p, ClusterOptions)

@@ -47,6 +47,7 @@ from ..errors import ArchiveError, InputError, OptionsError, OutputError
 from ..options import ClusterOptions, ConvertOptions, ZarrOptions
 from ..parallel.executors import Task, open_executor
 from ..read.archive import cached_archive
+from ..storage.urls import check_writable, is_url, local_path
 from ..zarr_runs import FORMAT, PER_SPECTRUM
 from ..zarr_runs.chunks import chunk_files
 from ..zarr_runs.store import (
@@ -54,9 +55,11 @@ from ..zarr_runs.store import (
     enable_rectilinear,
     fill_value,
     open_array,
+    open_group,
     write_table_array,
 )
 from .plan import ArraySpec, RunPlan, plan_run
+from .publish import exists, publish, staging_folder, target
 
 
 @dataclass
@@ -165,12 +168,25 @@ class RunExport:
     """One run's export on the coordinator: create, collect block results, commit."""
 
     def __init__(
-        self, archive: Path, store: Path, name: str, width: float, overwrite: bool, compression: str
+        self,
+        archive: Path,
+        store: str,
+        name: str,
+        width: float,
+        overwrite: bool,
+        compression: str,
+        staging: Path | None = None,
+        single_file: bool = False,
     ):
         self.archive, self.store, self.name = archive, store, name
         self.width, self.overwrite, self.compression = width, overwrite, compression
-        self.final = store / name
-        self.temporary = store / f".{name}.tmp-{uuid.uuid4().hex[:8]}"
+        self.single_file = single_file
+        # a local folder store: built beside its final name and renamed; a remote store or a
+        # single file: built in ``staging``, then published (export/publish.py)
+        self.published = staging is not None
+        self.final = Path(store) / name if staging is None else target(store, name, single_file)
+        tmp = f".{name}.tmp-{uuid.uuid4().hex[:8]}"
+        self.temporary = (Path(store) if staging is None else staging) / tmp
         self.started = time.perf_counter()
         self.plan: RunPlan | None = None
         self.pending = 0
@@ -221,7 +237,11 @@ class RunExport:
         write_table_array(group, "chunk_start", self.chunk_start)
         write_table_array(group, "chunk_end", self.chunk_end)
         group.attrs.update(self._attributes(plan))
-        _replace(self.temporary, self.final, self.overwrite)
+        if self.published:
+            publish(self.temporary, self.final, self.single_file, self.overwrite)
+            shutil.rmtree(self.temporary, ignore_errors=True)
+        else:
+            _replace(self.temporary, self.final, self.overwrite)
         return ZarrRunResult(
             archive=str(self.archive),
             group=str(self.final),
@@ -267,10 +287,19 @@ def run_names(archives: list[Path]) -> list[str]:
     return names
 
 
-def _check(archives: list[Path], store: Path, names: list[str], overwrite: bool) -> None:
+def _check(
+    archives: list[Path], store: str, names: list[str], overwrite: bool, single_file: bool
+) -> None:
     for archive in archives:
         if not archive.exists():
             raise InputError(f"{archive}: no such archive")
+    if single_file or is_url(store):
+        for name in names:
+            if exists(target(store, name, single_file), single_file) and not overwrite:
+                where = target(store, name, single_file)
+                raise OutputError(f"{where}: already exists (use --overwrite to replace it)")
+        return
+    store = Path(store)
     if store.exists() and not (store / "zarr.json").exists():
         if store.is_file() or any(store.iterdir()):
             raise OutputError(f"{store}: exists and is not a Zarr store")
@@ -289,8 +318,11 @@ def to_zarr(
     overwrite: bool = ZarrOptions.overwrite,
     compression: str = ZarrOptions.compression,
     block_points: int = ZarrOptions.block_points,
+    single_file: bool = ZarrOptions.single_file,
 ) -> list[ZarrRunResult]:
-    """Export archives into ``store`` (a folder), one group per run, in parallel on Dask.
+    """Export archives into ``store`` (a folder, or the URL of a remote store such as
+    ``s3://bucket/runs.zarr``), one group per run, in parallel on Dask; with ``single_file``
+    each run is one file ``STORE/RUN.zarr.zip`` (a ZIP store) instead.
 
     ``client`` is a ``distributed.Client`` to run on; otherwise ``cluster`` says which cluster
     to start (a LocalCluster by default; ``ClusterOptions(cluster="inline")`` runs in this
@@ -304,20 +336,29 @@ def to_zarr(
     paths = [Path(a) for a in archives]
     if not chunk_width > 0:
         raise OptionsError("chunk_width must be positive")
-    ZarrOptions(compression, overwrite, block_points)  # checks them
-    store = Path(store)
+    ZarrOptions(compression, overwrite, block_points, single_file)  # checks them
+    store = str(local_path(store))
     names = run_names(paths)
-    _check(paths, store, names, overwrite)
+    _check(paths, store, names, overwrite, single_file)
     enable_rectilinear()
-    zarr.open_group(str(store), mode="a")
+    staged = single_file or is_url(store)
+    if is_url(store):
+        check_writable(store)
+    if not single_file:
+        open_group(store, mode="a")
+    staging = staging_folder(store) if staged else None
     runs = [
-        RunExport(p, store, n, chunk_width, overwrite, compression)
+        RunExport(p, store, n, chunk_width, overwrite, compression, staging, single_file)
         for p, n in zip(paths, names, strict=True)
     ]
-    with open_executor(cluster or ClusterOptions(), client) as executor:
-        if executor.client is not None:
-            executor.client.run(enable_rectilinear)
-        return _drive(executor, runs, chunk_width, block_points)
+    try:
+        with open_executor(cluster or ClusterOptions(), client) as executor:
+            if executor.client is not None:
+                executor.client.run(enable_rectilinear)
+            return _drive(executor, runs, chunk_width, block_points)
+    finally:
+        if staging is not None:
+            shutil.rmtree(staging, ignore_errors=True)
 
 
 def _drive(executor: Any, runs: list[RunExport], width: float, points: int) -> list[ZarrRunResult]:

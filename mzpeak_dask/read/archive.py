@@ -17,9 +17,11 @@ import pyarrow as pa
 from .. import vocabulary as V
 from ..errors import ArchiveError
 from ..filecache import FileCache
+from ..storage.urls import is_url, local_path
 from ..tables.auxiliary import decode_auxiliary
 from .entity import EntityTables, value
 from .parquet_checks import damaged, open_parquet
+from .remote import RemoteArchiveStorage
 from .signal import SignalReader
 from .spectrum import Chromatogram, Spectrum
 from .storage import ArchiveStorage
@@ -35,11 +37,18 @@ _MAIN_TABLE = {
 class MzPeakArchive:
     """A read-only view of one mzPeak archive."""
 
-    def __init__(self, path: str | Path):
-        self.path = Path(path)
-        self.storage = ArchiveStorage(self.path)
+    def __init__(self, path: str | Path, storage_options: dict[str, Any] | None = None):
+        path = local_path(path)
+        if is_url(path):  # read by byte ranges: the central directory, footers, row groups
+            self.path: Path | str = str(path)
+            self.storage: ArchiveStorage = RemoteArchiveStorage(self.path, storage_options)
+        else:
+            self.path = Path(path)
+            self.storage = ArchiveStorage(self.path)
         try:
             self._open()
+            if self.storage.remote:  # the spectra's data footer belongs to opening
+                self.signal(V.SPECTRUM)
         except BaseException:
             self.storage.close()
             raise
@@ -93,7 +102,7 @@ class MzPeakArchive:
             member = self.member(entity, kind)
             reader = None
             if member is not None:
-                buffer = self.storage.buffer(member)
+                buffer = self.storage.source(member)
                 reader = SignalReader(buffer, V.CONTEXT[entity], f"{self.path}: {member}")
             self._signals[entity, kind] = reader
         return self._signals[entity, kind]
@@ -246,9 +255,11 @@ def _checked(i: int, n: int, what: str) -> int:
     return i
 
 
-def open_archive(path: str | Path) -> MzPeakArchive:
-    """Open an mzPeak archive (a ``.mzpeak`` ZIP or an unpacked directory)."""
-    return MzPeakArchive(path)
+def open_archive(path: str | Path, storage_options: dict[str, Any] | None = None) -> MzPeakArchive:
+    """Open an mzPeak archive (a ``.mzpeak`` ZIP or an unpacked directory): a path, or a URL
+    (``s3://``, ``gs://``, ``az://``, ``https://``, ``file://``) read by byte ranges, with
+    ``storage_options`` for its filesystem (default: those of ``--storage-options``)."""
+    return MzPeakArchive(path, storage_options)
 
 
 # An archive opened once per thread (its signal readers cache a row group, so threads do not

@@ -19,6 +19,7 @@ import struct
 import zipfile
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -57,10 +58,12 @@ def damaged(where: object) -> Iterator[None]:
         raise ArchiveError(f"{where}: malformed ({detail})") from None
 
 
-def open_parquet(buffer: pa.Buffer, where: str) -> pq.ParquetFile:
-    """A member as a ParquetFile whose footer has been checked (see the module docstring)."""
+def open_parquet(buffer: pa.Buffer | Any, where: str) -> pq.ParquetFile:
+    """A member as a ParquetFile whose footer has been checked (see the module docstring);
+    ``buffer`` is its bytes or a range-read source of them (a remote archive's member)."""
     with damaged(where):
-        pf = pq.ParquetFile(pa.BufferReader(buffer))
+        source = buffer if isinstance(buffer, pa.Buffer) else buffer.open()
+        pf = pq.ParquetFile(pa.BufferReader(buffer) if source is buffer else source)
     problem = footer_problem(pf.metadata, buffer.size)
     if problem:
         raise ArchiveError(f"{where}: {problem}")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from .. import vocabulary as V
 from ..errors import ArchiveError
@@ -28,6 +29,8 @@ class SignalReader:
     def __init__(self, buffer: pa.Buffer, context: str, name: str):
         self.name = name  # "ARCHIVE: MEMBER" (or the member alone), for errors
         self.file = open_parquet(buffer, name)
+        # a remote member fetches a row group's column chunks in one request before reading it
+        self._prefetch = getattr(buffer, "prefetch", None)
         kv = self.file.metadata.metadata or {}
         key = f"{context}_array_index".encode()
         if key not in kv:
@@ -95,6 +98,8 @@ class SignalReader:
 
     def _row_group(self, i: int) -> tuple[pa.StructArray, np.ndarray]:
         if self._cached is None or self._cached[0] != i:
+            if self._prefetch is not None:
+                self._prefetch(*_span(self.file.metadata.row_group(i)))
             table = self.file.read_row_group(i, use_threads=False)
             struct = table.column(self.prefix).combine_chunks()
             if isinstance(struct, pa.ChunkedArray):
@@ -172,6 +177,19 @@ class SignalReader:
             name = view.array_name if view.array_name not in out else f"{view.array_name} ({k})"
             out[name] = np.asarray(values).astype(view.dtype, copy=False)
         return out
+
+
+def _span(group: pq.RowGroupMetaData) -> tuple[int, int]:
+    """The bytes ``[start, stop)`` that hold a row group's column chunks."""
+    starts, stops = [], []
+    for j in range(group.num_columns):
+        chunk = group.column(j)
+        start = chunk.data_page_offset
+        if chunk.has_dictionary_page and chunk.dictionary_page_offset is not None:
+            start = min(start, chunk.dictionary_page_offset)
+        starts.append(start)
+        stops.append(start + chunk.total_compressed_size)
+    return min(starts, default=0), max(stops, default=0)
 
 
 __all__ = ["SignalReader"]

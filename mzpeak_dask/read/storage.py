@@ -27,6 +27,8 @@ _LOCAL_SIGNATURE = 0x04034B50
 class ArchiveStorage:
     """The members of one archive, by name."""
 
+    remote = False
+
     def __init__(self, path: str | Path):
         self.path = Path(path)
         if not self.path.exists():
@@ -85,6 +87,10 @@ class ArchiveStorage:
         offset, size = self._members[name]
         self._map.seek(offset)
         return self._map.read_buffer(size)
+
+    def source(self, name: str) -> pa.Buffer:
+        """What a data member's reader reads: here its whole buffer (a memory map)."""
+        return self.buffer(name)
 
     def index(self) -> tuple[list[archive_index.IndexEntry], dict]:
         """Entries of ``mzpeak_index.json``, or well-known names when it is missing."""

@@ -25,9 +25,11 @@ from .. import vocabulary as V
 from ..errors import ArchiveError, MzPeakDaskError
 from ..layouts import array_index as array_index_json
 from ..readers.identifiers import DuplicateIds
+from ..storage.urls import is_url, local_path
 from ..tables.columns import parse_inflected
 from .metadata import split_packed
 from .parquet_checks import damaged, open_parquet
+from .remote import RemoteArchiveStorage
 from .storage import ArchiveStorage
 
 ERROR, WARNING = "error", "warning"
@@ -45,7 +47,7 @@ class Problem:
 
 
 class _Checks:
-    def __init__(self, path: Path):
+    def __init__(self, path: Path | str):
         self.path = path
         self.problems: list[Problem] = []
 
@@ -64,9 +66,10 @@ class _Checks:
 
 def validate(path: str | Path) -> list[Problem]:
     """Every problem found in the archive at ``path`` (empty when it is conformant)."""
-    checks = _Checks(Path(path))
-    try:
-        storage = ArchiveStorage(path)
+    path = local_path(path)
+    checks = _Checks(path if is_url(path) else Path(path))
+    try:  # a remote archive's members are each read whole, once (validation reads them all)
+        storage = RemoteArchiveStorage(str(path)) if is_url(path) else ArchiveStorage(path)
     except MzPeakDaskError as exc:
         checks.error(str(path), str(exc).split(": ", 1)[-1])
         return checks.problems

@@ -29,6 +29,7 @@ import numpy as np
 import zstandard
 
 from ..filecache import per_file
+from ..storage.urls import is_url
 
 KNOWN_TYPES = {
     "bool",
@@ -140,6 +141,10 @@ class ChunkFiles:
     """The chunk objects of one 1-D array in a local Zarr v3 store."""
 
     def __init__(self, path: str | Path):
+        self.direct = False
+        if is_url(path):  # a remote store or a single-file run: through zarr
+            self.path = path
+            return
         self.path = Path(path)
         self._prefix = ""
         with open(self.path / "zarr.json", "rb") as f:

@@ -35,6 +35,7 @@ import zarr
 
 from ..filecache import per_file
 from .chunks import chunk_files
+from .locations import open_options
 
 RECTILINEAR = {"array.rectilinear_chunks": True}
 FUSED_PIPELINE = "zarr.core.codec_pipeline.FusedCodecPipeline"
@@ -58,9 +59,16 @@ def _fast_pipeline() -> Iterator[None]:
 
 
 def open_array(path: str | Path, mode: str = "r") -> zarr.Array:
-    """Open one array (rectilinear or not) with the fast codec pipeline."""
+    """Open one array (rectilinear or not) with the fast codec pipeline; ``path`` is a folder
+    or a location of :mod:`.locations` (a remote store, a single-file run)."""
     with _fast_pipeline():
-        return zarr.open_array(str(path), mode=mode)
+        return zarr.open_array(str(path), mode=mode, **open_options(path))
+
+
+def open_group(location: str | Path, mode: str = "r") -> zarr.Group:
+    """Open a group: a folder, or a location of :mod:`.locations`."""
+    enable_rectilinear()
+    return zarr.open_group(str(location), mode=mode, **open_options(location))
 
 
 @per_file(64, marker="zarr.json")
@@ -249,6 +257,7 @@ __all__ = [
     "enable_rectilinear",
     "grid",
     "open_array",
+    "open_group",
     "point_index",
     "read_whole",
     "write_table_array",

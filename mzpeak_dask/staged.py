@@ -1,0 +1,148 @@
+"""Conversions whose input or output is a URL (``s3://``, ``gs://``, ``az://``; ``https://``
+inputs only).
+
+An input URL is streamed into a local staging folder (a compressed ``.gz``/``.bz2`` input as
+it is: the readers decompress it there), converted as a local file, and the staged copy
+deleted. An output URL gets its archive built in the staging folder, then uploaded: one PUT,
+or a multipart upload aborted on any failure or interrupt, so only a complete archive ever
+appears at the key (:mod:`.storage.uploads`). Local paths pass through untouched.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+
+from .contracts import ConversionResult
+from .errors import InputError, MzPeakDaskError, OptionsError, OutputError, StorageError
+from .storage.uploads import upload_file
+from .storage.urls import basename, check_writable, filesystem, is_url, local_path
+
+
+class StagedJobs:
+    """The jobs of a conversion with their URLs replaced by staged local paths."""
+
+    def __init__(self, jobs: list[tuple[str | os.PathLike, str | os.PathLike]], options):
+        self.jobs = [(local_path(i), local_path(o)) for i, o in jobs]
+        self.remote = any(is_url(i) or is_url(o) for i, o in self.jobs)
+        self.options = options
+        self.folder: Path | None = None
+        self.local: list[tuple[Path, Path]] = []
+        self.errors: dict[int, MzPeakDaskError] = {}
+
+    def __enter__(self) -> StagedJobs:
+        if self.remote:
+            self.folder = Path(tempfile.mkdtemp(prefix="mzpeak-dask-staging-"))
+        for k, (source, output) in enumerate(self.jobs):
+            self.local.append((self._input(k, source), self._output(k, output)))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.folder is not None:
+            shutil.rmtree(self.folder, ignore_errors=True)
+
+    def _slot(self, k: int) -> Path:
+        folder = self.folder / str(k)
+        folder.mkdir(exist_ok=True)
+        return folder
+
+    def _input(self, k: int, source: str | os.PathLike) -> Path:
+        if not is_url(source):
+            return Path(source)
+        staged = self._slot(k) / basename(source)
+        try:
+            download(str(source), staged)
+        except MzPeakDaskError as exc:
+            self.errors[k] = exc
+        return staged
+
+    def _output(self, k: int, output: str | os.PathLike) -> Path:
+        if not is_url(output):
+            return Path(output)
+        output = str(output)
+        try:
+            if self.options.unpacked:
+                raise OptionsError(
+                    f"{output}: an archive in object storage is a ZIP (no --unpacked)"
+                )
+            check_writable(output)
+            fs, path = filesystem(output)
+            if fs.exists(path) and not self.options.overwrite:
+                raise OutputError(f"{output}: already exists (use --overwrite to replace it)")
+        except MzPeakDaskError as exc:
+            self.errors.setdefault(k, exc)
+        folder = self._slot(k) / "out"
+        folder.mkdir(exist_ok=True)
+        return folder / basename(output)
+
+    def run(self, run_jobs, cluster, client, progress, fail_fast, on_result) -> list:
+        """Convert the staged jobs with ``run_jobs``, uploading each archive as it ends."""
+        if fail_fast and self.errors:
+            raise next(iter(self.errors.values()))
+        results: dict[int, ConversionResult | MzPeakDaskError] = dict(self.errors)
+        todo = [k for k in range(len(self.jobs)) if k not in self.errors]
+
+        def finished(j: int, outcome: ConversionResult | MzPeakDaskError) -> None:
+            k = todo[j]
+            results[k] = self.finish(k, outcome)
+            if on_result is not None:
+                on_result(k, results[k])
+            if fail_fast and isinstance(results[k], BaseException):
+                raise results[k]
+
+        if on_result is not None:
+            for k, error in self.errors.items():
+                on_result(k, error)
+        local = [self.local[k] for k in todo]
+        if local:
+            run_jobs(local, self.options, cluster, client, progress, fail_fast, finished)
+        return [results[k] for k in range(len(self.jobs))]
+
+    def finish(self, k: int, outcome: ConversionResult | MzPeakDaskError):
+        """Upload job ``k``'s staged archive to its URL; the result then names the URLs."""
+        source, output = self.jobs[k]
+        if isinstance(outcome, BaseException):
+            return self._named(k, outcome)
+        try:
+            if is_url(output):
+                upload_file(self.local[k][1], str(output))
+                shutil.rmtree(self.local[k][1].parent, ignore_errors=True)
+        except MzPeakDaskError as exc:
+            return exc
+        return replace(outcome, input=str(source), output=str(output))
+
+    def _named(self, k: int, error: BaseException) -> BaseException:
+        """``error`` with the staged paths in its message replaced by the job's URLs."""
+        message = str(error)
+        for staged, given in zip(self.local[k], self.jobs[k], strict=True):
+            if is_url(given):
+                message = message.replace(str(staged), str(given))
+        if message == str(error) or not isinstance(error, MzPeakDaskError):
+            return error
+        try:
+            return type(error)(message)
+        except TypeError:
+            return error
+
+
+def download(url: str, target: Path) -> None:
+    """Stream ``url`` into ``target`` (one line naming the URL if it fails)."""
+    fs, path = filesystem(url)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    try:  # the client's own streaming (concurrent ranged GETs for a large S3 object)
+        fs.get_file(path, str(target))
+    except FileNotFoundError:
+        raise InputError(f"{url}: no such object") from None
+    except MzPeakDaskError:
+        raise
+    except Exception as exc:
+        text = str(exc).strip().splitlines()
+        raise StorageError(
+            f"{url}: download failed ({type(exc).__name__}: {text[0] if text else ''})"
+        ) from None
+
+
+__all__ = ["StagedJobs", "download"]

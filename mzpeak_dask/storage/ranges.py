@@ -1,0 +1,167 @@
+"""Reading byte ranges of a remote object: one ranged GET per miss, a small read-ahead cache,
+and a count of the requests made and the bytes they brought.
+
+A :class:`RangeSource` is a window ``[offset, offset + size)`` of one object (a ZIP member, or
+a whole object); :meth:`RangeSource.open` gives pyarrow a file over it, and
+:meth:`RangeSource.prefetch` fetches a span (a Parquet row group's column chunks) in one
+request so that the reads pyarrow makes inside it cost nothing more.
+"""
+
+from __future__ import annotations
+
+import io
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+
+from ..errors import StorageError
+
+READ_AHEAD = 1 << 16  # bytes a miss fetches at least (covers a Parquet footer's first read)
+CACHE_BYTES = 32 << 20  # spans kept per source, least recently used dropped first
+
+
+@dataclass
+class Transfer:
+    """Requests made and bytes received, shared by every source of one archive or input."""
+
+    requests: int = 0
+    bytes: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def add(self, received: int) -> None:
+        with self._lock:
+            self.requests += 1
+            self.bytes += received
+        if self is not TOTAL:
+            TOTAL.add(received)
+
+
+TOTAL = Transfer()  # every request of this process (what the remote benchmark reports)
+
+
+def fetch(fs: Any, path: str, start: int, stop: int, where: str, transfer: Transfer) -> bytes:
+    """Bytes ``[start, stop)`` of the object in one ranged request (one line if it fails)."""
+    if stop <= start:
+        return b""
+    try:
+        data = fs.cat_file(path, start=start, end=stop)
+    except FileNotFoundError:
+        raise StorageError(f"{where}: no such object") from None
+    except Exception as exc:  # every client has its own errors; a user needs one line
+        text = str(exc).strip().splitlines()
+        raise StorageError(
+            f"{where}: read failed ({type(exc).__name__}: {text[0] if text else ''})"
+        ) from None
+    transfer.add(len(data))
+    if len(data) != stop - start:
+        raise StorageError(f"{where}: short read ({len(data)} of {stop - start} bytes)")
+    return data
+
+
+class RangeSource:
+    """Bytes ``[offset, offset + size)`` of one object, read by range with a read-ahead cache."""
+
+    def __init__(
+        self,
+        fs: Any,
+        path: str,
+        offset: int,
+        size: int,
+        where: str,
+        transfer: Transfer,
+        read_ahead: int = READ_AHEAD,
+    ):
+        self.fs, self.path, self.offset, self.size = fs, path, offset, size
+        self.where, self.transfer, self.read_ahead = where, transfer, read_ahead
+        self._spans: OrderedDict[int, bytes] = OrderedDict()
+        self._held = 0
+        self._lock = threading.Lock()
+
+    def cached(self, start: int, stop: int) -> bytes | None:
+        """Bytes ``[start, stop)`` if one cached span holds them all, else None."""
+        with self._lock:
+            for begin, data in self._spans.items():
+                if begin <= start and stop <= begin + len(data):
+                    self._spans.move_to_end(begin)
+                    return data[start - begin : stop - begin]
+        return None
+
+    def _keep(self, begin: int, data: bytes) -> None:
+        with self._lock:
+            self._held += len(data) - len(self._spans.pop(begin, b""))
+            self._spans[begin] = data
+            while self._held > CACHE_BYTES and len(self._spans) > 1:
+                self._held -= len(self._spans.popitem(last=False)[1])
+
+    def _get(self, start: int, stop: int) -> bytes:
+        begin, end = self.offset + start, self.offset + stop
+        data = fetch(self.fs, self.path, begin, end, self.where, self.transfer)
+        self._keep(start, data)
+        return data
+
+    def read(self, start: int, length: int) -> bytes:
+        """``length`` bytes from ``start`` (fewer at the end), from the cache when it holds them."""
+        start = max(0, min(start, self.size))
+        stop = min(self.size, start + max(0, length))
+        if stop <= start:
+            return b""
+        hit = self.cached(start, stop)
+        if hit is not None:
+            return hit
+        span_stop = min(self.size, max(stop, start + self.read_ahead))
+        return self._get(start, span_stop)[: stop - start]
+
+    def prefetch(self, start: int, stop: int) -> None:
+        """Fetch ``[start, stop)`` in one request unless the cache already holds it."""
+        start, stop = max(0, start), min(self.size, stop)
+        if stop > start and self.cached(start, stop) is None:
+            self._get(start, stop)
+
+    def buffer(self) -> pa.Buffer:
+        """The whole window, in one request."""
+        return pa.py_buffer(self.read(0, self.size))
+
+    def open(self) -> pa.NativeFile:
+        """A read-only pyarrow file over the window."""
+        return pa.PythonFile(RangeFile(self), mode="r")
+
+
+class RangeFile(io.RawIOBase):
+    """A seekable binary file over a :class:`RangeSource`."""
+
+    def __init__(self, source: RangeSource):
+        super().__init__()
+        self.source = source
+        self.position = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self.position, io.SEEK_END: self.source.size}
+        self.position = max(0, base[whence] + offset)
+        return self.position
+
+    def tell(self) -> int:
+        return self.position
+
+    def read(self, size: int = -1) -> bytes:
+        if size is None or size < 0:
+            size = self.source.size - self.position
+        data = self.source.read(self.position, size)
+        self.position += len(data)
+        return data
+
+    def readinto(self, buffer: Any) -> int:
+        data = self.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+
+__all__ = ["TOTAL", "RangeFile", "RangeSource", "Transfer", "fetch"]

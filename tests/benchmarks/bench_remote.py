@@ -1,0 +1,174 @@
+"""Remote-archive benchmark: what ``info``, one random spectrum and an XIC cost over HTTP and
+S3 (requests made, bytes transferred, time) against the same archive on local disk; and the
+conversion throughput s3 -> s3 against local -> local.
+
+    python -m tests.benchmarks.bench_remote [--copies 28] [--spectra 20]
+
+The archive is mzdata/small.mzML replicated ``--copies`` times into one run and converted
+(about 40 MB at 28 copies). Both servers are real and on loopback: a static HTTP server with
+Range support that counts the requests and bytes it sends, and moto's S3 server (its figures
+are counted by the reader: every request it made and the bytes it received; a local archive
+makes none). "One random
+spectrum" is the median over ``--spectra`` random spectra, each read from a freshly opened
+archive (opening not counted); its row group is the compressed size of the row groups that can
+hold it, from the footer. Loopback has no latency: the times show overheads, not a WAN.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import time
+from pathlib import Path
+
+import numpy as np
+
+from mzpeak_dask import ClusterOptions, ConvertOptions, convert, open_archive
+from mzpeak_dask.analysis import xic
+from mzpeak_dask.read.archive import cached_archive
+from mzpeak_dask.read.summary import summarize
+from mzpeak_dask.storage.ranges import TOTAL
+
+from ..servers import new_bucket, range_server, s3_client, s3_server
+from .common import DATA, machine, replicated, workdir
+
+INLINE = ClusterOptions(cluster="inline")
+TARGETS = [445.12, 524.26, 1221.99]
+
+
+def group_bytes(archive, i: int) -> int:
+    signal = archive.signal("spectrum")
+    md = signal.file.metadata
+    groups = signal.groups_for(np.array([i]))
+    return sum(
+        md.row_group(g).column(j).total_compressed_size
+        for g in groups
+        for j in range(md.num_columns)
+    )
+
+
+class Counter:
+    """Requests and bytes: the HTTP server's log, or the reader's count of every request this
+    process made (mzpeak_dask.storage.ranges.TOTAL)."""
+
+    def __init__(self, server=None):
+        self.server = server
+
+    def read(self, archive=None) -> tuple[int, int]:
+        if self.server is not None:
+            return self.server.served.requests, self.server.served.bytes
+        return TOTAL.requests, TOTAL.bytes
+
+
+def measure(where: str, counter: Counter, spectra: list[int]) -> dict:
+    out = {}
+    start = time.perf_counter()
+    before = counter.read()
+    with open_archive(where) as archive:
+        summarize(archive)
+        after = counter.read(archive)
+    out["info"] = (after[0] - before[0], after[1] - before[1], time.perf_counter() - start)
+    rows = []
+    for i in spectra:
+        with open_archive(where) as archive:
+            before = counter.read(archive)
+            start = time.perf_counter()
+            archive[i]
+            seconds = time.perf_counter() - start
+            after = counter.read(archive)
+            rows.append(
+                (after[0] - before[0], after[1] - before[1], seconds, group_bytes(archive, i))
+            )
+    out["spectrum"] = tuple(statistics.median(r[k] for r in rows) for k in range(4))
+    out["spectrum_max_requests"] = max(r[0] for r in rows)
+    out["spectrum_max_ratio"] = max(r[1] / max(r[3], 1) for r in rows)
+    cached_archive.clear()
+    before = counter.read()
+    start = time.perf_counter()
+    xic([where], TARGETS, ppm=10)
+    seconds = time.perf_counter() - start
+    after = counter.read()
+    cached_archive.clear()
+    out["xic"] = (after[0] - before[0], after[1] - before[1], seconds)
+    return out
+
+
+def convert_throughput(source: Path, bucket: str, endpoint: str, root: Path) -> None:
+    size = source.stat().st_size
+    start = time.perf_counter()
+    convert(source, root / "local-out.mzpeak", ConvertOptions(overwrite=True), cluster=INLINE)
+    local = time.perf_counter() - start
+    s3_client(endpoint).upload_file(str(source), bucket, f"in/{source.name}")
+    try:
+        start = time.perf_counter()
+        convert(
+            f"s3://{bucket}/in/{source.name}",
+            f"s3://{bucket}/out/run.mzpeak",
+            ConvertOptions(overwrite=True),
+            cluster=INLINE,
+        )
+        remote = time.perf_counter() - start
+    except Exception as exc:  # a build without URL conversion
+        print(f"convert s3 -> s3: not available ({type(exc).__name__}: {exc})")
+        print(f"convert local -> local: {size / local / 1e6:.1f} MB/s ({local:.1f} s)")
+        return
+    print(
+        f"convert {size / 1e6:.1f} MB mzML, inline: local -> local {size / local / 1e6:.1f} MB/s "
+        f"({local:.1f} s); s3 -> s3 {size / remote / 1e6:.1f} MB/s ({remote:.1f} s); "
+        f"s3/local time {remote / local:.2f}x"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--copies", type=int, default=28)
+    parser.add_argument("--spectra", type=int, default=20)
+    parser.add_argument("--no-convert", action="store_true", help="skip the throughput part")
+    args = parser.parse_args()
+    print(machine())
+    source = replicated(DATA / "mzdata" / "small.mzML", args.copies)
+    root = workdir() / "remote"
+    root.mkdir(exist_ok=True)
+    archive = root / f"small_x{args.copies}.mzpeak"
+    if not archive.exists():
+        convert(source, archive, ConvertOptions(), cluster=INLINE)
+    size = archive.stat().st_size
+    with open_archive(archive) as a:
+        n = len(a)
+    rng = np.random.default_rng(13)
+    spectra = sorted(rng.choice(n, size=min(args.spectra, n), replace=False).tolist())
+    print(f"archive: {archive.name}, {size / 1e6:.1f} MB, {n} spectra")
+    with range_server(root) as http, s3_server() as endpoint:
+        bucket = new_bucket(endpoint)
+        s3_client(endpoint).upload_file(str(archive), bucket, archive.name)
+        figures = {
+            "local": measure(str(archive), Counter(), spectra),
+            "http": measure(f"{http.url}/{archive.name}", Counter(http), spectra),
+            "s3": measure(f"s3://{bucket}/{archive.name}", Counter(), spectra),
+        }
+        print(
+            f"{'':6} {'info: req':>10} {'bytes':>10} {'ms':>7} | {'spectrum: req':>13} "
+            f"{'bytes':>9} {'row group':>9} {'ms':>6} | {'xic: req':>8} {'bytes':>11} {'ms':>7}"
+        )
+        for name, f in figures.items():
+            i, s, x = f["info"], f["spectrum"], f["xic"]
+            print(
+                f"{name:6} {i[0]:>10} {i[1]:>10,} {i[2] * 1e3:>7.1f} | {s[0]:>13g} "
+                f"{s[1]:>9,.0f} {s[3]:>9,.0f} {s[2] * 1e3:>6.1f} | {x[0]:>8} {x[1]:>11,} "
+                f"{x[2] * 1e3:>7.1f}"
+            )
+        for name in ("http", "s3"):
+            f = figures[name]
+            print(
+                f"{name}: info {f['info'][1] / 1e6:.3f} MB of {size / 1e6:.1f} MB (goal <= 1 MB); "
+                f"one spectrum: at most {f['spectrum_max_requests']} requests (goal <= 3), "
+                f"at most {f['spectrum_max_ratio']:.2f}x its row group's bytes (goal <= 2x)"
+            )
+        if not args.no_convert:
+            convert_throughput(source, bucket, endpoint, root)
+    shutil.rmtree(root / "local-out.mzpeak", ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,173 @@
+"""Real servers on loopback for the object-storage tests and the remote benchmark: an
+S3-compatible server (moto in server mode) and a static HTTP server that honours Range
+requests and counts the requests and bytes it serves."""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import threading
+import uuid
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import unquote
+
+_RANGE = re.compile(r"bytes=(\d*)-(\d*)$")
+
+S3_ENVIRONMENT = {
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",
+    "AWS_DEFAULT_REGION": "us-east-1",
+}
+
+
+@dataclass
+class Served:
+    """What the HTTP server sent: one entry per request, ``(method, path, range, bytes)``."""
+
+    log: list[tuple[str, str, str | None, int]] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def add(self, method: str, path: str, ranged: str | None, sent: int) -> None:
+        with self.lock:
+            self.log.append((method, path, ranged, sent))
+
+    @property
+    def requests(self) -> int:
+        return len(self.log)
+
+    @property
+    def bytes(self) -> int:
+        return sum(entry[3] for entry in self.log)
+
+    def reset(self) -> None:
+        with self.lock:
+            self.log.clear()
+
+
+class RangeServer(ThreadingHTTPServer):
+    """Serves the files under ``root`` (GET and HEAD, single byte ranges)."""
+
+    daemon_threads = True
+
+    def __init__(self, root: Path):
+        self.root = Path(root)
+        self.served = Served()
+        super().__init__(("127.0.0.1", 0), _Handler)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}"
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: RangeServer
+
+    def log_message(self, *args: object) -> None:  # quiet
+        pass
+
+    def _file(self) -> Path | None:
+        path = (self.server.root / unquote(self.path.split("?", 1)[0]).lstrip("/")).resolve()
+        if not path.is_file() or self.server.root.resolve() not in path.parents:
+            return None
+        return path
+
+    def do_HEAD(self) -> None:
+        path = self._file()
+        if path is None:
+            self.send_error(404)
+            return
+        self.server.served.add("HEAD", self.path, None, 0)  # counted before the client has it
+        self.send_response(200)
+        self.send_header("Content-Length", str(path.stat().st_size))
+        self.send_header("Accept-Ranges", "bytes")
+        self.end_headers()
+
+    def do_GET(self) -> None:
+        path = self._file()
+        if path is None:
+            self.send_error(404)
+            return
+        size = path.stat().st_size
+        ranged = self.headers.get("Range")
+        start, stop = 0, size
+        if ranged:
+            match = _RANGE.match(ranged.strip())
+            if not match or not (match.group(1) or match.group(2)):
+                self.send_error(416)
+                return
+            first, last = match.groups()
+            if first:
+                start, stop = int(first), min(size, int(last) + 1 if last else size)
+            else:
+                start = max(0, size - int(last))
+            if start >= size:
+                self.send_error(416)
+                return
+        with open(path, "rb") as f:
+            f.seek(start)
+            data = f.read(stop - start)
+        self.server.served.add("GET", self.path, ranged, len(data))
+        self.send_response(206 if ranged else 200)
+        if ranged:
+            self.send_header("Content-Range", f"bytes {start}-{stop - 1}/{size}")
+        self.send_header("Content-Length", str(len(data)))
+        self.send_header("Accept-Ranges", "bytes")
+        self.end_headers()
+        self.wfile.write(data)
+
+
+@contextmanager
+def range_server(root: Path):
+    """A RangeServer over ``root`` on loopback, for the duration of the block."""
+    server = RangeServer(root)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+@contextmanager
+def s3_server():
+    """moto's S3 server on loopback, with the standard AWS environment pointing at it (the
+    endpoint and test credentials); yields the endpoint URL."""
+    from moto.server import ThreadedMotoServer
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one line per request otherwise
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    endpoint = f"http://{host}:{port}"
+    saved = {k: os.environ.get(k) for k in [*S3_ENVIRONMENT, "AWS_ENDPOINT_URL"]}
+    os.environ.update(S3_ENVIRONMENT, AWS_ENDPOINT_URL=endpoint)
+    try:
+        yield endpoint
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+        server.stop()
+
+
+def new_bucket(endpoint: str) -> str:
+    """A new, empty bucket on the server at ``endpoint``."""
+    import boto3
+
+    name = f"runs-{uuid.uuid4().hex[:12]}"
+    boto3.client("s3", endpoint_url=endpoint).create_bucket(Bucket=name)
+    return name
+
+
+def s3_client(endpoint: str):
+    import boto3
+
+    return boto3.client("s3", endpoint_url=endpoint)

@@ -1,0 +1,64 @@
+"""Fixtures of the object-storage tests: moto's S3 server and a Range-capable HTTP server, both
+real servers on loopback that the real clients (s3fs, fsspec's HTTP filesystem) talk to."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from ..conftest import BUNDLED, DATA, INLINE
+from ..servers import new_bucket, range_server, s3_server
+
+
+@pytest.fixture(autouse=True)
+def _threads_here():
+    """Lazy reads run on Dask's threads in this process: a distributed client that another
+    test left as the default has workers started before the S3 environment was set, and
+    workers without the store's credentials cannot read it (README: workers started by hand)."""
+    import dask
+
+    with dask.config.set(scheduler="threads"):
+        yield
+
+
+@pytest.fixture(scope="session")
+def s3_endpoint():
+    """The endpoint of an S3 server on loopback (the AWS environment points at it)."""
+    from mzpeak_dask.storage import set_default_options
+
+    with s3_server() as endpoint:
+        set_default_options(None)  # filesystems made before the endpoint are dropped
+        yield endpoint
+        set_default_options(None)
+
+
+@pytest.fixture
+def bucket(s3_endpoint) -> str:
+    """A new, empty bucket."""
+    return new_bucket(s3_endpoint)
+
+
+@pytest.fixture(scope="session")
+def reference_archives(tmp_path_factory):
+    """A folder holding copies of reference archives (ZIP and directory forms)."""
+    root = tmp_path_factory.mktemp("served")
+    source = DATA / "HUPO-PSI_mzPeak"
+    for name in ("small.mzpeak", "small.chunked.mzpeak"):
+        shutil.copy(source / name, root / name)
+    shutil.copytree(source / "small.unpacked.mzpeak", root / "small.unpacked.mzpeak")
+    _convert(BUNDLED / "small.mzML", root / "ours.mzpeak")  # many row groups, peaks member
+    return root
+
+
+def _convert(source, output) -> None:
+    from mzpeak_dask import ConvertOptions, convert
+
+    convert(source, output, ConvertOptions(peaks=True), cluster=INLINE)
+
+
+@pytest.fixture(scope="session")
+def http_server(reference_archives):
+    """An HTTP server with Range support over ``reference_archives`` (it counts what it sends)."""
+    with range_server(reference_archives) as server:
+        yield server

@@ -1,0 +1,107 @@
+"""``open_archive`` over S3 and HTTPS reads the same spectra, chromatograms and tables as the
+local archive, by byte ranges only: never the whole object."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mzpeak_dask import open_archive
+from mzpeak_dask.errors import ArchiveError
+
+from ..servers import s3_client
+
+NAMES = ("small.mzpeak", "small.chunked.mzpeak", "ours.mzpeak")
+
+
+def assert_same(local, remote, metadata: bool = True) -> None:
+    assert len(remote) == len(local) and remote.chromatogram_count == local.chromatogram_count
+    assert remote.spectra.equals(local.spectra)
+    for i in range(len(local)):
+        a, b = local[i], remote[i]
+        assert a.id == b.id and a.ms_level == b.ms_level and a.time == b.time
+        assert a.arrays.keys() == b.arrays.keys()
+        for name in a.arrays:
+            np.testing.assert_array_equal(a.arrays[name], b.arrays[name])
+    for i in range(local.chromatogram_count):
+        a, b = local.read_chromatogram(i), remote.read_chromatogram(i)
+        for name in a.arrays:
+            np.testing.assert_array_equal(a.arrays[name], b.arrays[name])
+    if metadata:
+        assert remote.file_metadata == local.file_metadata
+
+
+def upload_tree(endpoint: str, bucket: str, root, name: str) -> str:
+    client = s3_client(endpoint)
+    path = root / name
+    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
+    for file in files:
+        client.upload_file(str(file), bucket, str(file.relative_to(root)))
+    return f"s3://{bucket}/{name}"
+
+
+@pytest.mark.parametrize("name", [*NAMES, "small.unpacked.mzpeak"])
+def test_s3_archive_equals_the_local_one(s3_endpoint, bucket, reference_archives, name):
+    url = upload_tree(s3_endpoint, bucket, reference_archives, name)
+    with open_archive(reference_archives / name) as local, open_archive(url) as remote:
+        assert remote.storage.remote and remote.path == url
+        assert_same(local, remote)
+        assert remote.storage.transfer.requests > 0
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_https_archive_equals_the_local_one_by_ranges_only(http_server, reference_archives, name):
+    size = (reference_archives / name).stat().st_size
+    http_server.served.reset()
+    with open_archive(reference_archives / name) as local:
+        with open_archive(f"{http_server.url}/{name}") as remote:
+            assert_same(local, remote)
+            counted = remote.storage.transfer
+    log = [e for e in http_server.served.log if e[0] == "GET"]
+    assert log and all(ranged is not None for _, _, ranged, _ in log)  # never the whole object
+    assert all(sent < size for *_, sent in log)
+    assert counted.requests == http_server.served.requests
+    assert counted.bytes == http_server.served.bytes
+
+
+@pytest.mark.parametrize("item", [0, 17, 31, 47])
+def test_one_spectrum_after_open_is_one_request_of_its_row_group(http_server, item):
+    with open_archive(f"{http_server.url}/ours.mzpeak") as remote:
+        assert remote.signal("spectrum").row_groups > 10
+        before = (http_server.served.requests, http_server.served.bytes)
+        spectrum = remote[item]
+        requests = http_server.served.requests - before[0]
+        sent = http_server.served.bytes - before[1]
+        signal = remote.signal("spectrum")
+        groups = signal.groups_for(np.array([item]))
+        md = signal.file.metadata
+        group_bytes = sum(
+            md.row_group(g).column(j).total_compressed_size
+            for g in groups
+            for j in range(md.num_columns)
+        )
+    assert len(spectrum.arrays["m/z array"]) > 0
+    assert requests <= min(3, len(groups))  # 0 when the footer's read brought it
+    assert sent <= 2 * group_bytes
+
+
+def test_a_missing_remote_archive_is_one_line(http_server, s3_endpoint, bucket):
+    with pytest.raises(ArchiveError, match="no such archive") as caught:
+        open_archive(f"{http_server.url}/nothing.mzpeak")
+    assert "\n" not in str(caught.value)
+    with pytest.raises(ArchiveError, match=f"s3://{bucket}/nothing.mzpeak: no such archive"):
+        open_archive(f"s3://{bucket}/nothing.mzpeak")
+
+
+def test_xic_over_an_https_archive_equals_the_local_one(http_server, reference_archives):
+    import pandas as pd
+
+    from mzpeak_dask.analysis import open_runs, xic
+
+    targets = [445.12, 1221.9906]
+    remote = open_runs([f"{http_server.url}/ours.mzpeak"])
+    assert remote[0].name == "ours"
+    found = xic(remote, targets, ppm=20)["ours"]
+    expected = xic([reference_archives / "ours.mzpeak"], targets, ppm=20)["ours"]
+    pd.testing.assert_frame_equal(found, expected)
+    assert (found[targets].to_numpy() > 0).any()
