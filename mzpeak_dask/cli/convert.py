@@ -12,13 +12,13 @@ from typing import Any
 from ..errors import MzPeakDaskError
 from ..options import BatchOptions, ClusterOptions, ConvertOptions
 from ..pathtext import text, uri
-from .args import add_options, command, options
+from .args import add_options, cluster_asked, command, options
 
 EXIT_FAILED = 1
 
 
 def cmd_convert(args: argparse.Namespace) -> int:
-    from ..convert import archive_names, convert_many, is_archive_folder
+    from ..convert import archive_names, choose_cluster, convert_many, is_archive_folder
     from ..parallel.progress import ProgressReporter
 
     convert, cluster = options(args, ConvertOptions), options(args, ClusterOptions)
@@ -34,6 +34,10 @@ def cmd_convert(args: argparse.Namespace) -> int:
                 f"{output}: {what}; with several inputs, OUTPUT must be an existing directory"
             )
         jobs = [(i, output / name) for i, name in zip(inputs, archive_names(inputs), strict=True)]
+    if not cluster_asked(args):  # the size of the work decides; say what it decided
+        cluster, choice = choose_cluster(inputs)
+        if not args.quiet:
+            print(choice, file=sys.stderr)
     progress = None if args.quiet else ProgressReporter(len(jobs))
     try:
         results = convert_many(
