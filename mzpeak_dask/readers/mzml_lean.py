@@ -61,9 +61,11 @@ class _Walker:
         """The element's params (pyteomics' merge applied) and its other children by name."""
         raw: list[Raw] = []
         children: dict[str, list[Any]] = {}
+        grouped = False
+        cv, user = self.cv, self.user
         for child in element:
             tag = child.tag
-            if tag == self.cv or tag == self.user:
+            if tag == cv or tag == user:
                 a = child.attrib
                 name = a.get("name")
                 if name is None:
@@ -71,9 +73,10 @@ class _Walker:
                 raw.append((name, a.get("accession"), typed_value(a), unit_of(a)))
             elif tag == self.ref:
                 raw.extend(self.groups.get(child.get("ref", ""), ()))
+                grouped = True
             else:
                 children.setdefault(self.local(tag), []).append(child)
-        return _merged(raw, int_ms_level), children
+        return _merged(raw, grouped, int_ms_level), children
 
     def group(self, element: Any) -> None:
         params, _ = self.walk(element)
@@ -88,11 +91,11 @@ class _Walker:
         return self.walk(element)[0] if element is not None else []
 
 
-def _merged(raw: list[Raw], int_ms_level: bool) -> list[Param]:
+def _merged(raw: list[Raw], grouped: bool, int_ms_level: bool) -> list[Param]:
     """pyteomics' dict of params: one entry per name (the first one's accession and unit) at
-    its first place."""
+    its first place. ``grouped``: ``raw`` holds a group's params (whose values may be lists)."""
     names = {r[0] for r in raw}
-    if len(names) == len(raw) and not any(isinstance(r[2], list) for r in raw):
+    if len(names) == len(raw) and not (grouped and any(isinstance(r[2], list) for r in raw)):
         out = [Param(n, a, v, u) for n, a, v, u in raw]
     else:
         # name -> [accession, unit, values, whether pyteomics holds a list]; a group's list

@@ -63,12 +63,17 @@ def value_type(accession: str | None, cv_ref: str | None) -> Callable[[str], Any
 
 def typed_value(attrib: Any) -> Value:
     """The value of a cvParam/userParam element from its attributes (None when empty)."""
-    text = attrib.get("value", "")
+    text = attrib.get("value")
     if not text:
         return None
-    kind = _EXPLICIT.get(attrib.get("type", ""))
-    if kind is None:
-        kind = value_type(attrib.get("accession"), attrib.get("cvRef"))
+    explicit = attrib.get("type")
+    if explicit is not None and explicit in _EXPLICIT:
+        kind = _EXPLICIT[explicit]
+    elif attrib.get("cvRef") in _PSI_MS:
+        accession = attrib.get("accession")
+        kind = _TYPES.get(accession) or value_type(accession, "MS")
+    else:
+        kind = float
     try:
         return kind(text)
     except ValueError:
