@@ -37,17 +37,10 @@ _TYPES: dict[str | None, Callable[[str], Any]] = {}
 
 
 def _term_type(accession: str) -> Callable[[str], Any]:
-    from psims.controlled_vocabulary.relationship import HasValueTypeRelationship
-
-    try:
-        entity = cv.psi_ms()[accession]
-    except KeyError:
-        return float
-    for relation in entity.relationship:
-        if isinstance(relation, HasValueTypeRelationship):
-            kind = _XSD.get(relation.value_type.id)
-            if kind is not None:
-                return kind
+    for name in cv.value_types().get(accession, ()):
+        kind = _XSD.get(name)
+        if kind is not None:
+            return kind
     return float
 
 
