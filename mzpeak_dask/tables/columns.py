@@ -25,6 +25,7 @@ from ..records import Param
 _NON_WORD = re.compile(r"[^A-Za-z0-9_-]")
 
 
+@lru_cache(maxsize=4096)
 def inflect(accession: str, name: str, unit: str | None = None) -> str:
     """Column name for a CV term: ``{CV}_{number}_{name}[_unit_{UNITCV}_{number}]``."""
     prefix, number = accession.split(":", 1)
