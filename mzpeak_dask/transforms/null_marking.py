@@ -67,6 +67,8 @@ def _median(values: np.ndarray) -> np.float64:
     dominated the spacing model's cost): the middle element, or the mean of the middle pair
     (``(0 + a + b) / 2``, as ``np.mean`` of two values sums), NaN when there is a NaN."""
     n = values.shape[0]
+    if n == 0:
+        return np.float64(np.nan)  # np.median of nothing (after a NaN first median)
     half = n // 2
     kth = [half - 1, half] if n % 2 == 0 else [half]
     part = np.partition(values, [*kth, n - 1] if kth[-1] != n - 1 else kth)

@@ -52,3 +52,11 @@ def test_median_is_numpys_on_any_values(values: list[float]) -> None:
     array = np.array(values, dtype=np.float64)
     want, got = np.median(array), _median(array)
     assert (np.isnan(want) and np.isnan(got)) or want.tobytes() == got.tobytes()
+
+
+def test_second_median_of_spacings_with_nan_is_numpys_nan() -> None:
+    # NaN leaves no spacing <= the first median: np.median of nothing is NaN, not an error
+    with np.errstate(invalid="ignore"), pytest.warns(RuntimeWarning):
+        expected = _numpy_second_median(np.array([np.nan, 1.0, 2.0]))
+    assert np.isnan(expected)
+    assert np.isnan(second_median(np.array([np.nan, 1.0, 2.0])))
