@@ -19,10 +19,9 @@ from .null_marking import (
     CONSTANT_PREFERENCE,
     MAX_MODEL_DELTA,
     MIN_REGRESSION_POINTS,
-    second_median,
 )
 
-__all__ = ["fit_delta_models"]
+__all__ = ["fit_delta_models", "second_medians"]
 
 
 def _weights(intensities: list[np.ndarray | None], lengths: np.ndarray) -> np.ndarray:
@@ -41,8 +40,8 @@ def _weights(intensities: list[np.ndarray | None], lengths: np.ndarray) -> np.nd
                 f"intensity array has {intensity.shape[0]} points but the m/z array has "
                 f"{lengths[k]}"
             )
-        dtype = intensity.dtype if np.issubdtype(intensity.dtype, np.floating) else np.float64
-        groups.setdefault(np.dtype(dtype), []).append(k)
+        dtype = intensity.dtype if intensity.dtype.kind == "f" else np.dtype(np.float64)
+        groups.setdefault(dtype, []).append(k)
     for dtype, members in groups.items():
         values = np.concatenate([intensities[k] for k in members]).astype(dtype, copy=False)
         with np.errstate(invalid="ignore", divide="ignore"):
@@ -67,29 +66,66 @@ def fit_delta_models(
     lengths = np.array([mz.shape[0] for mz in mzs], dtype=np.int64)
     mz_all = np.concatenate(mzs)
     weights = _weights(intensities, lengths)
-    spans = np.maximum(lengths - 1, 0)  # spacings per spectrum
-    point_starts = np.cumsum(lengths) - lengths
-    left = np.repeat(point_starts, spans) + (
-        np.arange(int(spans.sum())) - np.repeat(np.cumsum(spans) - spans, spans)
-    )  # the first point of every spacing
-    deltas = mz_all[left + 1] - mz_all[left]
-    owner = np.repeat(np.arange(len(mzs)), spans)
-    usable = deltas <= MAX_MODEL_DELTA
-    n_usable = np.bincount(owner[usable], minlength=len(mzs))
-    x = mz_all[left + 1][usable]
-    w = weights[left + 1][usable]
-    design = np.stack([np.ones_like(x), x, x**2], axis=1) * w[:, None]
-    rhs = deltas[usable] * w
-    delta_starts = np.cumsum(spans) - spans
-    constants = [
-        second_median(deltas[start : start + span])
-        for start, span in zip(delta_starts, spans, strict=True)
-    ]
-    models: list[list[float]] = [[constant] for constant in constants]
-    betas = _quadratics(design, rhs, n_usable, np.cumsum(n_usable) - n_usable)
+    # Spacings of the concatenation: spectrum k's are deltas[starts[k] : starts[k] + spans[k]];
+    # the spacing across two spectra sits between them and belongs to neither.
+    deltas = np.diff(mz_all)
+    starts = np.cumsum(lengths) - lengths
+    spans = np.maximum(lengths - 1, 0)
+    inside = np.ones(deltas.shape[0], dtype=bool)
+    ends = (starts + lengths)[(lengths > 0) & (starts + lengths < mz_all.shape[0])]
+    inside[ends - 1] = False
+    usable = (deltas <= MAX_MODEL_DELTA) & inside
+    before = np.concatenate([[0], np.cumsum(usable)])
+    first_row = before[np.minimum(starts, deltas.shape[0])]
+    n_usable = before[np.minimum(starts + spans, deltas.shape[0])] - first_row
+    x = mz_all[1:][usable]
+    w = weights[1:][usable]
+    with np.errstate(invalid="ignore", over="ignore"):
+        design = np.stack([np.ones_like(x), x, x**2], axis=1) * w[:, None]
+        rhs = deltas[usable] * w
+    constants = second_medians(deltas, starts, spans)
+    models: list[list[float]] = [[c] for c in constants.tolist()]
+    betas = _quadratics(design, rhs, n_usable, first_row)
     if betas:
-        _prefer(models, betas, constants, mz_all[left], deltas, owner, delta_starts, spans)
+        _prefer(models, betas, constants, mz_all, deltas, lengths, starts, spans)
     return models
+
+
+def second_medians(deltas: np.ndarray, starts: np.ndarray, spans: np.ndarray) -> np.ndarray:
+    """:func:`~mzpeak_dask.transforms.null_marking.second_median` of every run
+    ``deltas[starts[k] : starts[k] + spans[k]]``, bit for bit: runs of similar length are
+    sorted together as the rows of one matrix (padded with +inf), and the medians are read
+    at numpy's positions with numpy's arithmetic (a NaN anywhere makes the run's NaN)."""
+    result = np.zeros(spans.shape[0])
+    present = np.flatnonzero(spans > 0)
+    if present.size == 0:
+        return result
+    bucket = np.ceil(np.log2(spans[present])).astype(np.int64)
+    for b in np.unique(bucket):
+        rows = present[bucket == b]
+        counts = spans[rows]
+        column = np.arange(int(counts.max()))
+        real = column < counts[:, None]
+        picked = np.where(real, deltas[np.where(real, starts[rows, None] + column, 0)], np.inf)
+        has_nan = np.isnan(picked).any(axis=1)
+        picked[np.isnan(picked)] = np.inf
+        picked.sort(axis=1)
+        first = _middle_of_prefix(picked, counts)
+        below = np.count_nonzero(real & (picked <= first[:, None]), axis=1)
+        second = _middle_of_prefix(picked, np.maximum(below, 1))
+        result[rows] = np.where(has_nan | (below == 0), np.nan, second)
+    return result
+
+
+def _middle_of_prefix(rows: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """numpy's median of each sorted row's first ``counts`` values: the middle value plus +0.0,
+    or ``(0.0 + low + high) / 2`` for an even count (np.mean's sum of the middle pair)."""
+    at = np.arange(rows.shape[0])
+    low = rows[at, (counts - 1) // 2]
+    high = rows[at, counts // 2]
+    with np.errstate(invalid="ignore", over="ignore"):
+        even = (0.0 + low + high) / 2.0
+    return np.where(counts % 2 == 1, 0.0 + high, even)
 
 
 def _quadratics(
@@ -101,8 +137,12 @@ def _quadratics(
     matrix gets its own factorisation, bit for bit). Singular or non-finite fits are left out."""
     betas: dict[int, np.ndarray] = {}
     candidates = np.flatnonzero(rows >= MIN_REGRESSION_POINTS)
-    for m in np.unique(rows[candidates]):
-        members = candidates[rows[candidates] == m]
+    candidates = candidates[np.argsort(rows[candidates], kind="stable")]
+    shapes = rows[candidates]
+    for members in np.split(candidates, np.flatnonzero(shapes[1:] != shapes[:-1]) + 1):
+        if members.size == 0:
+            continue
+        m = rows[members[0]]
         take = row_starts[members][:, None] + np.arange(m)
         q, r = np.linalg.qr(design[take])
         regular = np.all(np.diagonal(r, axis1=1, axis2=2) != 0, axis=1)
@@ -119,33 +159,29 @@ def _quadratics(
 def _prefer(
     models: list[list[float]],
     betas: dict[int, np.ndarray],
-    constants: list[float],
-    left_mz: np.ndarray,
+    constants: np.ndarray,
+    mz_all: np.ndarray,
     deltas: np.ndarray,
-    owner: np.ndarray,
-    delta_starts: np.ndarray,
+    lengths: np.ndarray,
+    starts: np.ndarray,
     spans: np.ndarray,
 ) -> None:
-    """Replace the constant by the quadratic where its error is not ten times smaller."""
+    """Replace the constant by the quadratic where its error is not ten times smaller. Both
+    errors pair mz[i] with mz[i+1] - mz[i] over every spacing of the spectrum; the residuals
+    are computed at once, each spectrum's two sums are numpy's pairwise sums of its own run."""
     fitted = np.array(sorted(betas))
-    has = np.zeros(len(models), dtype=bool)
-    has[fitted] = True
-    rows = has[owner]
     coefficients = np.zeros((len(models), 3))
     coefficients[fitted] = np.array([betas[k] for k in fitted])
-    at = owner[rows]
-    x = left_mz[rows]
-    predicted = np.full_like(x, 0.0)
-    predicted[:] = coefficients[at, 0]
-    predicted = predicted + coefficients[at, 1] * x
-    predicted = predicted + coefficients[at, 2] * x**2
-    picked = deltas[rows]
-    quadratic_residual = (predicted - picked) ** 2
-    constant_residual = (np.asarray(constants)[at] - picked) ** 2
-    starts = np.cumsum(spans[fitted]) - spans[fitted]
-    for j, k in enumerate(fitted):
-        piece = slice(starts[j], starts[j] + spans[k])
-        error_constant = np.sum(constant_residual[piece])
-        error_quadratic = np.sum(quadratic_residual[piece])
+    per_point = np.repeat(coefficients, lengths, axis=0)[:-1]
+    x = mz_all[:-1]
+    with np.errstate(invalid="ignore", over="ignore"):
+        predicted = per_point[:, 0] + per_point[:, 1] * x
+        predicted = predicted + per_point[:, 2] * x**2
+        quadratic_residual = (predicted - deltas) ** 2
+        constant_residual = (np.repeat(constants, lengths)[:-1] - deltas) ** 2
+    for k in fitted.tolist():
+        run = slice(starts[k], starts[k] + spans[k])
+        error_constant = np.add.reduce(constant_residual[run])  # np.sum, without its wrapper
+        error_quadratic = np.add.reduce(quadratic_residual[run])
         if not error_constant < error_quadratic / CONSTANT_PREFERENCE:
             models[k] = betas[k].tolist()

@@ -15,8 +15,8 @@ from mzpeak_dask import vocabulary as V
 from mzpeak_dask.errors import InputError
 from mzpeak_dask.readers import SPECTRA, MzMLFormat
 from mzpeak_dask.readers.base import ItemRange
-from mzpeak_dask.transforms.delta_models import fit_delta_models
-from mzpeak_dask.transforms.null_marking import fit_delta_model
+from mzpeak_dask.transforms.delta_models import fit_delta_models, second_medians
+from mzpeak_dask.transforms.null_marking import fit_delta_model, second_median
 
 from ..helpers import PROFILE_RUNS
 
@@ -92,3 +92,19 @@ def test_mismatched_intensity_is_an_input_error() -> None:
     with pytest.raises(InputError, match="intensity array has 2 points"):
         fit_delta_models([np.arange(3.0)], [np.ones(2)])
     assert fit_delta_models([], []) == []
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    st.lists(
+        st.lists(st.sampled_from([0.0, -0.0, 1.0, 2.5, np.inf, -np.inf, np.nan]) | values),
+        max_size=10,
+    )
+)
+def test_second_medians_are_numpys_on_hostile_runs(runs) -> None:
+    deltas = np.array([v for run in runs for v in run], dtype=np.float64)
+    spans = np.array([len(run) for run in runs], dtype=np.int64)
+    starts = np.cumsum(spans) - spans
+    batched = second_medians(deltas, starts, spans)
+    for k, run in enumerate(runs):
+        assert _bits([batched[k]]) == _bits([second_median(np.array(run, dtype=np.float64))])
