@@ -49,12 +49,14 @@ def route_arrays(
     schema: SignalSchema, arrays: list[SignalArray]
 ) -> tuple[dict[str, np.ndarray], list[SignalArray], int]:
     """Assign arrays to data columns; the rest become auxiliary. Returns (columns, aux, n)."""
-    main = next((a for a in arrays if schema.column_for(a) is schema.main), None)
+    found = [(a, schema.column_for(a)) for a in arrays]
+    main_column = schema.main
+    main = next((a for a, column in found if column is main_column), None)
     n = len(main.values) if main is not None else 0
     columns: dict[str, np.ndarray] = {}
     auxiliary: list[SignalArray] = []
-    for a in arrays:
-        column = schema.column_for(a) if main is not None else None
+    for a, column in found:
+        column = column if main is not None else None
         values = None
         if column is not None and column.name not in columns and len(a.values) == n:
             values = _castable(np.asarray(a.values), np.dtype(column.dtype))
