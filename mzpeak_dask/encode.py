@@ -9,6 +9,9 @@ rebases them. No Dask and no file output here.
 
 from __future__ import annotations
 
+import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 
 import numpy as np
@@ -295,8 +298,27 @@ def _store(
     out.selected_ion_refs[entity] = refs
 
 
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """The cyclic garbage collector paused (and resumed after, if it ran before): a partition's
+    records and rows are freed by reference counting; the collector's passes over them found
+    nothing and cost about a quarter of the encode."""
+    running = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if running:
+            gc.enable()
+
+
 def encode_partition(partition: Partition, spec: EncodeSpec) -> EncodedPartition:
     """Read and encode one partition (runs on a worker)."""
+    with collector_paused():
+        return _read_and_encode(partition, spec)
+
+
+def _read_and_encode(partition: Partition, spec: EncodeSpec) -> EncodedPartition:
     fmt = FORMATS[partition.format]
     records = list(fmt.read(partition.path, partition.items, partition.hints))
     out = EncodedPartition(partition.sequence, partition.items.kind)

@@ -44,7 +44,7 @@ from mzpeak_dask import ClusterOptions, ConvertOptions, convert, open_archive
 from mzpeak_dask import vocabulary as V
 from mzpeak_dask.archive.parquet import data_writer_properties
 from mzpeak_dask.contracts import EncodedPartition
-from mzpeak_dask.encode import _encode_spectra
+from mzpeak_dask.encode import _encode_spectra, collector_paused
 from mzpeak_dask.layouts import layout_of
 from mzpeak_dask.parallel.cluster import cluster_client
 from mzpeak_dask.partition import plan_run
@@ -127,7 +127,8 @@ def per_core_encoding(source: Path) -> None:
     stored = 0
     for part, recs in zip(parts, records, strict=True):
         out = EncodedPartition(part.sequence, part.items.kind)
-        seconds, _ = timed(_encode_spectra, recs, plan.spec, out)
+        with collector_paused():  # as encode_partition encodes
+            seconds, _ = timed(_encode_spectra, recs, plan.spec, out)
         encode_seconds += seconds
         table = out.data[V.SPECTRUM]
         stored += out.points[V.SPECTRUM]
