@@ -3,7 +3,9 @@
 :func:`convert` converts one run; :func:`convert_many` converts several side by side on one
 cluster (parallel across files and within each file). Both run on Dask by default — an embedded
 LocalCluster, a running scheduler, a SLURM cluster, or a ``distributed.Client`` you pass in —
-and ``ClusterOptions(cluster="inline")`` runs everything in this process without Dask.
+and ``ClusterOptions(cluster="inline")`` runs everything in this process without Dask. Given no
+cluster, :func:`choose_cluster` decides from the size of the work whether starting a
+LocalCluster pays for itself.
 """
 
 from __future__ import annotations
@@ -44,6 +46,72 @@ def is_archive_folder(path: Path) -> bool:
     return path.is_dir() and (path.suffix.lower() == ".mzpeak" or (path / V.INDEX_MEMBER).is_file())
 
 
+# Measured on a 2-core machine (tests/benchmarks/bench_single_run.py, which prints these
+# figures): starting and stopping a LocalCluster of 2 worker processes costs 1.5-2.8 s; one
+# process converts about 20 MB of mzML a second; a worker adds about 0.8 of a process (2 workers
+# convert 1.6 times as fast). Threads are no substitute: the parse holds the GIL, and a
+# LocalCluster of threads converted slower than one process. Compressed inputs count as four
+# times their size (real gzip/bzip2 runs expand 1.5 to 6 times).
+CLUSTER_START_SECONDS = 2.0
+INLINE_BYTES_PER_SECOND = 20e6
+WORKER_SPEEDUP = 0.8
+COMPRESSED_EXPANSION = 4
+
+
+def work_bytes(inputs: list[Path]) -> int:
+    """The bytes of mzML-equivalent work in ``inputs`` (compressed ones weighted up)."""
+    total = 0
+    for path in inputs:
+        try:
+            size = path.stat().st_size
+        except OSError:
+            continue  # a missing input fails with its own error when converted
+        compressed = path.name.lower().endswith((".gz", ".bz2"))
+        total += size * COMPRESSED_EXPANSION if compressed else size
+    return total
+
+
+def cluster_pays(size: int, workers: int) -> bool:
+    """Whether ``workers`` local processes convert ``size`` bytes sooner than this process,
+    their start included: ``size / rate > start + size / (rate * speedup)``."""
+    speedup = WORKER_SPEEDUP * workers
+    if speedup <= 1:
+        return False
+    return size > CLUSTER_START_SECONDS * INLINE_BYTES_PER_SECOND / (1 - 1 / speedup)
+
+
+def choose_cluster(
+    inputs: list[Path], cluster: ClusterOptions | None = None
+) -> tuple[ClusterOptions, str]:
+    """Where a conversion of ``inputs`` runs, and a line saying so.
+
+    ``cluster`` given: exactly that (the caller or the user chose). None: in this process when
+    the work is too small for a LocalCluster to pay for its start, else a LocalCluster of the
+    default options (a worker per core)."""
+    if cluster is not None:
+        return cluster, _describe(cluster)
+    size = work_bytes(inputs)
+    default = ClusterOptions()
+    what = f"({size / 1e6:,.1f} MB input)"
+    if cluster_pays(size, default.worker_count()):
+        return default, f"starting {_local(default.worker_count())} {what}"
+    return default.updated(cluster="inline"), f"running in-process {what}"
+
+
+def _local(workers: int) -> str:
+    return f"a LocalCluster of {workers} worker{'s' if workers > 1 else ''}"
+
+
+def _describe(cluster: ClusterOptions) -> str:
+    if cluster.scheduler:
+        return f"running on the Dask scheduler at {cluster.scheduler}"
+    if cluster.cluster == "inline":
+        return "running in-process"
+    if cluster.cluster == "local":
+        return f"starting {_local(cluster.worker_count())}"
+    return f"starting a {cluster.cluster} cluster"
+
+
 def convert(
     input: str | os.PathLike,
     output: str | os.PathLike,
@@ -76,21 +144,23 @@ def convert_many(
     """Convert several runs side by side on one cluster; inputs and outputs are paths or
     URLs (``s3://``, ``gs://``, ``az://``; ``https://`` inputs), see :mod:`.staged`.
 
-    Returns one entry per job, in order: the result, or (with ``fail_fast=False``) the error
-    that stopped that job — one bad input then does not stop the others. ``on_result(k,
-    outcome)`` is called as each job ends.
+    ``cluster`` None and no ``client``: :func:`choose_cluster` picks this process or a
+    LocalCluster from the size of the inputs. Returns one entry per job, in order: the result,
+    or (with ``fail_fast=False``) the error that stopped that job — one bad input then does not
+    stop the others. ``on_result(k, outcome)`` is called as each job ends.
     """
     options = options or ConvertOptions()
-    cluster = cluster or ClusterOptions()
     if not any(is_url(i) or is_url(o) for i, o in jobs):
-        return run_jobs(
-            [(Path(i), Path(o)) for i, o in jobs],
-            options,
-            cluster,
-            client,
-            progress,
-            fail_fast,
-            on_result,
-        )
+        pairs = [(Path(i), Path(o)) for i, o in jobs]
+        return _run_local(pairs, options, cluster, client, progress, fail_fast, on_result)
     with StagedJobs(jobs, options) as staged:  # URLs: staged locally, uploaded at the end
-        return staged.run(run_jobs, cluster, client, progress, fail_fast, on_result)
+        return staged.run(_run_local, cluster, client, progress, fail_fast, on_result)
+
+
+def _run_local(pairs, options, cluster, client, progress, fail_fast, on_result):
+    """Convert local ``pairs``; with no cluster nor client, their size picks where."""
+    if client is None:
+        cluster, _ = choose_cluster([i for i, _ in pairs], cluster)
+    else:
+        cluster = cluster or ClusterOptions()
+    return run_jobs(pairs, options, cluster, client, progress, fail_fast, on_result)

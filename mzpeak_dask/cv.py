@@ -2,13 +2,18 @@
 
 psims tries the network before its vendored ontology unless told not to, and a cluster node
 often has no network: :func:`psi_ms` and :func:`unit_ontology` switch the remote lookup off
-before anything loads. Both are loaded lazily (about a second) and cached per process; the hot
-conversion path never needs them.
+before anything loads. Both are loaded lazily (about a second: psims imports SQLAlchemy) and
+cached per process; the conversion never needs them. What it needs — the vocabularies'
+versions and the value types of PSI-MS terms — :func:`versions` and :func:`value_types` read
+straight from the same vendored OBO files (a test holds them to what psims says).
 """
 
 from __future__ import annotations
 
+import gzip
+import importlib.util
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 
@@ -76,7 +81,45 @@ def descendants(accession: str) -> frozenset[str]:
     return frozenset(out)
 
 
+def _vendored(name: str) -> Path:
+    """A vocabulary file psims bundles, found without importing psims."""
+    spec = importlib.util.find_spec("psims")
+    if spec is None or spec.origin is None:
+        raise ModuleNotFoundError("psims is not installed")
+    return Path(spec.origin).parent / "controlled_vocabulary" / "vendor" / name
+
+
+def _data_version(name: str) -> str | None:
+    with gzip.open(_vendored(name), "rt", encoding="utf-8") as f:
+        for line in f:
+            if line.startswith("data-version:"):
+                return line.split(":", 1)[1].strip()
+            if line.startswith("["):  # the header ends at the first stanza
+                return None
+    return None
+
+
+@cache
 def versions() -> dict[str, str]:
     """The versions of the bundled vocabularies, for ``cv_list`` in mzpeak_index.json."""
-    uo_version = getattr(unit_ontology(), "version", None)
-    return {"MS": str(psi_ms().version), "UO": str(uo_version) if uo_version else "unknown"}
+    return {
+        "MS": _data_version("psi-ms.obo.gz") or "unknown",
+        "UO": _data_version("unit.obo.gz") or "unknown",
+    }
+
+
+@cache
+def value_types() -> dict[str, tuple[str, ...]]:
+    """PSI-MS accession -> the types its ``has_value_type`` relations name (``xsd:int``...),
+    in the order the vocabulary lists them."""
+    out: dict[str, tuple[str, ...]] = {}
+    term = None
+    with gzip.open(_vendored("psi-ms.obo.gz"), "rt", encoding="utf-8") as f:
+        for line in f:
+            if line.startswith("["):
+                term = None
+            elif line.startswith("id: "):
+                term = line[4:].strip()
+            elif term and line.startswith("relationship: has_value_type "):
+                out[term] = (*out.get(term, ()), line.split()[2])
+    return out

@@ -9,6 +9,9 @@ rebases them. No Dask and no file output here.
 
 from __future__ import annotations
 
+import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 
 import numpy as np
@@ -24,6 +27,7 @@ from .readers import CHROMATOGRAMS, FORMATS
 from .records import ChromatogramRecord, SignalArray, SpectrumRecord
 from .tables.chromatogram_metadata import ChromatogramTables
 from .tables.spectrum_metadata import SpectrumTables
+from .transforms.delta_models import fit_delta_models
 from .transforms.null_marking import fit_delta_model, verified_null_mask
 from .transforms.peak_picking import pick_peaks
 from .transforms.sorting import is_sorted, sort_order
@@ -48,12 +52,14 @@ def route_arrays(
     schema: SignalSchema, arrays: list[SignalArray]
 ) -> tuple[dict[str, np.ndarray], list[SignalArray], int]:
     """Assign arrays to data columns; the rest become auxiliary. Returns (columns, aux, n)."""
-    main = next((a for a in arrays if schema.column_for(a) is schema.main), None)
+    found = [(a, schema.column_for(a)) for a in arrays]
+    main_column = schema.main
+    main = next((a for a, column in found if column is main_column), None)
     n = len(main.values) if main is not None else 0
     columns: dict[str, np.ndarray] = {}
     auxiliary: list[SignalArray] = []
-    for a in arrays:
-        column = schema.column_for(a) if main is not None else None
+    for a, column in found:
+        column = column if main is not None else None
         values = None
         if column is not None and column.name not in columns and len(a.values) == n:
             values = _castable(np.asarray(a.values), np.dtype(column.dtype))
@@ -81,6 +87,61 @@ def _in_axis_order(
     return columns, auxiliary
 
 
+def _routed(
+    schema: SignalSchema, arrays: list[SignalArray], options: ConvertOptions, sort: bool | None
+) -> tuple[dict[str, np.ndarray], list[SignalArray], int]:
+    """Time arrays in minutes, routed to columns, in main-axis order (``sort``; by default in the
+    chunked layout, which needs it, see :mod:`~mzpeak_dask.transforms.sorting`)."""
+    columns, auxiliary, n = route_arrays(schema, in_minutes(arrays))
+    if layout_of(options).SORTS_ITEMS if sort is None else sort:
+        columns, auxiliary = _in_axis_order(schema, columns, auxiliary, n)
+    return columns, auxiliary, n
+
+
+def _model_inputs(
+    schema: SignalSchema, columns: dict[str, np.ndarray], n: int, profile: bool
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """The (main axis, intensity) a profile item's spacing model is fitted on, if it has both."""
+    intensity = columns.get(schema.intensity.name) if schema.intensity else None
+    main_values = columns.get(schema.main.name)
+    if profile and intensity is not None and main_values is not None and n > 0:
+        return main_values, intensity
+    return None
+
+
+def _signal(
+    schema: SignalSchema,
+    index: int,
+    columns: dict[str, np.ndarray],
+    n: int,
+    *,
+    profile: bool,
+    options: ConvertOptions,
+    model: list[float] | None,
+) -> PreparedSignal:
+    """Zero-run stripping and null marking (profile spectra only), per format doc 5.1-5.2,
+    given the item's spacing model (fitted before stripping)."""
+    valid = None
+    if _model_inputs(schema, columns, n, profile) is not None:
+        intensity_name = schema.intensity.name
+        if options.strip_zero_runs:
+            keep = zero_run_keep_mask(columns[intensity_name])
+            if not keep.all():
+                columns = {k: v[keep] for k, v in columns.items()}
+                n = int(keep.sum())
+        if options.null_marking:
+            marked = verified_null_mask(
+                columns[schema.main.name],
+                columns[intensity_name],
+                np.asarray(model),
+                options.null_marking_ppm,
+            )
+            valid = ~marked if marked.any() else None
+    main_values = columns.get(schema.main.name)
+    ordered = main_values is None or is_sorted(main_values, valid)
+    return PreparedSignal(index, columns, valid, n, profile, model, ordered)
+
+
 def prepare_signal(
     schema: SignalSchema,
     index: int,
@@ -90,34 +151,44 @@ def prepare_signal(
     options: ConvertOptions,
     sort: bool | None = None,
 ) -> tuple[PreparedSignal, list[SignalArray]]:
-    """Time arrays in minutes, main-axis order (``sort``; by default in the chunked layout,
-    which needs it, see :mod:`~mzpeak_dask.transforms.sorting`), then zero-run stripping and
-    null marking (profile spectra only), per format doc 5.1-5.2."""
-    columns, auxiliary, n = route_arrays(schema, in_minutes(arrays))
-    if layout_of(options).SORTS_ITEMS if sort is None else sort:
-        columns, auxiliary = _in_axis_order(schema, columns, auxiliary, n)
-    intensity_column = schema.intensity
-    intensity = columns.get(intensity_column.name) if intensity_column else None
-    main_values = columns.get(schema.main.name)
-    valid = model = None
-    if profile and intensity is not None and main_values is not None and n > 0:
-        if options.null_marking:
-            model = fit_delta_model(main_values, intensity).tolist()
-        if options.strip_zero_runs:
-            keep = zero_run_keep_mask(intensity)
-            if not keep.all():
-                columns = {k: v[keep] for k, v in columns.items()}
-                intensity = columns[intensity_column.name]
-                n = int(keep.sum())
-        if options.null_marking:
-            main_values = columns[schema.main.name]
-            marked = verified_null_mask(
-                main_values, intensity, np.asarray(model), options.null_marking_ppm
-            )
-            valid = ~marked if marked.any() else None
-    main_values = columns.get(schema.main.name)
-    ordered = main_values is None or is_sorted(main_values, valid)
-    return PreparedSignal(index, columns, valid, n, profile, model, ordered), auxiliary
+    """One item's :func:`_routed` columns, spacing model and :func:`_signal`."""
+    columns, auxiliary, n = _routed(schema, arrays, options, sort)
+    inputs = _model_inputs(schema, columns, n, profile)
+    model = None
+    if inputs is not None and options.null_marking:
+        model = fit_delta_model(*inputs).tolist()
+    signal = _signal(schema, index, columns, n, profile=profile, options=options, model=model)
+    return signal, auxiliary
+
+
+def prepare_signals(
+    schema: SignalSchema,
+    items: list[tuple[int, list[SignalArray], bool]],
+    options: ConvertOptions,
+) -> list[tuple[PreparedSignal, list[SignalArray]]]:
+    """:func:`prepare_signal` of many items ``(index, arrays, profile)``, their spacing models
+    fitted together (:func:`~mzpeak_dask.transforms.delta_models.fit_delta_models`, the same
+    models bit for bit)."""
+    routed = [_routed(schema, arrays, options, None) for _, arrays, _ in items]
+    inputs = [
+        _model_inputs(schema, columns, n, profile)
+        for (_, _, profile), (columns, _, n) in zip(items, routed, strict=True)
+    ]
+    models: list[list[float] | None] = [None] * len(items)
+    if options.null_marking:
+        fitted = [k for k, pair in enumerate(inputs) if pair is not None]
+        found = fit_delta_models([inputs[k][0] for k in fitted], [inputs[k][1] for k in fitted])
+        for k, model in zip(fitted, found, strict=True):
+            models[k] = model
+    return [
+        (
+            _signal(schema, index, columns, n, profile=profile, options=options, model=model),
+            auxiliary,
+        )
+        for (index, _, profile), (columns, auxiliary, n), model in zip(
+            items, routed, models, strict=True
+        )
+    ]
 
 
 def _peak_list(schema: SignalSchema, index: int, arrays: list[SignalArray]) -> PreparedSignal:
@@ -144,10 +215,22 @@ def _encode_spectra(records: list[SpectrumRecord], spec: EncodeSpec, out: Encode
         schema = spec.schemas[entity]
         tables = SpectrumTables(spec.instrument_ids, spec.default_data_processing)
         prepared, peaks = [], []
-        for local, record in enumerate(group):
-            profile = record.is_profile and entity == V.SPECTRUM
+        centroid_peaks = entity == V.SPECTRUM and options.centroids_in_peaks
+        profiles = [r.is_profile and entity == V.SPECTRUM for r in group]
+        signals = iter(
+            prepare_signals(
+                schema,
+                [
+                    (local, record.arrays, profile)
+                    for local, (record, profile) in enumerate(zip(group, profiles, strict=True))
+                    if not (centroid_peaks and record.is_centroid)
+                ],
+                options,
+            )
+        )
+        for local, (record, profile) in enumerate(zip(group, profiles, strict=True)):
             peak = None
-            if entity == V.SPECTRUM and options.centroids_in_peaks and record.is_centroid:
+            if centroid_peaks and record.is_centroid:
                 peak, auxiliary = prepare_signal(
                     spec.schemas[PEAKS],
                     local,
@@ -159,9 +242,7 @@ def _encode_spectra(records: list[SpectrumRecord], spec: EncodeSpec, out: Encode
                 signal = PreparedSignal(local, {}, None, 0)
                 out.centroid_points += peak.length
             else:
-                signal, auxiliary = prepare_signal(
-                    schema, local, record.arrays, profile=profile, options=options
-                )
+                signal, auxiliary = next(signals)
                 if profile and options.peaks:
                     peak = _peak_list(spec.schemas[PEAKS], local, record.arrays)
             if peak is not None:
@@ -217,8 +298,27 @@ def _store(
     out.selected_ion_refs[entity] = refs
 
 
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """The cyclic garbage collector paused (and resumed after, if it ran before): a partition's
+    records and rows are freed by reference counting; the collector's passes over them found
+    nothing and cost about a quarter of the encode."""
+    running = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if running:
+            gc.enable()
+
+
 def encode_partition(partition: Partition, spec: EncodeSpec) -> EncodedPartition:
     """Read and encode one partition (runs on a worker)."""
+    with collector_paused():
+        return _read_and_encode(partition, spec)
+
+
+def _read_and_encode(partition: Partition, spec: EncodeSpec) -> EncodedPartition:
     fmt = FORMATS[partition.format]
     records = list(fmt.read(partition.path, partition.items, partition.hints))
     out = EncodedPartition(partition.sequence, partition.items.kind)

@@ -22,6 +22,7 @@ CHUNK_ENCODINGS = ("delta", "basic", "numpress")
 NUMPRESS_INTENSITY = (None, "slof", "pic")
 COMPRESSIONS = ("zstd", "snappy", "gzip", "lz4", "brotli", "none")
 CENTROIDS = ("data", "peaks")
+PARSERS = ("lean", "pyteomics")
 CLUSTERS = ("local", "slurm", "inline")
 ZARR_COMPRESSIONS = ("zstd", "none")
 
@@ -74,6 +75,7 @@ class ConvertOptions(_Options):
         "numpress_intensity": NUMPRESS_INTENSITY,
         "compression": COMPRESSIONS,
         "centroids": CENTROIDS,
+        "parser": PARSERS,
     }
 
     layout: str = "point"
@@ -98,6 +100,9 @@ class ConvertOptions(_Options):
     overwrite: bool = False
     partition_bytes: int = 8 << 20
     partition_items: int = 1000
+    # how mzML and mzMLb are parsed: "lean" (lxml and numpy, records built directly) or
+    # "pyteomics" (pyteomics' generic XML walk); both give the same archive
+    parser: str = "lean"
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -110,7 +115,7 @@ class ConvertOptions(_Options):
     def content_options(self) -> dict[str, Any]:
         """The options that shape the archive's content (recorded in its data processing);
         how the work was split and where it was written do not."""
-        skip = {"partition_bytes", "partition_items", "overwrite", "unpacked"}
+        skip = {"partition_bytes", "partition_items", "overwrite", "unpacked", "parser"}
         return {k: v for k, v in self.to_dict().items() if k not in skip}
 
     @property

@@ -105,6 +105,7 @@ def plan_run(source: Path, staging_dir: Path, options: ConvertOptions) -> RunPla
     fmt = detect_format(str(source))
     readable = decompress_to(str(source), str(staging_dir))
     survey = fmt.survey(readable)
+    survey.hints["parser"] = options.parser
     run = survey.run_metadata
     spec = EncodeSpec(
         options,

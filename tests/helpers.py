@@ -41,10 +41,16 @@ def run_cli(
     )
 
 
+CHOICE = ("running in-process (", "starting a LocalCluster of ")
+
+
 def one_line_error(result: subprocess.CompletedProcess, *fragments: str) -> None:
-    """A failed command that printed one ``error:`` line holding every fragment."""
+    """A failed command that printed one ``error:`` line holding every fragment (after the
+    line saying where a conversion runs, when convert chose it)."""
     assert result.returncode != 0
     lines = [line for line in result.stderr.splitlines() if line.strip()]
+    if lines and lines[0].startswith(CHOICE):
+        lines = lines[1:]
     assert len(lines) == 1, result.stderr
     assert lines[0].startswith("error: ")
     assert "Traceback" not in result.stderr

@@ -49,3 +49,23 @@ def test_array_short_names_and_units_are_terms() -> None:
 
 def test_term_names_are_the_vocabulary_names() -> None:
     assert {k: cv.term_name(k) for k in V.TERM_NAMES} == V.TERM_NAMES
+
+
+def test_value_types_read_from_the_obo_are_psims_own() -> None:
+    """The conversion reads PSI-MS value types without loading psims: the same relations."""
+    from psims.controlled_vocabulary.relationship import HasValueTypeRelationship
+
+    terms = cv.psi_ms().terms
+    read = cv.value_types()
+    for accession, term in terms.items():
+        relations = [r for r in term.relationship if isinstance(r, HasValueTypeRelationship)]
+        assert read.get(accession, ()) == tuple(r.value_type.id for r in relations), accession
+    assert set(read) <= set(terms)
+    assert sum(len(v) for v in read.values()) > 1000
+
+
+def test_versions_read_from_the_obo_are_psims_own() -> None:
+    assert cv.versions() == {
+        "MS": str(cv.psi_ms().version),
+        "UO": str(cv.unit_ontology().version),
+    }

@@ -160,6 +160,14 @@ def options(args: argparse.Namespace, cls: type) -> Any:
     return resolve(cls, load_config(args.config), given(args, cls))
 
 
+def cluster_asked(args: argparse.Namespace) -> bool:
+    """Whether the command line or the config file asks where to run: workers, a scheduler,
+    or a kind of cluster (local, slurm, inline). Other [cluster] keys only shape a cluster."""
+    config = load_config(args.config)
+    asked = {**config.get(ClusterOptions.section, {}), **given(args, ClusterOptions)}
+    return any(asked.get(key) is not None for key in ("workers", "scheduler", "cluster"))
+
+
 def analysis_cluster(args: argparse.Namespace) -> ClusterOptions:
     """The cluster of an analysis: one only when the command line or the config file asks
     for one (workers, a scheduler, or a kind of cluster: local or slurm); otherwise inline,
@@ -171,4 +179,12 @@ def analysis_cluster(args: argparse.Namespace) -> ClusterOptions:
     return cluster if wanted else cluster.updated(cluster="inline")
 
 
-__all__ = ["add_options", "analysis_cluster", "command", "given", "options", "storage_options"]
+__all__ = [
+    "add_options",
+    "analysis_cluster",
+    "cluster_asked",
+    "command",
+    "given",
+    "options",
+    "storage_options",
+]

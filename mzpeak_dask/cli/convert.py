@@ -13,13 +13,13 @@ from ..errors import MzPeakDaskError
 from ..options import BatchOptions, ClusterOptions, ConvertOptions
 from ..pathtext import text, uri
 from ..storage.urls import basename, is_url, join
-from .args import add_options, command, options
+from .args import add_options, cluster_asked, command, options
 
 EXIT_FAILED = 1
 
 
 def cmd_convert(args: argparse.Namespace) -> int:
-    from ..convert import convert_many
+    from ..convert import choose_cluster, convert_many
     from ..parallel.progress import ProgressReporter
 
     convert, cluster = options(args, ConvertOptions), options(args, ClusterOptions)
@@ -27,6 +27,13 @@ def cmd_convert(args: argparse.Namespace) -> int:
         jobs = _url_jobs(args.inputs, args.output)
     else:
         jobs = _jobs([Path(p) for p in args.inputs], Path(args.output))
+    if not cluster_asked(args):  # the size of the work decides
+        if any(is_url(p) for p in args.inputs):
+            cluster = None  # decided once the inputs are staged, from their local size
+        else:
+            cluster, choice = choose_cluster([Path(i) for i, _ in jobs])
+            if not args.quiet:
+                print(choice, file=sys.stderr)
     progress = None if args.quiet else ProgressReporter(len(jobs))
     try:
         results = convert_many(

@@ -19,6 +19,7 @@ import numpy as np
 from .. import vocabulary as V
 from ..codecs import numpress
 from ..records import Param, SignalArray
+from .base import spectrum_error
 
 _ZLIB_NUMPRESS = {
     V.NUMPRESS_LINEAR_ZLIB: V.NUMPRESS_LINEAR,
@@ -261,3 +262,30 @@ def to_signal_array(
     return SignalArray(
         terms.array_type, terms.name, terms.unit, values, terms.params, raw.data_processing_ref
     )
+
+
+FetchExternal = Callable[[str, int, int], np.ndarray] | None
+
+
+def decode_arrays(
+    raws: list[RawArray], default_length: int | None, path: str, item: str, fetch: FetchExternal
+) -> list[SignalArray]:
+    """Decode the raw arrays of one spectrum or chromatogram (``item``, as errors name it).
+
+    An array's own arrayLength, else the spectrum's defaultArrayLength: every array must hold
+    exactly its declared length (arrays of another length declare their own)."""
+    out = []
+    for raw in raws:
+        if raw.declared_length is None and default_length is not None:
+            raw.declared_length = default_length
+        try:
+            out.append(to_signal_array(raw, fetch))
+        except BinaryDecodeError as exc:
+            raise spectrum_error(path, item, str(exc)) from None
+        except (ValueError, OverflowError) as exc:  # numpress and numpy conversion errors
+            raise spectrum_error(path, item, f"cannot decode binary data ({exc})") from None
+    try:
+        check_paired(out)
+    except BinaryDecodeError as exc:
+        raise spectrum_error(path, item, str(exc)) from None
+    return out

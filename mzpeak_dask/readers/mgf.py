@@ -15,8 +15,6 @@ from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
-from pyteomics import mgf
-from pyteomics.auxiliary import PyteomicsError
 
 from .. import vocabulary as V
 from ..records import (
@@ -124,6 +122,9 @@ class MGFFormat(InputFormat):
     def read(
         cls, path: str, items: ItemRange, hints: dict[str, object]
     ) -> Iterator[SpectrumRecord]:
+        from pyteomics import mgf  # imported when an MGF input is read (half a second)
+        from pyteomics.auxiliary import PyteomicsError
+
         with open(path, "rb") as f:
             raw = os.pread(f.fileno(), items.byte_stop - items.byte_start, items.byte_start)
         text = io.StringIO(raw.decode("utf-8", "replace"))

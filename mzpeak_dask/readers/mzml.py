@@ -21,7 +21,7 @@ from ..records import ChromatogramRecord, Param, SpectrumRecord
 from .base import CHROMATOGRAMS, SPECTRA, InputFormat, ItemRange, Survey, input_error
 from .bytesource import ByteSource
 from .mzml_header import run_metadata_from_xml
-from .mzml_parser import parse_records
+from .mzml_lean import parse_records as parse_lean
 
 _INDEX_LIST_OFFSET = re.compile(rb"<indexListOffset>\s*(\d+)\s*</indexListOffset>")
 _INDEX = re.compile(rb'<index\s+name="(\w+)"\s*>(.*?)</index>', re.S)
@@ -167,7 +167,7 @@ class MzMLFormat(InputFormat):
     ) -> Iterator[SpectrumRecord | ChromatogramRecord]:
         prefix = _prefix(path, int(hints["header_stop"]))
         document = range_document(prefix, items, lambda a, b: _read_bytes(path, a, b))
-        yield from parse_records(document, items.kind, items.start, path)
+        yield from parser(hints)(document, items.kind, items.start, path)
 
 
 def range_document(prefix: bytes, items: ItemRange, read_bytes) -> bytes:  # noqa: ANN001
@@ -198,3 +198,12 @@ def _prefix(path: str, header_stop: int) -> bytes:
 def _read_bytes(path: str, start: int, stop: int) -> bytes:
     with open(path, "rb") as f:
         return os.pread(f.fileno(), stop - start, start)
+
+
+def parser(hints: dict[str, object]):  # noqa: ANN201 - one of two parse_records functions
+    """The mzML parser the conversion asked for (``hints["parser"]``; lean by default)."""
+    if hints.get("parser", "lean") == "pyteomics":
+        from .mzml_parser import parse_records  # pyteomics is imported only when asked for
+
+        return parse_records
+    return parse_lean

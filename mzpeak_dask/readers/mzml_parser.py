@@ -10,16 +10,15 @@ decoding (and its errors) happens where the spectrum is known.
 from __future__ import annotations
 
 import io
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
-import numpy as np
 from lxml import etree
 from pyteomics import mzml, xml
 
 from .. import cv
 from ..records import ChromatogramRecord, SpectrumRecord
-from .base import CHROMATOGRAMS, input_error, spectrum_error
-from .binary import BinaryDecodeError, RawArray, check_paired, to_signal_array
+from .base import CHROMATOGRAMS, input_error
+from .binary import FetchExternal, RawArray, decode_arrays
 from .pyteomics_records import params_of, precursor_of, precursors_of, product_of, scans_of
 
 RAW_ARRAYS = "__raw_arrays__"
@@ -42,6 +41,10 @@ class RecordMzML(mzml.MzML):
             iterative=True,
             cv=cv.psi_ms(),
         )
+        # pyteomics' schema makes a selected ion's charge state an int through a converter
+        # that turns 0 (a value OpenMS writes) into None: the value typed from the CV is kept
+        ints = self.schema_info["ints"] - {("selectedIon", "charge state")}
+        self.schema_info = {**self.schema_info, "ints": ints}
 
     def _get_info_smart(self, element, **kwargs):  # noqa: ANN001 - pyteomics signature
         name = xml._local_name(element)
@@ -75,28 +78,12 @@ def _raw_array(info: dict) -> RawArray:
     )
 
 
-FetchExternal = Callable[[str, int, int], np.ndarray] | None
-
-
 def _arrays(info: dict, path: str, item: str, fetch: FetchExternal) -> list:
-    out = []
     default_length = info.get("defaultArrayLength")
-    for raw in info.pop(RAW_ARRAYS, []):
-        # an array's own arrayLength, else the spectrum's defaultArrayLength: every array must
-        # hold exactly its declared length (arrays of another length declare their own)
-        if raw.declared_length is None and default_length is not None:
-            raw.declared_length = int(default_length)
-        try:
-            out.append(to_signal_array(raw, fetch))
-        except BinaryDecodeError as exc:
-            raise spectrum_error(path, item, str(exc)) from None
-        except (ValueError, OverflowError) as exc:  # numpress and numpy conversion errors
-            raise spectrum_error(path, item, f"cannot decode binary data ({exc})") from None
-    try:
-        check_paired(out)
-    except BinaryDecodeError as exc:
-        raise spectrum_error(path, item, str(exc)) from None
-    return out
+    raws = info.pop(RAW_ARRAYS, [])
+    return decode_arrays(
+        raws, int(default_length) if default_length is not None else None, path, item, fetch
+    )
 
 
 def spectrum_record(

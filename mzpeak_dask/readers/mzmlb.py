@@ -19,8 +19,7 @@ from ..records import ChromatogramRecord, Param, SpectrumRecord
 from .base import CHROMATOGRAMS, SPECTRA, InputFormat, ItemRange, Survey, input_error
 from .bytesource import ByteSource
 from .detect import HDF5_MAGIC
-from .mzml import MzMLFormat, range_document
-from .mzml_parser import parse_records
+from .mzml import MzMLFormat, parser, range_document
 
 _INDEX = {SPECTRA: "mzML_spectrumIndex", CHROMATOGRAMS: "mzML_chromatogramIndex"}
 
@@ -80,4 +79,4 @@ class MzMLbFormat(InputFormat):
                 raise ValueError(f"external dataset {dataset!r} is missing")
             return np.asarray(h5[dataset][offset : offset + length])
 
-        yield from parse_records(document, items.kind, items.start, path, fetch)
+        yield from parser(hints)(document, items.kind, items.start, path, fetch)

@@ -11,11 +11,10 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from lxml import etree
-from pyteomics import mzxml
 
 from .. import cv
 from .. import vocabulary as V
@@ -67,8 +66,14 @@ _HANDLED = {
 }
 
 
+if TYPE_CHECKING:
+    from pyteomics import mzxml
+
+
 @per_file(4)
 def _reader(path: str) -> mzxml.MzXML:
+    from pyteomics import mzxml  # imported when an mzXML input is read (half a second)
+
     # lxml takes a file's name as its base URL and fails on a name that is not UTF-8: such a
     # file is handed over opened, without a name
     source = path if is_utf8(path) else open(os.open(path, os.O_RDONLY), "rb")

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
@@ -25,6 +25,7 @@ from ..records import Param
 _NON_WORD = re.compile(r"[^A-Za-z0-9_-]")
 
 
+@lru_cache(maxsize=4096)
 def inflect(accession: str, name: str, unit: str | None = None) -> str:
     """Column name for a CV term: ``{CV}_{number}_{name}[_unit_{UNITCV}_{number}]``."""
     prefix, number = accession.split(":", 1)
@@ -101,19 +102,30 @@ class ValueColumn:
     type: pa.DataType
     kind: str  # "int" | "float" | "str"
     name: str = ""  # explicit column name when it differs from the inflected one
+    # worked out once (a column accepts values for every row of every partition)
+    _column: str = field(init=False, repr=False, compare=False)
+    _convert: Callable[[Any], Any] = field(init=False, repr=False, compare=False)
+    _bounds: tuple[int, int] | None = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(
+            self, "_column", self.name or inflect(self.accession, self.term, self.unit)
+        )
+        object.__setattr__(self, "_convert", _CONVERTERS[self.kind])
+        object.__setattr__(self, "_bounds", _RANGES.get(self.type))
 
     @property
     def column(self) -> str:
-        return self.name or inflect(self.accession, self.term, self.unit)
+        return self._column
 
     def accepts(self, param: Param) -> Any:
         """The converted value when ``param`` fits this column, else ``_REJECT``."""
         if param.unit is not None and param.unit != self.unit:
             return _REJECT
-        value = _CONVERTERS[self.kind](param.value)
+        value = self._convert(param.value)
         if value is None:
             return _REJECT
-        bounds = _RANGES.get(self.type)
+        bounds = self._bounds
         if bounds is not None and not bounds[0] <= value <= bounds[1]:
             return _REJECT
         return value

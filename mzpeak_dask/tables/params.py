@@ -42,14 +42,14 @@ def _value_row(value: Any) -> dict[str, Any]:
     if value is None:
         return _EMPTY_VALUE
     if isinstance(value, bool):
-        return {**_EMPTY_VALUE, "boolean": value}
+        return {"integer": None, "float": None, "string": None, "boolean": value}
     if isinstance(value, int):
         if _INT64_MIN <= value <= _INT64_MAX:
-            return {**_EMPTY_VALUE, "integer": int(value)}
-        return {**_EMPTY_VALUE, "string": str(value)}
+            return {"integer": int(value), "float": None, "string": None, "boolean": None}
+        return {"integer": None, "float": None, "string": str(value), "boolean": None}
     if isinstance(value, float):
-        return {**_EMPTY_VALUE, "float": float(value)}
-    return {**_EMPTY_VALUE, "string": str(value)}
+        return {"integer": None, "float": float(value), "string": None, "boolean": None}
+    return {"integer": None, "float": None, "string": str(value), "boolean": None}
 
 
 def param_row(param: Param) -> dict[str, Any]:

@@ -38,6 +38,7 @@ __all__ = [
     "verified_null_mask",
 ]
 
+_ZERO = np.float64(0.0)
 MAX_MODEL_DELTA = 1.0  # spacings above this are gaps, not sampling steps (reference threshold)
 MIN_REGRESSION_POINTS = 3
 CONSTANT_PREFERENCE = 10.0  # keep the constant model when its error is 10x below the quadratic's
@@ -57,8 +58,25 @@ def second_median(deltas: np.ndarray) -> float:
     """Median of the deltas that are <= their median (0.0 for an empty array)."""
     if deltas.size == 0:
         return 0.0
-    first = np.median(deltas)
-    return float(np.median(deltas[deltas <= first]))
+    first = _median(deltas)
+    return float(_median(deltas[deltas <= first]))
+
+
+def _median(values: np.ndarray) -> np.float64:
+    """``np.median`` of a 1-d float64 array, bit for bit, without its generic machinery (it
+    dominated the spacing model's cost): the middle element, or the mean of the middle pair
+    (``(0 + a + b) / 2``, as ``np.mean`` of two values sums), NaN when there is a NaN."""
+    n = values.shape[0]
+    if n == 0:
+        return np.float64(np.nan)  # np.median of nothing (after a NaN first median)
+    half = n // 2
+    kth = [half - 1, half] if n % 2 == 0 else [half]
+    part = np.partition(values, [*kth, n - 1] if kth[-1] != n - 1 else kth)
+    if np.isnan(part[-1]):
+        return np.float64(np.nan)
+    if n % 2:
+        return _ZERO + part[half]  # numpy's sum starts from +0.0 (a -0.0 median is +0.0)
+    return (_ZERO + part[half - 1] + part[half]) / np.float64(2)
 
 
 def predict_delta(model: np.ndarray, mz: np.ndarray | float) -> np.ndarray | float:

@@ -1,15 +1,25 @@
-"""Single-run benchmark: conversion speed against bare pyteomics, archive size, random access.
+"""Single-run benchmark: conversion speed against bare pyteomics, cold starts, per-core
+encoding, archive size, random access.
 
-    python -m tests.benchmarks.bench_single_run [--copies 30]
+    python -m tests.benchmarks.bench_single_run [--source PATH] [--copies 34]
 
-Input: ../shared/data/mzdata/small.mzML (Thermo LTQ FT, 48 spectra, profile + centroid)
-replicated to >= 100 MB — synthetic by replication. Prints, measured in this one run:
+Input: ../shared/data/openms/FeatureFinderMetaboIdent_1_input.mzML (Q Exactive, profile)
+replicated to >= 100 MB — synthetic by replication. Prints, measured side by side in this one
+run (with the load average: figures on a shared machine are noisy, ratios less so):
 
-* conversion time / the time pyteomics alone needs to iterate and decode the file, for one
-  process (no Dask), for the default local cluster (2 workers on this machine) started by the
-  call, and for a cluster that is already running (how batch and HPC jobs use it: one cluster,
-  many runs);
-* output size / mzML size, and the size of small.mzML's own archive;
+* bare parses: pyteomics ``MzML(use_index=False)`` iterating with arrays decoded, and this
+  package's lean parser building its records (arrays decoded), as the reference for ratios;
+* conversions as ratios to the bare pyteomics parse: a cold ``mzpeak-dask convert`` with the
+  defaults (a fresh process; it chooses where to run from the size of the input), a cold one
+  forced onto a LocalCluster of 2 workers, one on a cluster already running (how batch and HPC
+  jobs use it), and one in this process (inline);
+* a 3 MB real run: a cold ``convert`` with the defaults against a cold ``--cluster inline`` one
+  and a cold LocalCluster one;
+* the executors' cold starts: a LocalCluster of 2 processes, of 2 threads in this process,
+  and a conversion on each against one process;
+* per-core encoding: zero runs, null marking, metadata rows and the layout table, then the
+  Parquet write, on parsed records in one process, in points per second;
+* output / mzML size, the size of small.mzML's own archive;
 * median milliseconds to read one random spectrum by index from the archive, beside pyteomics'
   indexed ``get_by_index`` on the mzML;
 * the row-group-size trade-off (archive size and random access per row-group size).
@@ -18,22 +28,123 @@ replicated to >= 100 MB — synthetic by replication. Prints, measured in this o
 from __future__ import annotations
 
 import argparse
+import io
+import os
 import random
+import subprocess
+import sys
+import tempfile
 import time
 from pathlib import Path
 
+import pyarrow.parquet as pq
 from pyteomics import mzml
 
 from mzpeak_dask import ClusterOptions, ConvertOptions, convert, open_archive
+from mzpeak_dask import vocabulary as V
+from mzpeak_dask.archive.parquet import data_writer_properties
+from mzpeak_dask.contracts import EncodedPartition
+from mzpeak_dask.encode import _encode_spectra, collector_paused
+from mzpeak_dask.layouts import layout_of
 from mzpeak_dask.parallel.cluster import cluster_client
+from mzpeak_dask.partition import plan_run
+from mzpeak_dask.readers import FORMATS, SPECTRA, MzMLFormat
+from mzpeak_dask.readers.base import ItemRange
 
-from .common import DATA, machine, median_ms, replicated, timed, workdir
+from .common import DATA, ROOT, machine, median_ms, replicated, timed, workdir
 
 SMALL = DATA / "mzdata" / "small.mzML"
+PROFILE = DATA / "openms" / "FeatureFinderMetaboIdent_1_input.mzML"
+THREE_MB = PROFILE  # 3.0 MB, 378 profile spectra
 
 
 def pyteomics_iterate(path: Path) -> int:
-    return sum(1 for _ in mzml.MzML(str(path)))
+    return sum(1 for _ in mzml.MzML(str(path), use_index=False))
+
+
+def lean_iterate(path: Path) -> int:
+    survey = MzMLFormat.survey(str(path))
+    offsets = survey.spectrum_offsets
+    items = ItemRange(SPECTRA, 0, survey.spectrum_count, int(offsets[0]), int(offsets[-1]))
+    return sum(1 for _ in MzMLFormat.read(str(path), items, survey.hints))
+
+
+def cold_convert(source: Path, output: Path, *flags: str) -> tuple[float, str]:
+    """``mzpeak-dask convert`` in a fresh process: seconds, and the line saying where it ran."""
+    command = [sys.executable, "-m", "mzpeak_dask", "convert", str(source), str(output)]
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    start = time.perf_counter()
+    done = subprocess.run(
+        [*command, "--overwrite", *flags], capture_output=True, text=True, env=env, check=False
+    )
+    seconds = time.perf_counter() - start
+    if done.returncode != 0:
+        raise RuntimeError(done.stderr[-3000:])
+    lines = [line for line in done.stderr.splitlines() if line.startswith(("running", "starting"))]
+    return seconds, lines[0] if lines else "as forced"
+
+
+def executor_starts(source: Path, out: Path) -> float:
+    from distributed import Client, LocalCluster
+
+    def processes() -> None:
+        with cluster_client(ClusterOptions(workers=2, dashboard=False)):
+            pass
+
+    def threads(convert_too: bool = False) -> None:
+        with (
+            LocalCluster(
+                processes=False, n_workers=1, threads_per_worker=2, dashboard_address=None
+            ) as cluster,
+            Client(cluster) as client,
+        ):
+            if convert_too:
+                convert(
+                    source, out / "threads.mzpeak", ConvertOptions(overwrite=True), client=client
+                )
+
+    t_processes, _ = timed(processes)
+    t_threads, _ = timed(threads)
+    t_convert_threads, _ = timed(threads, True)
+    print(
+        f"executor start+stop: LocalCluster 2 processes {t_processes:.2f} s, "
+        f"2 threads in this process {t_threads:.2f} s, in-process 0 s"
+    )
+    return t_convert_threads
+
+
+def per_core_encoding(source: Path) -> None:
+    """Encode + write of parsed records in this process: points per second."""
+    options = ConvertOptions()
+    with tempfile.TemporaryDirectory(dir=workdir()) as staging:
+        plan = plan_run(source, Path(staging), options)
+        fmt = FORMATS[plan.format.name]
+        parts = [p for p in plan.partitions if p.items.kind == SPECTRA]
+        records = [list(fmt.read(p.path, p.items, p.hints)) for p in parts]
+    layout = layout_of(options)
+    encode_seconds = write_seconds = 0.0
+    points = sum(len(r.arrays[0].values) for recs in records for r in recs if r.arrays)
+    stored = 0
+    for part, recs in zip(parts, records, strict=True):
+        out = EncodedPartition(part.sequence, part.items.kind)
+        with collector_paused():  # as encode_partition encodes
+            seconds, _ = timed(_encode_spectra, recs, plan.spec, out)
+        encode_seconds += seconds
+        table = out.data[V.SPECTRUM]
+        stored += out.points[V.SPECTRUM]
+        schema = plan.spec.schemas[V.SPECTRUM]
+        index_path = f"{layout.PREFIX}.{schema.index_column}"
+        props = data_writer_properties(table.schema, options, index_path)
+        start = time.perf_counter()
+        with pq.ParquetWriter(io.BytesIO(), table.schema, **props) as writer:
+            writer.write_table(table, row_group_size=options.row_group_points)
+        write_seconds += time.perf_counter() - start
+    total = encode_seconds + write_seconds
+    print(
+        f"per-core encode + write        {points / total / 1e6:6.2f} M points/s "
+        f"(encode {encode_seconds:.2f} s, Parquet write {write_seconds:.2f} s; {points:,} "
+        f"points parsed, {stored:,} stored; goal >= 10 M points/s)"
+    )
 
 
 def random_reads(path: Path, n: int, picks: list[int]) -> float:
@@ -66,17 +177,25 @@ def pyteomics_reads(path: Path, picks: list[int]) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--copies", type=int, default=30)
+    parser.add_argument("--source", type=Path, default=PROFILE)
+    parser.add_argument("--copies", type=int, default=34)
     args = parser.parse_args()
-    source = replicated(SMALL, args.copies)
+    source = replicated(args.source, args.copies)
     out = workdir()
     size = source.stat().st_size
     print(
-        f"input: {source.name}, {size / 1e6:.1f} MB, small.mzML x{args.copies} "
+        f"input: {source.name}, {size / 1e6:.1f} MB, {args.source.name} x{args.copies} "
         f"(synthetic by replication); {machine()}"
     )
 
     t_parse, n = timed(pyteomics_iterate, source)
+    t_lean, _ = timed(lean_iterate, source)
+    t_cold, choice = cold_convert(source, out / "cold.mzpeak")
+    t_cold_cluster, _ = cold_convert(source, out / "cold2.mzpeak", "--workers", "2")
+    with cluster_client(ClusterOptions(workers=2, dashboard=False)) as client:
+        t_running, _ = timed(
+            convert, source, out / "running.mzpeak", ConvertOptions(overwrite=True), client=client
+        )
     t_inline, result = timed(
         convert,
         source,
@@ -84,27 +203,40 @@ def main() -> None:
         ConvertOptions(overwrite=True),
         cluster=ClusterOptions(cluster="inline"),
     )
-    t_cluster, _ = timed(
-        convert,
-        source,
-        out / "cluster.mzpeak",
-        ConvertOptions(overwrite=True),
-        cluster=ClusterOptions(workers=2, dashboard=False),
-    )
-    with cluster_client(ClusterOptions(workers=2, dashboard=False)) as client:
-        t_running, _ = timed(
-            convert, source, out / "running.mzpeak", ConvertOptions(overwrite=True), client=client
-        )
-    print(f"pyteomics iterate+decode       {t_parse:7.2f} s  ({n} spectra)")
-    print(f"convert, one process (inline)  {t_inline:7.2f} s  ratio {t_inline / t_parse:.2f}")
+    print(f"pyteomics parse (bare)          {t_parse:6.2f} s  ratio 1.00  ({n} spectra)")
+    print(f"lean parse (bare, records)      {t_lean:6.2f} s  ratio {t_lean / t_parse:.2f}")
     print(
-        f"convert, LocalCluster 2 workers{t_cluster:7.2f} s  ratio {t_cluster / t_parse:.2f} "
-        "(includes starting the cluster)"
+        f"cold convert, defaults          {t_cold:6.2f} s  ratio {t_cold / t_parse:.2f}  ({choice})"
     )
     print(
-        f"convert, running 2-worker cluster{t_running:5.2f} s  ratio {t_running / t_parse:.2f} "
-        "(cluster started beforehand)"
+        f"cold convert, --workers 2       {t_cold_cluster:6.2f} s  "
+        f"ratio {t_cold_cluster / t_parse:.2f}  (starts the cluster)"
     )
+    print(
+        f"convert, running 2-worker cluster {t_running:4.2f} s  ratio {t_running / t_parse:.2f}"
+        "  (cluster started beforehand)"
+    )
+    print(f"convert, inline (this process)  {t_inline:6.2f} s  ratio {t_inline / t_parse:.2f}")
+    print("goal: cold convert with defaults <= 0.6x the bare pyteomics parse (moonshot 0.3x)")
+
+    small_out = out / "three_mb.mzpeak"
+    t_small, small_choice = cold_convert(THREE_MB, small_out)
+    t_small_inline, _ = cold_convert(THREE_MB, small_out, "--cluster", "inline")
+    t_small_cluster, _ = cold_convert(THREE_MB, small_out, "--workers", "2")
+    print(
+        f"{THREE_MB.name} ({THREE_MB.stat().st_size / 1e6:.1f} MB), cold: defaults "
+        f"{t_small:.2f} s ({small_choice}), --cluster inline {t_small_inline:.2f} s, "
+        f"--workers 2 {t_small_cluster:.2f} s; defaults / inline {t_small / t_small_inline:.2f} "
+        "(goal <= 1.3)"
+    )
+
+    t_threads = executor_starts(source, out)
+    print(
+        f"convert on 2 threads in this process {t_threads:.2f} s against one process "
+        f"{t_inline:.2f} s (ratio {t_threads / t_inline:.2f}: below 1, threads pay)"
+    )
+    per_core_encoding(source)
+
     print(
         f"output / mzML size              {result.output_bytes / size:.3f} "
         f"({result.output_bytes:,} B)"

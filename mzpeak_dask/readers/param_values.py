@@ -1,0 +1,80 @@
+"""The value of an mzML cvParam or userParam, typed as the pyteomics mzML path types it.
+
+The two mzML parsers (the lean one and ``--parser pyteomics``) must give every param the same
+value, so the rule is pyteomics' rule, written down once:
+
+- a ``type`` attribute of exactly ``int``, ``float`` or ``string`` picks that type;
+- else a PSI-MS term (``cvRef`` ``MS`` or ``PSI-MS``) with a ``has value type`` relation to an
+  XML Schema integer, decimal or text type is typed so;
+- else the value is read as a float;
+- a value that does not convert stays text, and an empty value is no value.
+
+Units: the ``unitAccession`` when the param names a unit CV or a unit name (pyteomics ignores
+a bare ``unitAccession``). pyteomics caches a term's type on its first sighting, even one
+without a value; here the type depends on the term alone, so it never depends on which file
+was read first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from .. import cv
+from ..records import Value
+
+_EXPLICIT: dict[str, Callable[[str], Any]] = {"int": int, "float": float, "string": str}
+_XSD: dict[str, Callable[[str], Any]] = {}
+for _kind, _names in (
+    (int, ("xsd:integer", "xsd:int", "xsd:nonNegativeInteger", "xsd:positiveInteger")),
+    (float, ("xsd:float", "xsd:double", "xsd:decimal")),
+    (str, ("xsd:string", "xsd:anyURI", "xsd:boolean", "xsd:dateTime")),
+):
+    for _name in _names:
+        _XSD[_name] = _kind
+_PSI_MS = frozenset({"MS", "PSI-MS"})
+_TYPES: dict[str | None, Callable[[str], Any]] = {}
+
+
+def _term_type(accession: str) -> Callable[[str], Any]:
+    for name in cv.value_types().get(accession, ()):
+        kind = _XSD.get(name)
+        if kind is not None:
+            return kind
+    return float
+
+
+def value_type(accession: str | None, cv_ref: str | None) -> Callable[[str], Any]:
+    """How a value of the term ``accession`` (from the CV ``cv_ref``) is read."""
+    if accession is None or cv_ref not in _PSI_MS:
+        return float
+    kind = _TYPES.get(accession)
+    if kind is None:
+        kind = _TYPES[accession] = _term_type(accession)
+    return kind
+
+
+def typed_value(attrib: Any) -> Value:
+    """The value of a cvParam/userParam element from its attributes (None when empty)."""
+    text = attrib.get("value")
+    if not text:
+        return None
+    explicit = attrib.get("type")
+    if explicit is not None and explicit in _EXPLICIT:
+        kind = _EXPLICIT[explicit]
+    elif attrib.get("cvRef") in _PSI_MS:
+        accession = attrib.get("accession")
+        kind = _TYPES.get(accession) or value_type(accession, "MS")
+    else:
+        kind = float
+    try:
+        return kind(text)
+    except ValueError:
+        return text
+
+
+def unit_of(attrib: Any) -> str | None:
+    """The param's unit accession, when it names a unit CV or a unit name."""
+    if "unitCvRef" in attrib or "unitName" in attrib:
+        return attrib.get("unitAccession")
+    return None

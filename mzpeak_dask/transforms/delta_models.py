@@ -1,0 +1,187 @@
+"""The spacing model (``mz_delta_model``) of many spectra at once, bit for bit the models
+:func:`~mzpeak_dask.transforms.null_marking.fit_delta_model` fits one spectrum at a time.
+
+A partition's spectra are concatenated and every element-wise step runs once over all of them:
+spacings, row weights, the usable-spacing mask, the weighted design rows and right-hand sides,
+the residuals of both models. What stays per spectrum is what floating point ties to the
+spectrum's own array: the medians (a selection), the QR factorisation and its triangular solve
+(LAPACK on the spectrum's rows; padding or stacking changes its sums), and the two squared-error
+sums (numpy's pairwise summation; ``np.add.reduceat`` sums sequentially and differs in the last
+bits).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import InputError
+from .null_marking import (
+    CONSTANT_PREFERENCE,
+    MAX_MODEL_DELTA,
+    MIN_REGRESSION_POINTS,
+)
+
+__all__ = ["fit_delta_models", "second_medians"]
+
+
+def _weights(intensities: list[np.ndarray | None], lengths: np.ndarray) -> np.ndarray:
+    """Row weights ``sqrt(ln(intensity + 1))`` of every spectrum, concatenated (float64).
+
+    Each intensity's own float precision is kept (spectra are grouped by dtype), as the
+    single-spectrum fit computes them; 1.0 without intensities, 0.0 where undefined."""
+    weights = np.ones(int(lengths.sum()), dtype=np.float64)
+    starts = np.cumsum(lengths) - lengths
+    groups: dict[np.dtype, list[int]] = {}
+    for k, intensity in enumerate(intensities):
+        if intensity is None:
+            continue
+        if intensity.shape[0] != lengths[k]:
+            raise InputError(
+                f"intensity array has {intensity.shape[0]} points but the m/z array has "
+                f"{lengths[k]}"
+            )
+        dtype = intensity.dtype if intensity.dtype.kind == "f" else np.dtype(np.float64)
+        groups.setdefault(dtype, []).append(k)
+    for dtype, members in groups.items():
+        values = np.concatenate([intensities[k] for k in members]).astype(dtype, copy=False)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            computed = np.sqrt(np.log(values + 1)).astype(np.float64)
+        computed = np.where(np.isfinite(computed), computed, 0.0)
+        member_lengths = lengths[members]
+        positions = np.repeat(
+            starts[members] - (np.cumsum(member_lengths) - member_lengths), member_lengths
+        ) + np.arange(computed.size)
+        weights[positions] = computed
+    return weights
+
+
+def fit_delta_models(
+    mzs: list[np.ndarray], intensities: list[np.ndarray | None]
+) -> list[list[float]]:
+    """The ``mz_delta_model`` of each spectrum (``mzs[k]``, ``intensities[k]``: its arrays
+    before zero-run stripping, intensities as stored), as lists of floats."""
+    if not mzs:
+        return []
+    mzs = [np.asarray(mz, dtype=np.float64) for mz in mzs]
+    lengths = np.array([mz.shape[0] for mz in mzs], dtype=np.int64)
+    mz_all = np.concatenate(mzs)
+    weights = _weights(intensities, lengths)
+    # Spacings of the concatenation: spectrum k's are deltas[starts[k] : starts[k] + spans[k]];
+    # the spacing across two spectra sits between them and belongs to neither.
+    deltas = np.diff(mz_all)
+    starts = np.cumsum(lengths) - lengths
+    spans = np.maximum(lengths - 1, 0)
+    inside = np.ones(deltas.shape[0], dtype=bool)
+    ends = (starts + lengths)[(lengths > 0) & (starts + lengths < mz_all.shape[0])]
+    inside[ends - 1] = False
+    usable = (deltas <= MAX_MODEL_DELTA) & inside
+    before = np.concatenate([[0], np.cumsum(usable)])
+    first_row = before[np.minimum(starts, deltas.shape[0])]
+    n_usable = before[np.minimum(starts + spans, deltas.shape[0])] - first_row
+    x = mz_all[1:][usable]
+    w = weights[1:][usable]
+    with np.errstate(invalid="ignore", over="ignore"):
+        design = np.stack([np.ones_like(x), x, x**2], axis=1) * w[:, None]
+        rhs = deltas[usable] * w
+    constants = second_medians(deltas, starts, spans)
+    models: list[list[float]] = [[c] for c in constants.tolist()]
+    betas = _quadratics(design, rhs, n_usable, first_row)
+    if betas:
+        _prefer(models, betas, constants, mz_all, deltas, lengths, starts, spans)
+    return models
+
+
+def second_medians(deltas: np.ndarray, starts: np.ndarray, spans: np.ndarray) -> np.ndarray:
+    """:func:`~mzpeak_dask.transforms.null_marking.second_median` of every run
+    ``deltas[starts[k] : starts[k] + spans[k]]``, bit for bit: runs of similar length are
+    sorted together as the rows of one matrix (padded with +inf), and the medians are read
+    at numpy's positions with numpy's arithmetic (a NaN anywhere makes the run's NaN)."""
+    result = np.zeros(spans.shape[0])
+    present = np.flatnonzero(spans > 0)
+    if present.size == 0:
+        return result
+    bucket = np.ceil(np.log2(spans[present])).astype(np.int64)
+    for b in np.unique(bucket):
+        rows = present[bucket == b]
+        counts = spans[rows]
+        column = np.arange(int(counts.max()))
+        real = column < counts[:, None]
+        picked = np.where(real, deltas[np.where(real, starts[rows, None] + column, 0)], np.inf)
+        has_nan = np.isnan(picked).any(axis=1)
+        picked[np.isnan(picked)] = np.inf
+        picked.sort(axis=1)
+        first = _middle_of_prefix(picked, counts)
+        below = np.count_nonzero(real & (picked <= first[:, None]), axis=1)
+        second = _middle_of_prefix(picked, np.maximum(below, 1))
+        result[rows] = np.where(has_nan | (below == 0), np.nan, second)
+    return result
+
+
+def _middle_of_prefix(rows: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """numpy's median of each sorted row's first ``counts`` values: the middle value plus +0.0,
+    or ``(0.0 + low + high) / 2`` for an even count (np.mean's sum of the middle pair)."""
+    at = np.arange(rows.shape[0])
+    low = rows[at, (counts - 1) // 2]
+    high = rows[at, counts // 2]
+    with np.errstate(invalid="ignore", over="ignore"):
+        even = (0.0 + low + high) / 2.0
+    return np.where(counts % 2 == 1, 0.0 + high, even)
+
+
+def _quadratics(
+    design: np.ndarray, rhs: np.ndarray, rows: np.ndarray, row_starts: np.ndarray
+) -> dict[int, np.ndarray]:
+    """The weighted quadratic of every spectrum with enough usable spacings, by QR of its own
+    rows as the single-spectrum fit solves it: spectra with the same number of rows are
+    factorised in one stacked call (numpy runs LAPACK on each matrix of the stack, so every
+    matrix gets its own factorisation, bit for bit). Singular or non-finite fits are left out."""
+    betas: dict[int, np.ndarray] = {}
+    candidates = np.flatnonzero(rows >= MIN_REGRESSION_POINTS)
+    candidates = candidates[np.argsort(rows[candidates], kind="stable")]
+    shapes = rows[candidates]
+    for members in np.split(candidates, np.flatnonzero(shapes[1:] != shapes[:-1]) + 1):
+        if members.size == 0:
+            continue
+        m = rows[members[0]]
+        take = row_starts[members][:, None] + np.arange(m)
+        q, r = np.linalg.qr(design[take])
+        regular = np.all(np.diagonal(r, axis1=1, axis2=2) != 0, axis=1)
+        if not regular.any():
+            continue
+        members, q, r = members[regular], q[regular], r[regular]
+        projected = np.swapaxes(q, 1, 2) @ rhs[take[regular]][:, :, None]
+        solved = np.linalg.solve(r, projected)[:, :, 0]
+        finite = np.all(np.isfinite(solved), axis=1)
+        betas.update(zip(members[finite].tolist(), solved[finite], strict=True))
+    return betas
+
+
+def _prefer(
+    models: list[list[float]],
+    betas: dict[int, np.ndarray],
+    constants: np.ndarray,
+    mz_all: np.ndarray,
+    deltas: np.ndarray,
+    lengths: np.ndarray,
+    starts: np.ndarray,
+    spans: np.ndarray,
+) -> None:
+    """Replace the constant by the quadratic where its error is not ten times smaller. Both
+    errors pair mz[i] with mz[i+1] - mz[i] over every spacing of the spectrum; the residuals
+    are computed at once, each spectrum's two sums are numpy's pairwise sums of its own run."""
+    fitted = np.array(sorted(betas))
+    coefficients = np.zeros((len(models), 3))
+    coefficients[fitted] = np.array([betas[k] for k in fitted])
+    per_point = np.repeat(coefficients, lengths, axis=0)[:-1]
+    x = mz_all[:-1]
+    with np.errstate(invalid="ignore", over="ignore"):
+        predicted = per_point[:, 0] + per_point[:, 1] * x
+        predicted = predicted + per_point[:, 2] * x**2
+        quadratic_residual = (predicted - deltas) ** 2
+        constant_residual = (np.repeat(constants, lengths)[:-1] - deltas) ** 2
+    for k in fitted.tolist():
+        run = slice(starts[k], starts[k] + spans[k])
+        error_constant = np.add.reduce(constant_residual[run])  # np.sum, without its wrapper
+        error_quadratic = np.add.reduce(quadratic_residual[run])
+        if not error_constant < error_quadratic / CONSTANT_PREFERENCE:
+            models[k] = betas[k].tolist()

@@ -1,0 +1,110 @@
+"""The spacing models of a whole partition, fitted at once, are bit for bit the models fitted one
+spectrum at a time, on every profile run of ../shared/data and on hostile arrays (the archive
+stores them, and they decide which zero pairs become null)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mzpeak_dask import vocabulary as V
+from mzpeak_dask.errors import InputError
+from mzpeak_dask.readers import SPECTRA, MzMLFormat
+from mzpeak_dask.readers.base import ItemRange
+from mzpeak_dask.transforms.delta_models import fit_delta_models, second_medians
+from mzpeak_dask.transforms.null_marking import fit_delta_model, second_median
+
+from ..helpers import PROFILE_RUNS
+
+
+def _bits(model) -> list[bytes]:
+    return [np.float64(v).tobytes() for v in model]
+
+
+def _profile_arrays(path: Path) -> list[tuple[np.ndarray, np.ndarray]]:
+    survey = MzMLFormat.survey(str(path))
+    offsets = survey.spectrum_offsets
+    items = ItemRange(SPECTRA, 0, survey.spectrum_count, int(offsets[0]), int(offsets[-1]))
+    out = []
+    for record in MzMLFormat.read(str(path), items, survey.hints):
+        arrays = {a.array_type: np.asarray(a.values) for a in record.arrays}
+        if record.is_profile and V.MZ_ARRAY in arrays and V.INTENSITY_ARRAY in arrays:
+            out.append((arrays[V.MZ_ARRAY], arrays[V.INTENSITY_ARRAY]))
+    return out
+
+
+def _assert_same(mzs, intensities) -> None:
+    batched = fit_delta_models(mzs, intensities)
+    assert len(batched) == len(mzs)
+    for k, (mz, intensity) in enumerate(zip(mzs, intensities, strict=True)):
+        assert _bits(batched[k]) == _bits(fit_delta_model(mz, intensity)), k
+
+
+@pytest.mark.parametrize("path", PROFILE_RUNS, ids=lambda p: p.name)
+def test_batched_models_are_the_single_models_on_real_runs(path: Path) -> None:
+    spectra = _profile_arrays(path)
+    assert spectra
+    quadratic = sum(len(m) == 3 for m in fit_delta_models(*map(list, zip(*spectra, strict=True))))
+    _assert_same([m for m, _ in spectra], [i for _, i in spectra])
+    # replicated spectra: equal-shaped fits, factorised in one stacked call
+    _assert_same([m for m, _ in spectra] * 3, [i for _, i in spectra] * 3)
+    # the intensities as float64 and as integers take their own weights
+    _assert_same([m for m, _ in spectra], [i.astype(np.float64) * 3 for _, i in spectra])
+    _assert_same([m for m, _ in spectra], [i.astype(np.int32) for _, i in spectra])
+    if path.name.startswith("FeatureFinder"):
+        assert quadratic > 0  # the quadratic branch is exercised on real data
+
+
+values = st.floats(allow_nan=True, allow_infinity=True, width=64)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.lists(st.floats(0, 2000, width=64) | values, max_size=40),
+            st.booleans(),
+            st.integers(0, 3),
+        ),
+        max_size=8,
+    )
+)
+def test_batched_models_match_on_arbitrary_arrays(spectra) -> None:
+    mzs, intensities = [], []
+    for raw, with_intensity, seed in spectra:
+        mz = np.cumsum(np.abs(np.nan_to_num(np.array(raw, dtype=np.float64)))) / 7 + seed
+        if raw and seed == 3:
+            mz[len(mz) // 2] = raw[0]  # unsorted, NaN or infinite points too
+        mzs.append(mz)
+        rng = np.random.default_rng(seed)
+        intensity = (rng.random(mz.size) * 1e5).astype(np.float32)
+        intensity[rng.random(mz.size) < 0.3] = 0
+        intensities.append(intensity if with_intensity else None)
+    _assert_same(mzs, intensities)
+    _assert_same(mzs * 2, intensities * 2)  # equal shapes: stacked factorisations
+
+
+def test_mismatched_intensity_is_an_input_error() -> None:
+    with pytest.raises(InputError, match="intensity array has 2 points"):
+        fit_delta_models([np.arange(3.0)], [np.ones(2)])
+    assert fit_delta_models([], []) == []
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    st.lists(
+        st.lists(st.sampled_from([0.0, -0.0, 1.0, 2.5, np.inf, -np.inf, np.nan]) | values),
+        max_size=10,
+    )
+)
+def test_second_medians_are_numpys_on_hostile_runs(runs) -> None:
+    deltas = np.array([v for run in runs for v in run], dtype=np.float64)
+    spans = np.array([len(run) for run in runs], dtype=np.int64)
+    starts = np.cumsum(spans) - spans
+    batched = second_medians(deltas, starts, spans)
+    for k, run in enumerate(runs):
+        assert _bits([batched[k]]) == _bits([second_median(np.array(run, dtype=np.float64))])
