@@ -4,7 +4,8 @@ next, so that each stage depends on these and not on the stage before it.
 ::
 
     partition.plan_run      (coordinator or worker)  -> RunPlan: EncodeSpec, [Partition]
-    encode.encode_partition (worker, per Partition)  -> EncodedPartition
+    encode.encode_partition (worker, per Partition)  -> EncodedPartition (local indices)
+    archive.parts.write_partition (worker, offsets)  -> EncodedPartition (Parquet parts)
     archive.job.RunJob      (coordinator, in order)  -> ConversionResult
 
 Everything here pickles cheaply (a partition crosses the network to a worker, and a plan or an
@@ -68,7 +69,9 @@ class RunPlan:
 
 @dataclass
 class EncodedPartition:
-    """A partition's tables, with entity indices local to the partition (0-based per entity)."""
+    """A partition's tables, with entity indices local to the partition (0-based per entity);
+    once written (``offsets`` set, see :mod:`mzpeak_dask.archive.parts`), ``data`` and ``peaks``
+    hold finished Parquet files (``pyarrow.Buffer``) and the metadata rows global indices."""
 
     sequence: int
     kind: str
@@ -83,6 +86,7 @@ class EncodedPartition:
     selected_ion_refs: dict[str, list] = field(default_factory=dict)
     # members (entities, or PEAKS) with an item whose main axis is not in ascending order
     unsorted: set[str] = field(default_factory=set)
+    offsets: dict[str, int] | None = None  # entity -> items before this partition, once written
 
 
 @dataclass

@@ -2,7 +2,9 @@
 bounded memory.
 
 Each run is first planned by a task (survey, decompression, data columns — on a worker when
-the workers see the staging folder, else here), then its partitions are encoded by tasks. At
+the workers see the staging folder, else here), then each partition is encoded and written as
+finished Parquet parts by tasks (:mod:`mzpeak_dask.archive.parts`), which come back as bytes
+no larger than their share of the archive and are stitched here, copied. At
 most ``window`` tasks are outstanding at any time (running, or finished and waiting in a run's
 reorder buffer), so the coordinator and the workers hold a bounded amount of data however large
 and many the inputs. A new run starts whenever no started run has partitions waiting to be
@@ -28,6 +30,7 @@ from typing import Any
 
 from ..archive.container import Inputs
 from ..archive.job import RunJob
+from ..archive.parts import next_offsets, write_partition
 from ..contracts import ConversionResult, Progress
 from ..encode import encode_partition
 from ..errors import MzPeakDaskError, OutputError, WorkerDiedError
@@ -53,6 +56,9 @@ class _Active:
     next_partition: int = 0
     buffer: dict[int, Any] = field(default_factory=dict)
     tasks: list[Task] = field(default_factory=list)
+    # the first steps of partitions in flight (encoded, offsets), held until written
+    steps: dict[int, tuple[Task, Any]] = field(default_factory=dict)
+    chain: tuple[Task, Any] | None = None  # the last partition's steps: the next one's offsets
 
     @property
     def planned(self) -> bool:
@@ -193,17 +199,26 @@ class Coordinator:
     def _fill_window(self) -> None:
         for active in self.active:
             while active.planned and not active.submitted_all and self.outstanding < self.window:
-                n = active.next_partition
-                args = (encode_partition, active.job.plan.partitions[n], active.job.plan.spec)
-                if active.handoff:
-                    task = self.executor.submit(
-                        (active, n), handoff.call_to_file, active.handoff, *args
-                    )
-                else:
-                    task = self.executor.submit((active, n), *args)
-                active.tasks.append(task)
-                active.next_partition += 1
-                self.outstanding += 1
+                self._submit_partition(active)
+
+    def _submit_partition(self, active: _Active) -> None:
+        """A partition's steps (see :mod:`mzpeak_dask.archive.parts`): encode, its offsets
+        from the previous partition's, then its Parquet parts, the only result collected."""
+        n = active.next_partition
+        plan = active.job.plan
+        encoded = self.executor.submit(None, encode_partition, plan.partitions[n], plan.spec)
+        offsets: Any = {}
+        if active.chain is not None:
+            offsets = self.executor.submit(None, next_offsets, *reversed(active.chain))
+        args = (write_partition, encoded, offsets, plan.spec)
+        if active.handoff:
+            task = self.executor.submit((active, n), handoff.call_to_file, active.handoff, *args)
+        else:
+            task = self.executor.submit((active, n), *args)
+        active.steps[n] = active.chain = (encoded, offsets)
+        active.tasks.append(task)
+        active.next_partition += 1
+        self.outstanding += 1
 
     def _collect(self, task: Task, results: list) -> None:
         active, n = task.tag
@@ -221,6 +236,7 @@ class Coordinator:
             return
         finally:
             self.executor.release(task)
+            active.steps.pop(n, None)  # dropped: Dask frees them once nothing needs them
         if n == PLAN:
             self._planned(active, result, results)
             return
@@ -273,8 +289,11 @@ class Coordinator:
             raise outcome
 
     def _abort(self, active: _Active) -> None:
-        for task in active.tasks:
+        steps = [t for pair in active.steps.values() for t in pair if isinstance(t, Task)]
+        for task in active.tasks + steps:
             self.executor.cancel(task)
+        active.steps.clear()
+        active.chain = None
         self.outstanding -= len(active.tasks) + len(active.buffer)
         active.tasks.clear()
         active.buffer.clear()

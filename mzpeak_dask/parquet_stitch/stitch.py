@@ -43,7 +43,7 @@ KV_KEY, KV_VALUE = 1, 2
 
 def read_footer(part: bytes | memoryview) -> tc.Struct:
     """The ``FileMetaData`` of a Parquet file held in memory."""
-    view = memoryview(part)
+    view = tc.byte_view(part)
     if len(view) < 12 or view[:4] != MAGIC or view[-4:] != MAGIC:
         raise tc.ThriftError("not a Parquet file (no PAR1 at both ends)")
     (size,) = _struct.unpack("<I", view[-8:-4])
@@ -93,9 +93,10 @@ class Stitcher:
         self._column_indexes: list[tuple[tc.Struct, bytes]] = []
         self._offset_indexes: list[tuple[tc.Struct, bytes]] = []
 
-    def add(self, part: bytes | memoryview) -> None:
-        """Copy the row groups of ``part`` (a whole Parquet file) after those added before."""
-        view = memoryview(part)
+    def add(self, part) -> None:
+        """Copy the row groups of ``part`` (a whole Parquet file: bytes, a memoryview, a
+        ``pyarrow.Buffer``) after those added before."""
+        view = tc.byte_view(part)
         footer = read_footer(view)
         end = data_end(footer)
         delta = self.position - 4

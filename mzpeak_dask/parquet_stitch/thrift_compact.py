@@ -62,9 +62,16 @@ class Struct:
         self.fields.sort(key=lambda f: f[0])
 
 
+def byte_view(data) -> memoryview:
+    """``data`` (bytes, a memoryview, a ``pyarrow.Buffer``: anything with the buffer protocol)
+    as unsigned bytes (a pyarrow buffer exports signed ones)."""
+    view = memoryview(data)
+    return view if view.format == "B" else view.cast("B")
+
+
 class _Reader:
     def __init__(self, data: bytes | memoryview, pos: int = 0):
-        self.data = memoryview(data)
+        self.data = byte_view(data)
         self.pos = pos
         self.depth = 0
 
@@ -236,4 +243,4 @@ def dumps(s: Struct) -> bytes:
     return bytes(writer.out)
 
 
-__all__ = ["List", "Map", "Struct", "ThriftError", "dumps", "loads", "loads_exactly"]
+__all__ = ["List", "Map", "Struct", "ThriftError", "byte_view", "dumps", "loads", "loads_exactly"]
