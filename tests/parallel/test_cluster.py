@@ -3,7 +3,9 @@ of workers and partitions — also when a worker process is killed during the ru
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -28,7 +30,7 @@ from mzpeak_dask import (
 )
 from mzpeak_dask.parallel.cluster import cluster_client
 
-from ..conftest import BUNDLED, INLINE
+from ..conftest import BUNDLED, DATA, INLINE
 from ..helpers import member_digests
 from ..hostile_inputs import corrupt_binary
 from ..replicate import replicate
@@ -230,3 +232,41 @@ def test_a_worker_killed_while_the_cluster_starts_does_not_fail_the_run(tmp_path
     assert "Traceback" not in result.stderr and len(result.stderr.splitlines()) <= 1
     with open_archive(output) as archive:
         assert len(archive) == 48
+
+
+def test_batch_on_an_external_cluster_survives_a_killed_worker(tmp_path) -> None:
+    """A batch of real runs on a ``dask scheduler`` with three ``dask worker`` processes, one
+    killed mid-way: every run converts, and the archives equal those of a clean run here."""
+    from mzpeak_dask.batch.runner import run_batch
+
+    from .conftest import ExternalCluster
+
+    source = tmp_path / "repository"
+    source.mkdir()
+    for name in ("small.mzML", "three_test_scans.mzML"):
+        shutil.copy(DATA / "mzdata" / name, source / name)
+    shutil.copy(DATA / "depthcharge" / "TMT10-Trial-8.mzML", source / "tmt.mzML")
+    replicate(SMALL, source / "small_x3.mzML", copies=3)
+    options = ConvertOptions(partition_items=8)
+    clean = tmp_path / "clean"
+    run_batch(source, clean, options, INLINE)
+    cluster = ExternalCluster(workers=3)
+    victim = cluster.workers[1]
+    killed = []
+
+    def kill_one_worker(_source: str, done: int, total: int) -> None:
+        if not killed and done < total:
+            os.kill(victim.pid, signal.SIGKILL)
+            killed.append(done)
+
+    output = tmp_path / "out"
+    try:
+        with Client(cluster.address) as client:
+            outcome = run_batch(source, output, options, client=client, progress=kill_one_worker)
+    finally:
+        cluster.close()
+    assert killed and victim.returncode == -signal.SIGKILL
+    report = json.loads((output / "batch_report.json").read_text())
+    assert [f["status"] for f in report["files"]] == ["converted"] * 4, outcome
+    for archive in clean.glob("*.mzpeak"):
+        assert member_digests(output / archive.name) == member_digests(archive)
