@@ -88,6 +88,18 @@ class EncodedPartition:
     unsorted: set[str] = field(default_factory=set)
     offsets: dict[str, int] | None = None  # entity -> items before this partition, once written
 
+    def __sizeof__(self) -> int:
+        """The bytes it holds (Dask weighs results by ``sys.getsizeof``: so it runs the step
+        that writes a partition where the encoded partition is, rather than moving it)."""
+        held = list(self.data.values()) + [self.peaks]
+        held += [rows for tables in self.metadata.values() for rows in tables.values()]
+        return object.__sizeof__(self) + sum(_nbytes(x) for x in held)
+
+
+def _nbytes(x: Any) -> int:
+    """Bytes of an Arrow table or array (``nbytes``) or buffer (``size``); 0 for None."""
+    return getattr(x, "nbytes", None) or getattr(x, "size", 0) or 0
+
 
 @dataclass
 class ConversionResult:
