@@ -6,7 +6,8 @@ next, so that each stage depends on these and not on the stage before it.
     partition.plan_run      (coordinator or worker)  -> RunPlan: EncodeSpec, [Partition]
     encode.encode_partition (worker, per Partition)  -> EncodedPartition (local indices)
     archive.parts.write_partition (worker, offsets)  -> EncodedPartition (Parquet parts)
-    archive.job.RunJob      (coordinator, in order)  -> ConversionResult
+    archive.writer.ArchiveWriter (in order; on the worker finishing the run when workers
+                            see the output, else the coordinator) -> ConversionResult
 
 Everything here pickles cheaply (a partition crosses the network to a worker, and a plan or an
 encoded partition comes back); none of it reads or writes a file.
@@ -119,9 +120,14 @@ class ConversionResult:
     input_sha256: str
     members: dict[str, int] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)  # one line each (e.g. repeated ids)
+    # a batch's check of the archive, when the worker that finished the run made it (see
+    # mzpeak_dask.read.inspection.inspect_output); not part of the result shown to users
+    inspection: dict[str, Any] | None = field(default=None, repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        fields = asdict(self)
+        del fields["inspection"]
+        return fields
 
 
 __all__ = [

@@ -70,12 +70,15 @@ def convert_many(
     progress: Progress | None = None,
     fail_fast: bool = True,
     on_result: Callable[[int, ConversionResult | MzPeakDaskError], None] | None = None,
+    check: bool = False,
 ) -> list[ConversionResult | MzPeakDaskError]:
     """Convert several runs side by side on one cluster.
 
     Returns one entry per job, in order: the result, or (with ``fail_fast=False``) the error
     that stopped that job — one bad input then does not stop the others. ``on_result(k,
-    outcome)`` is called as each job ends.
+    outcome)`` is called as each job ends. With ``check``, a run finished on a worker also
+    checks its archive there (validation, member digests, TIC thumbnail: the result's
+    ``inspection``), as a batch records it.
     """
     options = options or ConvertOptions()
     cluster = cluster or ClusterOptions()
@@ -87,4 +90,5 @@ def convert_many(
         progress,
         fail_fast,
         on_result,
+        check,
     )
