@@ -10,9 +10,11 @@ Printed side by side, measured in this one run:
   share is (coordinator CPU of 2N - of N) / (that + workers' CPU of 2N - of N), so start-up and
   fixed costs cancel; and the share for **one ~100 MB run** (mzdata/small.mzML replicated x30:
   synthetic by replication);
-* **handoff bytes / output bytes**: the size of every result file the workers hand back
-  (partition parts and packed metadata rows; the workers see the staging folder here) over the
-  size of the archives;
+* **handoff bytes / output bytes**: what crosses from the workers to the coordinator (result
+  files it loads, and the pickled size of every result it collects) over the size of the
+  archives. The workers see the output folder here, so they finish each run: the partitions'
+  parts go to the run's staging folder and are read by the worker that finishes the run, and
+  the coordinator receives paths, counts and the run's result;
 * **files/h and MB/s** of the N-run batch, and the 100 MB run's seconds, at 1 and 2 workers;
 * a **projection** to 8, 64, 256 and 1024 workers from the measured per-task costs.
 
@@ -34,8 +36,10 @@ bytes at a stated bandwidth. Throughput at W workers is the smallest of W / work
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import pickle
 import resource
 import shutil
 import sys
@@ -59,7 +63,9 @@ def _usage() -> float:
 
 
 class _Meter:
-    """Coordinator and worker CPU seconds, tasks submitted and handoff bytes, from ``start``."""
+    """Coordinator and worker CPU seconds, tasks submitted, and bytes crossing to the
+    coordinator (``handoff``: result files it loads plus the pickled size of every result it
+    collects, whose measuring CPU is taken out of the coordinator's), from ``start``."""
 
     def __init__(self, client):
         from mzpeak_dask.parallel import executors, handoff
@@ -67,10 +73,12 @@ class _Meter:
         self.client = client
         self.tasks = 0
         self.handoff = 0
-        submit, load, background = (
+        self.overhead = 0.0  # coordinator CPU spent measuring
+        submit, load, background, result = (
             executors.DaskExecutor.submit,
             handoff.load,
             executors.DaskExecutor.background,
+            executors.DaskExecutor.result,
         )
         meter = self
 
@@ -86,14 +94,23 @@ class _Meter:
             meter.handoff += os.path.getsize(path)
             return load(path)
 
+        def measured_result(self, task):
+            value = result(self, task)
+            start = _usage()
+            with contextlib.suppress(Exception):
+                meter.handoff += len(pickle.dumps(value, protocol=5))
+            meter.overhead += _usage() - start
+            return value
+
         executors.DaskExecutor.submit = counted_submit
         executors.DaskExecutor.background = counted_background
+        executors.DaskExecutor.result = measured_result
         handoff.load = measured_load
 
     def snapshot(self) -> dict:
         workers = self.client.run(_usage)
         return {
-            "coordinator": _usage(),
+            "coordinator": _usage() - self.overhead,
             "workers": sum(workers.values()),
             "tasks": self.tasks,
             "handoff": self.handoff,
