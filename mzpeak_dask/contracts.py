@@ -4,8 +4,10 @@ next, so that each stage depends on these and not on the stage before it.
 ::
 
     partition.plan_run      (coordinator or worker)  -> RunPlan: EncodeSpec, [Partition]
-    encode.encode_partition (worker, per Partition)  -> EncodedPartition
-    archive.job.RunJob      (coordinator, in order)  -> ConversionResult
+    encode.encode_partition (worker, per Partition)  -> EncodedPartition (local indices)
+    archive.parts.write_partition (worker, offsets)  -> EncodedPartition (Parquet parts)
+    archive.writer.ArchiveWriter (in order; on the worker finishing the run when workers
+                            see the output, else the coordinator) -> ConversionResult
 
 Everything here pickles cheaply (a partition crosses the network to a worker, and a plan or an
 encoded partition comes back); none of it reads or writes a file.
@@ -68,7 +70,9 @@ class RunPlan:
 
 @dataclass
 class EncodedPartition:
-    """A partition's tables, with entity indices local to the partition (0-based per entity)."""
+    """A partition's tables, with entity indices local to the partition (0-based per entity);
+    once written (``offsets`` set, see :mod:`mzpeak_dask.archive.parts`), ``data`` and ``peaks``
+    hold finished Parquet files (``pyarrow.Buffer``) and the metadata rows global indices."""
 
     sequence: int
     kind: str
@@ -83,6 +87,19 @@ class EncodedPartition:
     selected_ion_refs: dict[str, list] = field(default_factory=dict)
     # members (entities, or PEAKS) with an item whose main axis is not in ascending order
     unsorted: set[str] = field(default_factory=set)
+    offsets: dict[str, int] | None = None  # entity -> items before this partition, once written
+
+    def __sizeof__(self) -> int:
+        """The bytes it holds (Dask weighs results by ``sys.getsizeof``: so it runs the step
+        that writes a partition where the encoded partition is, rather than moving it)."""
+        held = list(self.data.values()) + [self.peaks]
+        held += [rows for tables in self.metadata.values() for rows in tables.values()]
+        return object.__sizeof__(self) + sum(_nbytes(x) for x in held)
+
+
+def _nbytes(x: Any) -> int:
+    """Bytes of an Arrow table or array (``nbytes``) or buffer (``size``); 0 for None."""
+    return getattr(x, "nbytes", None) or getattr(x, "size", 0) or 0
 
 
 @dataclass
@@ -103,9 +120,14 @@ class ConversionResult:
     input_sha256: str
     members: dict[str, int] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)  # one line each (e.g. repeated ids)
+    # a batch's check of the archive, when the worker that finished the run made it (see
+    # mzpeak_dask.read.inspection.inspect_output); not part of the result shown to users
+    inspection: dict[str, Any] | None = field(default=None, repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        fields = asdict(self)
+        del fields["inspection"]
+        return fields
 
 
 __all__ = [

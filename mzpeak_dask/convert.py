@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -140,6 +141,7 @@ def convert_many(
     progress: Progress | None = None,
     fail_fast: bool = True,
     on_result: Callable[[int, ConversionResult | MzPeakDaskError], None] | None = None,
+    check: bool = False,
 ) -> list[ConversionResult | MzPeakDaskError]:
     """Convert several runs side by side on one cluster; inputs and outputs are paths or
     URLs (``s3://``, ``gs://``, ``az://``; ``https://`` inputs), see :mod:`.staged`.
@@ -147,20 +149,23 @@ def convert_many(
     ``cluster`` None and no ``client``: :func:`choose_cluster` picks this process or a
     LocalCluster from the size of the inputs. Returns one entry per job, in order: the result,
     or (with ``fail_fast=False``) the error that stopped that job — one bad input then does not
-    stop the others. ``on_result(k, outcome)`` is called as each job ends.
+    stop the others. ``on_result(k, outcome)`` is called as each job ends. With ``check``, a
+    run finished on a worker also checks its archive there (validation, member digests, TIC
+    thumbnail: the result's ``inspection``), as a batch records it.
     """
     options = options or ConvertOptions()
+    run = partial(_run_local, check=check)
     if not any(is_url(i) or is_url(o) for i, o in jobs):
         pairs = [(Path(i), Path(o)) for i, o in jobs]
-        return _run_local(pairs, options, cluster, client, progress, fail_fast, on_result)
+        return run(pairs, options, cluster, client, progress, fail_fast, on_result)
     with StagedJobs(jobs, options) as staged:  # URLs: staged locally, uploaded at the end
-        return staged.run(_run_local, cluster, client, progress, fail_fast, on_result)
+        return staged.run(run, cluster, client, progress, fail_fast, on_result)
 
 
-def _run_local(pairs, options, cluster, client, progress, fail_fast, on_result):
+def _run_local(pairs, options, cluster, client, progress, fail_fast, on_result, check=False):
     """Convert local ``pairs``; with no cluster nor client, their size picks where."""
     if client is None:
         cluster, _ = choose_cluster([i for i, _ in pairs], cluster)
     else:
         cluster = cluster or ClusterOptions()
-    return run_jobs(pairs, options, cluster, client, progress, fail_fast, on_result)
+    return run_jobs(pairs, options, cluster, client, progress, fail_fast, on_result, check)

@@ -2,8 +2,9 @@
 columns from a deterministic sample, and cut the work into partitions.
 
 Partitions are cut by input bytes (when the format has byte offsets) or by item count, never by
-anything that depends on the cluster, and they only decide how work is spread: the archive's
-row groups are cut by the coordinator independently of them.
+anything that depends on the cluster. Workers write each partition's rows as row groups of
+their own (a row group never spans two partitions), so the partitioning fixes the archive's
+row-group cuts, and the number of workers changes nothing.
 """
 
 from __future__ import annotations

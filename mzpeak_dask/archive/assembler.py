@@ -1,9 +1,10 @@
-"""The coordinator: encoded partitions, in order, -> the members of one archive.
+"""The coordinator: written partitions, in order, -> the members of one archive.
 
-Workers number items from 0 within their partition; the assembler rebases every index column
-by the running count of its entity, streams the signal rows into their data member as
-item-aligned row groups, spills metadata rows to the staging folder, and at the end writes the
-packed metadata members, the footers and ``mzpeak_index.json`` (last).
+Workers write each partition's signal rows as finished Parquet parts with global indices
+(:mod:`.parts`); the assembler stitches each data member from its parts, copying bytes and
+writing one footer (:mod:`mzpeak_dask.parquet_stitch`), spills the (already rebased) metadata
+rows to the staging folder, and at the end writes the packed metadata members and
+``mzpeak_index.json`` (last). It decodes and compresses no signal page.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from ..contracts import PEAKS, EncodedPartition, EncodeSpec
 from ..layouts import array_index
 from ..layouts.schema import SignalSchema
 from ..options import ConvertOptions
+from ..parquet_stitch import Stitcher
 from ..tables.chromatogram_metadata import CHROMATOGRAM_TYPE_STRUCT, PRODUCT_TYPE_STRUCT
 from ..tables.spectrum_metadata import (
     PRECURSOR_TYPE_STRUCT,
@@ -32,8 +34,8 @@ from ..tables.spectrum_metadata import (
 from . import index as archive_index
 from .container import Container, Staging
 from .packed_tables import TableSpill, column_values, packed_batches
-from .parquet import data_writer_properties, metadata_writer_properties
-from .row_groups import RowGroupWriter
+from .parquet import metadata_writer_properties
+from .parts import unpack_rows, write_part
 
 # packed tables of each entity's metadata member, in column order, and their index fields
 METADATA_TABLES = {
@@ -51,28 +53,11 @@ METADATA_TABLES = {
         "product": PRODUCT_TYPE_STRUCT,
     },
 }
-INDEX_FIELDS = {"spectrum": "index", "chromatogram": "index"}  # others: source_index
 WITH_REFS = {"precursor", "selected_ion"}
 
 
-def rebase(struct: pa.StructArray, name: str, offset: int) -> pa.StructArray:
-    """Add ``offset`` to the struct's index field ``name``."""
-    if offset == 0 or len(struct) == 0:
-        return struct
-    position = struct.type.get_field_index(name)
-    children = struct.flatten()
-    children[position] = pa.compute.add(children[position], pa.scalar(offset, pa.uint64()))
-    return pa.StructArray.from_arrays(children, fields=list(struct.type))
-
-
-def _rebase_table(table: pa.Table, prefix: str, name: str, offset: int) -> pa.Table:
-    column = table.column(prefix)
-    chunks = [rebase(chunk, name, offset) for chunk in column.chunks]
-    return pa.table({prefix: pa.chunked_array(chunks, type=column.type)})
-
-
 class DataMember:
-    """A signal data member being written: Parquet writer + item-aligned row groups."""
+    """A signal data member being written: the Parquet parts workers wrote, stitched in order."""
 
     def __init__(
         self, sink: IO[bytes] | str, entity: str, schema: SignalSchema, options: ConvertOptions
@@ -80,24 +65,20 @@ class DataMember:
         layout = layouts.layout_of(options)
         self.context = V.CONTEXT[entity]
         self.prefix = layout.PREFIX
-        self.index_name = schema.index_column
-        self.arrow_schema = layouts.table_schema(schema, options)
+        self.schema, self.options = schema, options
         self.entries = layout.array_index(schema, options)
         self.ordered = True  # every item's main axis ascending so far
-        props = data_writer_properties(
-            self.arrow_schema, options, f"{self.prefix}.{self.index_name}"
-        )
-        self.writer = pq.ParquetWriter(sink, self.arrow_schema, **props)
-        self.rows = RowGroupWriter(
-            self.writer,
-            (self.prefix, self.index_name),
-            options.row_group_points,
-            layout.row_weights,
-        )
+        self._file = open(sink, "wb") if isinstance(sink, str) else None  # noqa: SIM115
+        self.stitcher = Stitcher(self._file or sink)
+
+    def add(self, part: pa.Buffer | bytes, ordered: bool = True) -> None:
+        """Append a part (a Parquet file of this member's schema, global indices)."""
+        self.stitcher.add(part)
+        self.ordered = self.ordered and ordered
 
     def write(self, table: pa.Table, offset: int, ordered: bool = True) -> None:
-        self.rows.write(_rebase_table(table, self.prefix, self.index_name, offset))
-        self.ordered = self.ordered and ordered
+        """Append ``table`` (local indices, shifted by ``offset``) as a part written here."""
+        self.add(write_part(table, self.schema, self.options, offset), ordered)
 
     @property
     def array_index(self) -> str:
@@ -106,11 +87,17 @@ class DataMember:
         return array_index.dumps(self.prefix, entries)
 
     def close(self, metadata: dict[str, str]) -> None:
-        self.rows.close()
-        self.writer.add_key_value_metadata(
-            {f"{self.context}_array_index": self.array_index, **metadata}
-        )
-        self.writer.close()
+        if self.stitcher.first is None:  # no partition had items of this entity: no rows
+            self.write(pa.table({self.prefix: pa.array([], self._struct_type())}), 0)
+        self.stitcher.close({f"{self.context}_array_index": self.array_index, **metadata})
+        self.abort()
+
+    def _struct_type(self) -> pa.DataType:
+        return layouts.table_schema(self.schema, self.options).field(self.prefix).type
+
+    def abort(self) -> None:
+        if self._file is not None:
+            self._file.close()
 
 
 @dataclass
@@ -143,26 +130,30 @@ class RunAssembler:
         return state
 
     def add(self, part: EncodedPartition) -> None:
-        """Append one encoded partition (partitions must arrive in sequence order)."""
+        """Append one written partition (partitions must arrive in sequence order, their parts
+        written with the offsets of the partitions before them)."""
         if part.sequence != self.expected_sequence:
             raise RuntimeError(f"partition {part.sequence} arrived before {self.expected_sequence}")
         self.expected_sequence += 1
         for entity, count in part.counts.items():
             state = self._state(entity)
-            offset = state.count
+            if part.offsets is None or part.offsets.get(entity, 0) != state.count:
+                raise RuntimeError(f"partition {part.sequence} written with the wrong offsets")
             if state.data is None:
                 state.data = self._data_member(entity)
-            state.data.write(part.data[entity], offset, entity not in part.unsorted)
+            state.data.add(part.data[entity], entity not in part.unsorted)
+            part.metadata[entity] = {
+                name: unpack_rows(rows) for name, rows in part.metadata[entity].items()
+            }
             for name, struct in part.metadata[entity].items():
                 if name not in state.spills:
                     continue  # e.g. precursors of UV spectra, which have none
-                field_name = INDEX_FIELDS.get(name, "source_index")
                 refs = part.selected_ion_refs[entity] if name == "selected_ion" else None
                 if name == "precursor":
                     refs = pa.compute.struct_field(struct, "precursor_id").to_pylist()
-                state.spills[name].append(rebase(struct, field_name, offset), refs)
-            if entity == V.SPECTRUM and part.peaks is not None and part.peaks.num_rows:
-                self._write_peaks(part, offset)  # no peak list at all: no member
+                state.spills[name].append(struct, refs)
+            if entity == V.SPECTRUM and part.peaks is not None and part.peak_spectra:
+                self._write_peaks(part)  # no peak list at all: no member
             state.count += count
             state.points += part.points[entity]
 
@@ -178,7 +169,7 @@ class RunAssembler:
             sink = str(self.staging.file(name))
         return DataMember(sink, entity, self.spec.schemas[entity], self.spec.options)
 
-    def _write_peaks(self, part: EncodedPartition, offset: int) -> None:
+    def _write_peaks(self, part: EncodedPartition) -> None:
         if self.peaks is None:
             path = self.staging.file(V.MEMBER_NAMES[(V.SPECTRUM, V.PEAKS)])
             self.peaks = DataMember(
@@ -187,7 +178,7 @@ class RunAssembler:
                 self.spec.schemas[PEAKS],
                 replace(self.spec.options, layout="point"),
             )
-        self.peaks.write(part.peaks, offset, PEAKS not in part.unsorted)
+        self.peaks.add(part.peaks, PEAKS not in part.unsorted)
         self.peak_spectra += part.peak_spectra
         self.peak_points += part.peak_points
         self.centroid_points += part.centroid_points
@@ -260,7 +251,7 @@ class RunAssembler:
         for member in members:
             if member is not None:
                 with contextlib.suppress(Exception):
-                    member.writer.close()
+                    member.abort()
         with contextlib.suppress(Exception):
             self._stack.close()
         for state in self.entities.values():

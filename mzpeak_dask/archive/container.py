@@ -114,21 +114,33 @@ class Container:
             return (self._dir / name).stat().st_size
         return self._zip.getinfo(name).file_size
 
-    def commit(self, overwrite: bool) -> None:
-        """Close the container and rename it into place (replacing ``output`` if allowed)."""
-        source = self._dir if self._zip is None else self._zip_path
+    @property
+    def path(self) -> Path:
+        """The archive being written (a ZIP file or a folder in the staging folder)."""
+        return self._dir if self._zip is None else self._zip_path
+
+    def close(self) -> None:
         if self._zip is not None:
             self._zip.close()
-        if self.output.exists():
-            if not overwrite:
-                raise OutputError(f"{self.output}: appeared during the conversion; not replaced")
-            _remove(self.output)
-        os.replace(source, self.output)
+
+    def commit(self, overwrite: bool) -> None:
+        """Close the container and rename it into place (replacing ``output`` if allowed)."""
+        self.close()
+        put_in_place(self.path, self.output, overwrite)
 
     def abort(self) -> None:
         if self._zip is not None:
             with contextlib.suppress(Exception):
                 self._zip.close()
+
+
+def put_in_place(archive: Path, output: Path, overwrite: bool) -> None:
+    """Rename a finished ``archive`` to ``output`` (replacing it if allowed)."""
+    if output.exists():
+        if not overwrite:
+            raise OutputError(f"{output}: appeared during the conversion; not replaced")
+        _remove(output)
+    os.replace(archive, output)
 
 
 def _remove(path: Path) -> None:

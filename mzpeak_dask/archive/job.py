@@ -10,18 +10,17 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from .. import vocabulary as V
 from ..contracts import ConversionResult, EncodedPartition, RunPlan
 from ..errors import InputError
 from ..options import ConvertOptions
-from ..readers.identifiers import DuplicateIds
-from ..tables.file_metadata import file_sha256, footer_metadata
-from .assembler import RunAssembler
-from .container import Container, Inputs, check_output
+from ..tables.file_metadata import file_sha256
+from .container import Inputs, check_output, put_in_place
 from .staging import Staging, folder_for, sweep
+from .writer import ArchiveWriter
 
 
 def check_input(source: Path) -> None:
@@ -34,8 +33,10 @@ def check_input(source: Path) -> None:
 
 
 class RunJob:
-    """One run's conversion state on the coordinator: planned (usually on a worker), then fed
-    its encoded partitions in order, then finished into the archive."""
+    """One run's conversion state on the coordinator: planned (usually on a worker), then
+    either fed its written partitions in order and finished here (an
+    :class:`~.writer.ArchiveWriter`), or finished by a task on a worker
+    (``remote``: the coordinator then only renames the finished archive into place)."""
 
     def __init__(
         self, source: Path, output: Path, options: ConvertOptions, inputs: Inputs | None = None
@@ -48,65 +49,53 @@ class RunJob:
         sweep(folder_for(output), output)  # what conversions that died left for this output
         self.staging = Staging(output)
         self.plan: RunPlan | None = None
-        self.container: Container | None = None
-        self.assembler: RunAssembler | None = None
+        self.writer: ArchiveWriter | None = None
         self.items_total = self.items_done = 0
-        self.ids = DuplicateIds()
 
-    def start(self, plan: RunPlan, background: Callable[..., Any]) -> None:
-        """Open the archive for ``plan`` (see :func:`~mzpeak_dask.partition.plan_run`).
-        ``background(fn, *args)`` runs ``fn`` beside the conversion and returns a future."""
+    def start(self, plan: RunPlan, background: Callable[..., Any], remote: bool = False) -> None:
+        """Open the archive for ``plan`` (see :func:`~mzpeak_dask.partition.plan_run`), here
+        unless a worker finishes the run (``remote``). ``background(fn, *args)`` runs ``fn``
+        beside the conversion and returns a future (the input's SHA-256 is computed so)."""
         try:
             self.plan = plan
-            self.sha256 = background(file_sha256, str(self.source))
-            self.container = Container(self.output, self.staging, self.options.unpacked)
-            self.assembler = RunAssembler(plan.spec, self.container, self.staging)
+            # a run of one partition finished on a worker is hashed there: one task fewer
+            single = remote and len(plan.partitions) == 1
+            self.sha256 = None if single else background(file_sha256, str(self.source))
+            if not remote:
+                self.writer = ArchiveWriter(
+                    self.source, self.output, self.options, plan, self.staging
+                )
         except BaseException:
             self.abort()
             raise
         self.items_total = sum(len(p.items) for p in plan.partitions)
 
+    @property
+    def expected_sequence(self) -> int:
+        return self.writer.assembler.expected_sequence
+
     def add(self, part: EncodedPartition) -> None:
-        self.assembler.add(part)
-        self.ids.feed_partition(part)
-        self.items_done += sum(part.counts.values())
+        self.writer.add(part)
+        self.items_done = self.writer.items_done
 
     def finish(self) -> ConversionResult:
+        """Finish the archive here and rename it into place."""
         try:
-            sha256 = self._input_sha256()
-            footer = footer_metadata(
-                self.plan.survey.run_metadata,
-                source=self.source,
-                file_format=self.plan.format.file_format,
-                native_id_format=self.plan.format.native_id_format,
-                sha256=sha256,
-                options=self.options.content_options(),
-            )
-            counts = self.assembler.finish(footer)
-            members = dict(self.container.members)
-            self.container.commit(self.options.overwrite)
+            result = self.writer.close(self._input_sha256())
+        except BaseException:
+            self.abort()
+            raise
+        return self.put_in_place(result, self.writer.path)
+
+    def put_in_place(self, result: ConversionResult, archive: Path) -> ConversionResult:
+        """Rename the finished ``archive`` (in the staging folder) to the output."""
+        try:
+            put_in_place(archive, self.output, self.options.overwrite)
         except BaseException:
             self.abort()
             raise
         self.staging.cleanup()
-        return ConversionResult(
-            input=str(self.source),
-            output=str(self.output),
-            format=self.plan.format.name,
-            spectra=counts.get(V.SPECTRUM, {}).get("count", 0),
-            chromatograms=counts.get(V.CHROMATOGRAM, {}).get("count", 0),
-            wavelength_spectra=counts.get(V.WAVELENGTH_SPECTRUM, {}).get("count", 0),
-            points=sum(
-                counts.get(e, {}).get("points", 0) for e in (V.SPECTRUM, V.WAVELENGTH_SPECTRUM)
-            ),
-            chromatogram_points=counts.get(V.CHROMATOGRAM, {}).get("points", 0),
-            input_bytes=self.source.stat().st_size,
-            output_bytes=_size(self.output),
-            seconds=time.perf_counter() - self.started,
-            input_sha256=sha256,
-            members=members,
-            warnings=[w for w in [self.ids.warning(self.source)] if w],
-        )
+        return replace(result, seconds=time.perf_counter() - self.started)
 
     def _input_sha256(self) -> str:
         try:
@@ -116,14 +105,6 @@ class RunJob:
 
     def abort(self) -> None:
         """Remove everything this job wrote (nothing is left at OUTPUT)."""
-        if self.assembler is not None:
-            self.assembler.abort()
-        if self.container is not None:
-            self.container.abort()
+        if self.writer is not None:
+            self.writer.abort()
         self.staging.cleanup()
-
-
-def _size(path: Path) -> int:
-    if path.is_dir():
-        return sum(p.stat().st_size for p in path.iterdir())
-    return path.stat().st_size

@@ -3,9 +3,9 @@ boundaries.
 
 Row groups hold whole spectra (so reading one spectrum touches one row group) of about
 ``target`` points: a row group ends at the last spectrum boundary at or before ``target``
-points, or after the first spectrum when that one alone is larger. The cut depends only on the
-sequence of spectra, never on how the run was partitioned, so any number of workers produces the
-same file.
+points, or after the first spectrum when that one alone is larger. Each partition's rows are
+cut on their own (workers write them, :mod:`.parts`), so the cuts depend on the spectra and the
+partitions, never on the number of workers.
 """
 
 from __future__ import annotations

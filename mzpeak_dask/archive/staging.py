@@ -59,7 +59,17 @@ def _usable(folder: Path, device: int) -> bool:
     return same and os.access(folder, os.W_OK | os.X_OK)
 
 
-class Staging:
+class Folder:
+    """A folder files are written in (a staging folder, or one inside it on a worker)."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+
+    def file(self, name: str) -> Path:
+        return self.path / name
+
+
+class Staging(Folder):
     """A private scratch folder for one conversion, locked by this process until cleaned up."""
 
     def __init__(self, output: Path):
@@ -142,4 +152,4 @@ def _remove_if_dead(path: Path) -> bool:
     return True
 
 
-__all__ = ["OWNER_LOCK", "Staging", "folder_for", "prefix_for", "sweep"]
+__all__ = ["OWNER_LOCK", "Folder", "Staging", "folder_for", "prefix_for", "sweep"]

@@ -1,5 +1,7 @@
 """Checking and describing each converted archive before the batch records it: validation, the
-SHA-256 of every member, and a TIC thumbnail for the report.
+SHA-256 of every member, and a TIC thumbnail for the report
+(:func:`~mzpeak_dask.read.inspection.inspect_output`). A run finished on a worker is checked
+there, in the same task (:mod:`mzpeak_dask.parallel.finish`); the others are checked here.
 
 Validation reads the whole archive, about a second for a 40 MB one, so done on the coordinator it
 would limit a batch on many workers. When the workers can see the output folder, each check runs
@@ -9,64 +11,11 @@ as a task on the cluster and the coordinator only records its result.
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import zipfile
 from pathlib import Path
 from typing import Any
 
-from .. import vocabulary as V
 from ..parallel.executors import Task, executor_for
-from ..read.archive import open_archive
-from ..read.validate import ERROR, validate
-from ..tables.file_metadata import file_sha256
-
-
-def member_digests(archive: Path) -> dict[str, str]:
-    """SHA-256 of every member of an archive (ZIP or folder)."""
-    if archive.is_dir():
-        return {p.name: file_sha256(p) for p in sorted(archive.iterdir()) if p.is_file()}
-    digests = {}
-    with zipfile.ZipFile(archive) as z:
-        for info in z.infolist():
-            digest = hashlib.sha256()
-            with z.open(info) as f:
-                while block := f.read(1 << 22):
-                    digest.update(block)
-            digests[info.filename] = digest.hexdigest()
-    return digests
-
-
-def tic_thumbnail(archive: Path, points: int = 120) -> list[list[float]]:
-    """A downsampled total-ion chromatogram of the MS1 spectra (from the metadata)."""
-    with open_archive(archive) as a:
-        tables = a.tables_of(V.SPECTRUM)
-        times, levels = tables.times, tables.ms_levels
-        tic = tables.values_of(V.TOTAL_ION_CURRENT)
-    pairs = [
-        (t, v)
-        for t, level, v in zip(times, levels, tic, strict=True)
-        if t is not None and v is not None and level in (1, None)
-    ]
-    if len(pairs) > points:
-        step = len(pairs) / points
-        pairs = [pairs[int(k * step)] for k in range(points)]
-    return [[float(t), float(v)] for t, v in pairs]
-
-
-def inspect_output(output: str) -> dict[str, Any]:
-    """``{"errors": [...]}`` for an archive that fails validation, else its warnings, member
-    digests and TIC thumbnail (plain data: it may travel back from a worker)."""
-    path = Path(output)
-    problems = validate(path)
-    errors = [str(p) for p in problems if p.severity == ERROR]
-    if errors:
-        return {"errors": errors}
-    return {
-        "errors": [],
-        "warnings": [str(p) for p in problems],
-        "members": member_digests(path),
-        "tic": tic_thumbnail(path),
-    }
+from ..read.inspection import inspect_output, member_digests, tic_thumbnail
 
 
 class Inspector:
@@ -119,3 +68,6 @@ class Inspector:
         finally:
             with contextlib.suppress(Exception):
                 self.executor.release(task)
+
+
+__all__ = ["Inspector", "inspect_output", "member_digests", "tic_thumbnail"]

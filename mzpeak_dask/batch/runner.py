@@ -125,6 +125,12 @@ class BatchRun:
             self.died.add(source)
         else:
             self.died.discard(source)
+        if isinstance(outcome, ConversionResult) and outcome.inspection is not None:
+            # checked by the worker that finished the run
+            self._store(
+                source, self._converted(source, output, outcome, outcome.inspection), attempts
+            )
+            return
         if isinstance(outcome, ConversionResult):
             self.inspector.submit((source, output, outcome, attempts), output)
             self.collect()
@@ -173,6 +179,7 @@ class BatchRun:
             progress=progress,
             fail_fast=False,
             on_result=on_result,
+            check=True,
         )
         self.collect(wait=True)
 
@@ -214,6 +221,7 @@ class BatchRun:
             "members": inspection["members"],
             "warnings": inspection["warnings"],
             "tic": inspection["tic"],
+            "catalog": inspection.get("catalog"),
         }
 
     def interrupted(self, todo: list[tuple[Path, Path]]) -> None:

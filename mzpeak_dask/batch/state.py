@@ -36,9 +36,11 @@ CREATE TABLE IF NOT EXISTS files (
     finished_at REAL,
     members TEXT,
     warnings TEXT,
-    tic TEXT
+    tic TEXT,
+    catalog TEXT
 )
 """
+_ADDED = {"catalog": "TEXT"}  # columns a state written by an older version lacks
 FIELDS = (
     "input",
     "status",
@@ -56,8 +58,9 @@ FIELDS = (
     "members",
     "warnings",
     "tic",
+    "catalog",
 )
-_JSON = {"members": dict, "warnings": list, "tic": list}
+_JSON = {"members": dict, "warnings": list, "tic": list, "catalog": dict}
 _PATHS = ("input", "output")
 
 
@@ -77,6 +80,10 @@ class BatchState:
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.execute(_SCHEMA)
+        present = {row[1] for row in self.db.execute("PRAGMA table_info(files)")}
+        for column, kind in _ADDED.items():
+            if column not in present:
+                self.db.execute(f"ALTER TABLE files ADD COLUMN {column} {kind}")
         self.db.commit()
 
     def get(self, input: str) -> dict[str, Any] | None:

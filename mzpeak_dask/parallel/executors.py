@@ -53,8 +53,11 @@ class InlineExecutor:
         return future
 
     def submit(self, tag: Any, fn: Callable, *args: Any, priority: int = 0) -> Task:
+        """``fn(*args)`` now; an argument that is a Task stands for its value."""
         try:
-            return Task(tag, value=fn(*args))
+            return Task(
+                tag, value=fn(*[self.result(a) if isinstance(a, Task) else a for a in args])
+            )
         except BaseException as exc:  # delivered through next_done, like a remote failure
             if isinstance(exc, KeyboardInterrupt):
                 raise
@@ -118,7 +121,11 @@ class DaskExecutor:
         return self.client.submit(fn, *args, pure=False, priority=-1)
 
     def submit(self, tag: Any, fn: Callable, *args: Any, priority: int = 0) -> Task:
-        """``fn(*args)`` on the cluster; a higher ``priority`` runs before queued tasks."""
+        """``fn(*args)`` on the cluster; a higher ``priority`` runs before queued tasks. An
+        argument that is a Task stands for its result, which stays on the workers: the task
+        runs after it, where Dask finds best (usually where that result lives), and Dask
+        computes it again if the worker holding it dies."""
+        args = tuple(a.future if isinstance(a, Task) else a for a in args)
         return Task(tag, future=self.client.submit(fn, *args, pure=False, priority=priority))
 
     def next_done(self, tasks: list[Task]) -> Task:

@@ -1,10 +1,10 @@
 """Handing a worker's result to the coordinator through a file instead of the network.
 
-A partition's Arrow buffers are large (about 1.7x the input for profile data). When the workers
-can see the coordinator's staging folder (the same machine, or shared cluster storage), each
-worker writes its result there with pickle protocol 5, buffers out of band and 64-byte
-aligned, and returns only the path; the coordinator memory-maps the file and rebuilds the
-tables zero-copy. That avoids serialising, sending and receiving every buffer over TCP.
+A partition's result is its finished Parquet parts (its share of the archive's bytes) and its
+metadata rows. When the workers can see the coordinator's staging folder (the same machine, or
+shared cluster storage), each worker writes its result there with pickle protocol 5, buffers
+out of band and 64-byte aligned, and returns only the path; the coordinator memory-maps the
+file and copies the parts from the map. That avoids sending every buffer over TCP.
 """
 
 from __future__ import annotations

@@ -2,10 +2,15 @@
 bounded memory.
 
 Each run is first planned by a task (survey, decompression, data columns — on a worker when
-the workers see the staging folder, else here), then its partitions are encoded by tasks. At
-most ``window`` tasks are outstanding at any time (running, or finished and waiting in a run's
-reorder buffer), so the coordinator and the workers hold a bounded amount of data however large
-and many the inputs. A new run starts whenever no started run has partitions waiting to be
+the workers see the staging folder, else here), then each partition is encoded and written as
+finished Parquet parts by tasks (:mod:`mzpeak_dask.archive.parts`). When the workers see the
+staging folder, the parts stay there and one last task finishes the run on a worker
+(:mod:`.finish`: the members, the container and, for a batch, its checks); the coordinator
+only renames the archive into place. Otherwise the parts come back as bytes no larger than
+their share of the archive and are stitched here, copied. At most ``window`` tasks are
+outstanding at any time (running, or finished and waiting in a run's reorder buffer), so
+the coordinator and the workers hold a bounded amount of data however large and many the
+inputs. A new run starts whenever no started run has partitions waiting to be
 submitted, which keeps the window full with many small files and makes a batch parallel across
 files and within each file.
 
@@ -22,23 +27,25 @@ import os
 import re
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from ..archive.container import Inputs
 from ..archive.job import RunJob
+from ..archive.parts import next_offsets, write_partition
 from ..contracts import ConversionResult, Progress
 from ..encode import encode_partition
 from ..errors import MzPeakDaskError, OutputError, WorkerDiedError
 from ..options import ClusterOptions, ConvertOptions
 from ..partition import plan_run
-from . import handoff
 from .executors import Task, open_executor
+from .finish import encode_to_file, finish_run, write_to_file
 
 log = logging.getLogger(__name__)
 PLAN = -1  # the task number of a run's plan
 WRITE = -2  # not a task: the coordinator writing the archive
+FINISH = -3  # the task finishing a run on a worker
 # errors of writing, whatever is written: they name the output, not a temporary file
 _WRITE_ERRNOS = {errno.ENOSPC, errno.EFBIG, errno.EDQUOT, errno.EROFS}
 _ERRNO_TEXT = re.compile(r"\[errno (\d+)\]", re.IGNORECASE)  # in Arrow's messages
@@ -49,10 +56,19 @@ OnResult = Callable[[int, "ConversionResult | MzPeakDaskError"], None]
 class _Active:
     job: RunJob
     number: int
-    handoff: str | None = None  # folder results come back through, when workers see it
+    handoff: str | None = None  # the staging folder, when workers see it: they finish the run
     next_partition: int = 0
     buffer: dict[int, Any] = field(default_factory=dict)
     tasks: list[Task] = field(default_factory=list)
+    # the first steps of partitions in flight (encoded, offsets), held until written
+    steps: dict[int, tuple[Task, Any]] = field(default_factory=dict)
+    chain: tuple[Task, Any] | None = None  # the last partition's steps: the next one's offsets
+    finishing: bool = False  # the task finishing the run on a worker was submitted
+
+    @property
+    def remote(self) -> bool:
+        """A worker finishes this run (its buffer holds the paths of written partitions)."""
+        return self.handoff is not None
 
     @property
     def planned(self) -> bool:
@@ -64,7 +80,9 @@ class _Active:
 
     @property
     def assembled_all(self) -> bool:
-        return self.job.assembler.expected_sequence >= len(self.job.plan.partitions)
+        if self.remote:
+            return len(self.buffer) >= len(self.job.plan.partitions)
+        return self.job.expected_sequence >= len(self.job.plan.partitions)
 
 
 def _worker_death(exc: BaseException) -> bool:
@@ -106,7 +124,7 @@ def _describe_failure(job: RunJob, n: int, exc: BaseException) -> MzPeakDaskErro
         return exc if message == str(exc) else type(exc)(message)
     if n == PLAN:
         where = "planning the conversion"
-    elif n == WRITE:
+    elif n in (WRITE, FINISH):
         where = "writing the archive"
     else:
         items = job.plan.partitions[n].items
@@ -131,8 +149,12 @@ class Coordinator:
         progress: Progress | None,
         fail_fast: bool,
         on_result: OnResult | None,
+        check: bool = False,
     ):
+        """``check``: runs finished on workers also check their archive (see
+        :mod:`.finish`), for a batch to record."""
         self.executor = executor
+        self.check = check
         self.options = options
         self.progress = progress
         self.fail_fast = fail_fast
@@ -193,17 +215,36 @@ class Coordinator:
     def _fill_window(self) -> None:
         for active in self.active:
             while active.planned and not active.submitted_all and self.outstanding < self.window:
-                n = active.next_partition
-                args = (encode_partition, active.job.plan.partitions[n], active.job.plan.spec)
-                if active.handoff:
-                    task = self.executor.submit(
-                        (active, n), handoff.call_to_file, active.handoff, *args
-                    )
-                else:
-                    task = self.executor.submit((active, n), *args)
-                active.tasks.append(task)
-                active.next_partition += 1
-                self.outstanding += 1
+                self._submit_partition(active)
+
+    def _submit_partition(self, active: _Active) -> None:
+        """A partition's steps (see :mod:`mzpeak_dask.archive.parts`): encode, its offsets
+        from the previous partition's, then its Parquet parts, the only result collected."""
+        n = active.next_partition
+        plan = active.job.plan
+        if active.remote and len(plan.partitions) == 1:  # no offsets to wait for: one task
+            partition = plan.partitions[0]
+            task = self.executor.submit(
+                (active, 0), encode_to_file, active.handoff, partition, plan.spec
+            )
+            active.tasks.append(task)
+            active.next_partition += 1
+            self.outstanding += 1
+            return
+        encoded = self.executor.submit(None, encode_partition, plan.partitions[n], plan.spec)
+        offsets: Any = {}
+        if active.chain is not None:
+            offsets = self.executor.submit(None, next_offsets, *reversed(active.chain))
+        if active.remote:
+            task = self.executor.submit(
+                (active, n), write_to_file, active.handoff, encoded, offsets, plan.spec
+            )
+        else:
+            task = self.executor.submit((active, n), write_partition, encoded, offsets, plan.spec)
+        active.steps[n] = active.chain = (encoded, offsets)
+        active.tasks.append(task)
+        active.next_partition += 1
+        self.outstanding += 1
 
     def _collect(self, task: Task, results: list) -> None:
         active, n = task.tag
@@ -211,9 +252,6 @@ class Coordinator:
         self.outstanding -= 1
         try:
             result = self.executor.result(task)
-            if n != PLAN and active.handoff:
-                path, result = result, handoff.load(result)
-                os.unlink(path)  # the memory map keeps the data until it is written
         except BaseException as exc:
             if isinstance(exc, KeyboardInterrupt):
                 raise
@@ -221,15 +259,26 @@ class Coordinator:
             return
         finally:
             self.executor.release(task)
+            active.steps.pop(n, None)  # dropped: Dask frees them once nothing needs them
         if n == PLAN:
             self._planned(active, result, results)
+            return
+        if n == FINISH:
+            self._finished(active, *result, results)
+            return
+        if active.remote:  # a path in the staging folder, and the number of items it holds
+            active.buffer[n], items = result
+            active.job.items_done += items
+            if self.progress:
+                self.progress(str(active.job.source), active.job.items_done, active.job.items_total)
+            self._maybe_finish(active, results)
             return
         self.outstanding += 1  # held in the reorder buffer until assembled
         active.buffer[n] = result
         job = active.job
-        while job.assembler.expected_sequence in active.buffer:
+        while job.expected_sequence in active.buffer:
             try:
-                job.add(active.buffer.pop(job.assembler.expected_sequence))
+                job.add(active.buffer.pop(job.expected_sequence))
             except Exception as exc:  # noqa: BLE001 - e.g. a full disk: this run fails
                 self.outstanding -= 1
                 self._fail(active, _describe_failure(job, WRITE, exc), results)
@@ -241,14 +290,17 @@ class Coordinator:
 
     def _planned(self, active: _Active, plan: Any, results: list) -> None:
         try:
-            active.job.start(plan, self.executor.background)
+            active.job.start(plan, self.executor.background, remote=active.remote)
         except Exception as exc:  # noqa: BLE001 - one run's failure, never the whole call
             self._fail(active, _describe_failure(active.job, PLAN, exc), results)
             return
         self._maybe_finish(active, results)
 
     def _maybe_finish(self, active: _Active, results: list) -> None:
-        if not (active.submitted_all and active.assembled_all):
+        if not (active.submitted_all and active.assembled_all) or active.finishing:
+            return
+        if active.remote:
+            self._submit_finish(active)
             return
         try:
             result = active.job.finish()  # cleans up after itself whatever happens
@@ -256,6 +308,47 @@ class Coordinator:
             self.active.remove(active)
             self._record(active.number, _describe_failure(active.job, WRITE, exc), results)
             return
+        self._done(active, result, results)
+
+    def _submit_finish(self, active: _Active) -> None:
+        """The task finishing the run on a worker (ahead of queued partitions)."""
+        job = active.job
+        parts = [active.buffer[n] for n in range(len(job.plan.partitions))]
+        task = self.executor.submit(
+            (active, FINISH),
+            finish_run,
+            str(job.source),
+            str(job.output),
+            self.options,
+            job.plan,
+            active.handoff,
+            parts,
+            job.sha256,
+            self.check,
+            priority=1,
+        )
+        active.finishing = True
+        active.tasks.append(task)
+        self.outstanding += 1
+
+    def _finished(
+        self,
+        active: _Active,
+        result: ConversionResult,
+        archive: str,
+        inspection: dict | None,
+        results: list,
+    ) -> None:
+        """A worker finished the run's archive in the staging folder: rename it into place."""
+        try:
+            result = active.job.put_in_place(result, Path(archive))
+        except Exception as exc:  # noqa: BLE001 - one run's failure, never the whole call
+            self.active.remove(active)
+            self._record(active.number, _describe_failure(active.job, WRITE, exc), results)
+            return
+        self._done(active, replace(result, inspection=inspection), results)
+
+    def _done(self, active: _Active, result: ConversionResult, results: list) -> None:
         self.active.remove(active)
         if self.progress:
             self.progress(str(active.job.source), active.job.items_total, active.job.items_total)
@@ -273,9 +366,12 @@ class Coordinator:
             raise outcome
 
     def _abort(self, active: _Active) -> None:
-        for task in active.tasks:
+        steps = [t for pair in active.steps.values() for t in pair if isinstance(t, Task)]
+        for task in active.tasks + steps:
             self.executor.cancel(task)
-        self.outstanding -= len(active.tasks) + len(active.buffer)
+        active.steps.clear()
+        active.chain = None
+        self.outstanding -= len(active.tasks) + (0 if active.remote else len(active.buffer))
         active.tasks.clear()
         active.buffer.clear()
         if active in self.active:
@@ -291,11 +387,15 @@ def run_jobs(
     progress: Progress | None,
     fail_fast: bool,
     on_result: OnResult | None = None,
+    check: bool = False,
 ) -> list[ConversionResult | MzPeakDaskError]:
+    """Convert ``jobs``; with ``check``, runs finished on workers check their archive there
+    (:attr:`ConversionResult.inspection`)."""
     with open_executor(cluster, client) as executor:
         if executor.dashboard_link:
             log.info("Dask dashboard: %s", executor.dashboard_link)
             announce = getattr(progress, "announce", None)
             if announce is not None:
                 announce(f"Dask dashboard: {executor.dashboard_link}")
-        return Coordinator(executor, options, cluster, progress, fail_fast, on_result).run(jobs)
+        coordinator = Coordinator(executor, options, cluster, progress, fail_fast, on_result, check)
+        return coordinator.run(jobs)

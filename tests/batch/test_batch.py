@@ -101,7 +101,7 @@ def test_good_inputs_convert_and_bad_ones_fail_with_reasons(first_run) -> None:
 def test_reports_and_catalog(first_run) -> None:
     _, output, _ = first_run
     page = (output / "batch_report.html").read_text()
-    assert page.count("data:image/png;base64") == 2  # size ratios, throughput
+    assert page.count("<figure class=plot><svg") == 2  # size ratios, throughput
     assert "<polyline" in page and "Failures" in page and "truncated" in page
     catalog = pd.read_parquet(output / "catalog.parquet")
     assert len(catalog) == len(GOOD)
@@ -139,14 +139,15 @@ def _replicated_tree(root: Path) -> Path:
 def test_killed_batch_resumes_to_the_same_outputs(tmp_path) -> None:
     source = _replicated_tree(tmp_path / "repository")
     uninterrupted = tmp_path / "uninterrupted"
-    assert batch(source, uninterrupted).returncode == 0
+    # partitions fix the row-group cuts: the same partitioning for all three batches
+    assert batch(source, uninterrupted, "--partition-items", "20").returncode == 0
     output = tmp_path / "killed"
     process = batch(source, output, "--partition-items", "20", wait=False)
     wait_for_first(process, output)
     os.killpg(process.pid, signal.SIGKILL)  # a wall-time limit: the whole job, workers too
     process.wait(timeout=60)
     assert converted_count(output) < 4
-    resumed = batch(source, output, "--resume")
+    resumed = batch(source, output, "--resume", "--partition-items", "20")
     assert resumed.returncode == 0, resumed.stderr
     for k in range(4):
         name = f"run{k}.mzpeak"

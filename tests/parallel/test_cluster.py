@@ -3,13 +3,18 @@ of workers and partitions — also when a worker process is killed during the ru
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import dask
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from distributed import Client
 
@@ -25,7 +30,7 @@ from mzpeak_dask import (
 )
 from mzpeak_dask.parallel.cluster import cluster_client
 
-from ..conftest import BUNDLED, INLINE
+from ..conftest import BUNDLED, DATA, INLINE
 from ..helpers import member_digests
 from ..hostile_inputs import corrupt_binary
 from ..replicate import replicate
@@ -35,11 +40,29 @@ SMALL = BUNDLED / "small.mzML"
 
 
 @pytest.fixture(scope="module")
-def reference(tmp_path_factory) -> dict[str, str]:
-    """The archive written in-process, in one partition per 1000 spectra."""
-    path = tmp_path_factory.mktemp("reference") / "small.mzpeak"
-    convert(SMALL, path, cluster=INLINE)
-    return member_digests(path)
+def inline_archives(tmp_path_factory):
+    """The archive written in-process, once per partitioning (digests of its members)."""
+    folder = tmp_path_factory.mktemp("reference")
+    made: dict[int, dict[str, str]] = {}
+
+    def written(partition_items: int) -> dict[str, str]:
+        if partition_items not in made:
+            path = folder / f"small.{partition_items}.mzpeak"
+            convert(SMALL, path, ConvertOptions(partition_items=partition_items), cluster=INLINE)
+            made[partition_items] = member_digests(path)
+        return made[partition_items]
+
+    return written
+
+
+def _contents(path: Path) -> dict[str, object]:
+    """Every member's content: Parquet members as tables, the others as bytes."""
+    out: dict[str, object] = {}
+    with zipfile.ZipFile(path) as z:
+        for name in z.namelist():
+            data = z.read(name)
+            out[name] = pq.read_table(pa.py_buffer(data)) if name.endswith(".parquet") else data
+    return out
 
 
 @pytest.mark.parametrize(
@@ -51,23 +74,36 @@ def reference(tmp_path_factory) -> dict[str, str]:
     ],
     ids=["1-spectrum", "7-spectra", "200kB"],
 )
-def test_partitioning_does_not_change_the_archive(
-    local_client, tmp_path, reference, options
+def test_partitioning_does_not_change_the_archive_content(
+    local_client, tmp_path, inline_archives, options
 ) -> None:
+    """Row groups never span two partitions (workers write them), so partitioning moves
+    row-group cuts, and nothing else: every member holds the same rows and metadata."""
     output = tmp_path / "small.mzpeak"
     result = convert(SMALL, output, options, client=local_client)
     assert result.spectra == 48
-    assert member_digests(output) == reference
+    expected = tmp_path / "expected.mzpeak"
+    convert(SMALL, expected, cluster=INLINE)
+    got, want = _contents(output), _contents(expected)
+    assert list(got) == list(want)
+    for name in want:
+        assert got[name] == want[name], name
+    if options.partition_items == 1:  # one spectrum per partition: one per row group
+        data = zipfile.ZipFile(output).read("spectra_data.parquet")
+        assert pq.ParquetFile(pa.py_buffer(data)).metadata.num_row_groups == 48
 
 
-def test_one_worker_equals_two(tmp_path, reference) -> None:
-    output = tmp_path / "one.mzpeak"
-    with cluster_client(ClusterOptions(workers=1, dashboard=False)) as client:
+@pytest.mark.parametrize("workers", [1, 2, 4])
+def test_any_number_of_workers_writes_the_same_bytes(tmp_path, inline_archives, workers) -> None:
+    """Partitions do not depend on the workers: 1, 2 and 4 worker processes write the archive
+    the coordinator alone writes, byte for byte."""
+    output = tmp_path / f"{workers}.mzpeak"
+    with cluster_client(ClusterOptions(workers=workers, dashboard=False)) as client:
         convert(SMALL, output, ConvertOptions(partition_items=5), client=client)
-    assert member_digests(output) == reference
+    assert member_digests(output) == inline_archives(5)
 
 
-def test_external_scheduler_through_the_cli(external_cluster, tmp_path, reference) -> None:
+def test_external_scheduler_through_the_cli(external_cluster, tmp_path, inline_archives) -> None:
     output = tmp_path / "small.mzpeak"
     result = subprocess.run(
         [
@@ -87,14 +123,14 @@ def test_external_scheduler_through_the_cli(external_cluster, tmp_path, referenc
         timeout=300,
     )
     assert result.returncode == 0, result.stderr
-    assert member_digests(output) == reference
+    assert member_digests(output) == inline_archives(6)
 
 
 def test_killed_worker_does_not_lose_the_run(external_cluster, tmp_path) -> None:
     source = tmp_path / "small_x4.mzML"
     replicate(SMALL, source, copies=4)
     expected = tmp_path / "expected.mzpeak"
-    convert(source, expected, cluster=INLINE)
+    convert(source, expected, ConvertOptions(partition_items=8), cluster=INLINE)
     victim = external_cluster.workers[0]
     killed = []
 
@@ -196,3 +232,41 @@ def test_a_worker_killed_while_the_cluster_starts_does_not_fail_the_run(tmp_path
     assert "Traceback" not in result.stderr and len(result.stderr.splitlines()) <= 1
     with open_archive(output) as archive:
         assert len(archive) == 48
+
+
+def test_batch_on_an_external_cluster_survives_a_killed_worker(tmp_path) -> None:
+    """A batch of real runs on a ``dask scheduler`` with three ``dask worker`` processes, one
+    killed mid-way: every run converts, and the archives equal those of a clean run here."""
+    from mzpeak_dask.batch.runner import run_batch
+
+    from .conftest import ExternalCluster
+
+    source = tmp_path / "repository"
+    source.mkdir()
+    for name in ("small.mzML", "three_test_scans.mzML"):
+        shutil.copy(DATA / "mzdata" / name, source / name)
+    shutil.copy(DATA / "depthcharge" / "TMT10-Trial-8.mzML", source / "tmt.mzML")
+    replicate(SMALL, source / "small_x3.mzML", copies=3)
+    options = ConvertOptions(partition_items=8)
+    clean = tmp_path / "clean"
+    run_batch(source, clean, options, INLINE)
+    cluster = ExternalCluster(workers=3)
+    victim = cluster.workers[1]
+    killed = []
+
+    def kill_one_worker(_source: str, done: int, total: int) -> None:
+        if not killed and done < total:
+            os.kill(victim.pid, signal.SIGKILL)
+            killed.append(done)
+
+    output = tmp_path / "out"
+    try:
+        with Client(cluster.address) as client:
+            outcome = run_batch(source, output, options, client=client, progress=kill_one_worker)
+    finally:
+        cluster.close()
+    assert killed and victim.returncode == -signal.SIGKILL
+    report = json.loads((output / "batch_report.json").read_text())
+    assert [f["status"] for f in report["files"]] == ["converted"] * 4, outcome
+    for archive in clean.glob("*.mzpeak"):
+        assert member_digests(output / archive.name) == member_digests(archive)

@@ -55,7 +55,9 @@ def test_ctrl_c_on_a_terminal_prints_one_line(tmp_path) -> None:
     )
     deadline = time.monotonic() + 300
     while not [
-        p for p in tmp_path.glob(".big.mzpeak.*.tmp/archive.mzpeak") if p.stat().st_size > 1 << 20
+        p
+        for p in tmp_path.glob(".big.mzpeak.*.tmp/**/archive.mzpeak")
+        if p.stat().st_size > 1 << 20
     ]:
         assert terminal.poll() is None and time.monotonic() < deadline
         time.sleep(0.05)

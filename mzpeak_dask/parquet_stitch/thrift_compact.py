@@ -1,0 +1,246 @@
+"""A generic reader and writer of Thrift's compact protocol, enough to edit Parquet footers.
+
+A Parquet footer (``FileMetaData``) and its page index (``ColumnIndex``, ``OffsetIndex``) are Thrift
+structs in the compact protocol (parquet-format's ``parquet.thrift``). This module decodes any such
+struct into :class:`Struct` objects that keep *every* field, known or not, in wire order with its
+wire type, and encodes them back byte for byte: a caller edits fields by id (shifts a byte offset,
+renumbers an ordinal) and never loses what a newer writer added. Values stay as written: doubles
+as their 8 raw bytes, booleans inside lists as their raw byte, binaries as bytes.
+
+fastparquet's Thrift classes were considered and rejected: re-serialising a pyarrow footer through
+them drops fields, and for a nested schema with BYTE_STREAM_SPLIT and DELTA encodings yields bytes
+pyarrow refuses. Nesting is limited (:data:`MAX_DEPTH`) and lengths are checked against the data,
+so bytes from a damaged file raise :class:`ThriftError` rather than recursing or allocating.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..errors import ArchiveError
+
+# compact-protocol wire types
+STOP, TRUE, FALSE, BYTE, I16, I32, I64, DOUBLE, BINARY, LIST, SET, MAP, STRUCT = range(13)
+MAX_DEPTH = 64  # parquet.thrift nests about 8 deep; a deeper struct is damage
+
+
+class ThriftError(ArchiveError):
+    """Bytes that are not a valid compact-protocol struct."""
+
+
+@dataclass(slots=True)
+class List:
+    element_type: int  # wire type of the elements (the raw nibble, kept as written)
+    values: list
+
+
+@dataclass(slots=True)
+class Map:
+    kinds: int  # key type << 4 | value type, as written (0 for an empty map)
+    items: list  # [(key, value)]
+
+
+@dataclass(slots=True)
+class Struct:
+    fields: list = field(default_factory=list)  # [field id, wire type, value], in wire order
+
+    def get(self, fid: int, default=None):
+        for f in self.fields:
+            if f[0] == fid:
+                return f[2]
+        return default
+
+    def set(self, fid: int, value, wire_type: int | None = None) -> None:
+        """Replace field ``fid``'s value, or add it (in field-id order) with ``wire_type``."""
+        for f in self.fields:
+            if f[0] == fid:
+                f[2] = value
+                return
+        if wire_type is None:
+            raise KeyError(f"field {fid} is absent and no wire type was given")
+        self.fields.append([fid, wire_type, value])
+        self.fields.sort(key=lambda f: f[0])
+
+
+def byte_view(data) -> memoryview:
+    """``data`` (bytes, a memoryview, a ``pyarrow.Buffer``: anything with the buffer protocol)
+    as unsigned bytes (a pyarrow buffer exports signed ones)."""
+    view = memoryview(data)
+    return view if view.format == "B" else view.cast("B")
+
+
+class _Reader:
+    def __init__(self, data: bytes | memoryview, pos: int = 0):
+        self.data = byte_view(data)
+        self.pos = pos
+        self.depth = 0
+
+    def byte(self) -> int:
+        if self.pos >= len(self.data):
+            raise ThriftError("Thrift struct: unexpected end of data")
+        b = self.data[self.pos]
+        self.pos += 1
+        return b
+
+    def varint(self) -> int:
+        shift = result = 0
+        while True:
+            b = self.byte()
+            result |= (b & 0x7F) << shift
+            if not b & 0x80:
+                return result
+            shift += 7
+            if shift > 63:
+                raise ThriftError("Thrift struct: varint too long")
+
+    def zigzag(self) -> int:
+        n = self.varint()
+        return (n >> 1) ^ -(n & 1)
+
+    def take(self, n: int) -> bytes:
+        if n < 0 or self.pos + n > len(self.data):
+            raise ThriftError("Thrift struct: length past the end of data")
+        out = bytes(self.data[self.pos : self.pos + n])
+        self.pos += n
+        return out
+
+    def count(self, size: int) -> int:
+        if size > len(self.data) - self.pos:  # every element takes at least one byte
+            raise ThriftError("Thrift struct: container larger than the data")
+        return size
+
+    def value(self, wire: int, in_list: bool = False):
+        if wire in (TRUE, FALSE):
+            return self.byte() if in_list else wire == TRUE
+        if wire == BYTE:
+            return self.byte()
+        if wire in (I16, I32, I64):
+            return self.zigzag()
+        if wire == DOUBLE:
+            return self.take(8)  # raw bytes: bit patterns survive unchanged
+        if wire == BINARY:
+            return self.take(self.varint())
+        if wire in (LIST, SET):
+            header = self.byte()
+            size, element = header >> 4, header & 0x0F
+            if size == 15:
+                size = self.varint()
+            return List(element, [self.value(element, True) for _ in range(self.count(size))])
+        if wire == MAP:
+            size = self.count(self.varint())
+            if not size:
+                return Map(0, [])
+            kinds = self.byte()
+            k, v = kinds >> 4, kinds & 0x0F
+            return Map(kinds, [(self.value(k, True), self.value(v, True)) for _ in range(size)])
+        if wire == STRUCT:
+            return self.struct()
+        raise ThriftError(f"Thrift struct: unknown wire type {wire}")
+
+    def struct(self) -> Struct:
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise ThriftError("Thrift struct: nested too deeply")
+        out = Struct()
+        last = 0
+        while True:
+            header = self.byte()
+            wire = header & 0x0F
+            if wire == STOP:
+                self.depth -= 1
+                return out
+            delta = header >> 4
+            fid = last + delta if delta else self.zigzag()
+            out.fields.append([fid, wire, self.value(wire)])
+            last = fid
+
+
+class _Writer:
+    def __init__(self):
+        self.out = bytearray()
+
+    def varint(self, n: int) -> None:
+        while n >= 0x80:
+            self.out.append((n & 0x7F) | 0x80)
+            n >>= 7
+        self.out.append(n)
+
+    def zigzag(self, n: int) -> None:
+        self.varint((n << 1) ^ (n >> 63))
+
+    def value(self, wire: int, v, in_list: bool = False) -> None:
+        if wire in (TRUE, FALSE):
+            if in_list:
+                self.out.append(v)
+            return  # in a field, the value is the wire type itself
+        if wire == BYTE:
+            self.out.append(v & 0xFF)
+        elif wire in (I16, I32, I64):
+            self.zigzag(v)
+        elif wire == DOUBLE:
+            self.out += v
+        elif wire == BINARY:
+            self.varint(len(v))
+            self.out += v
+        elif wire in (LIST, SET):
+            self._list(v)
+        elif wire == MAP:
+            self.varint(len(v.items))
+            if v.items:
+                self.out.append(v.kinds)
+                for key, value in v.items:
+                    self.value(v.kinds >> 4, key, True)
+                    self.value(v.kinds & 0x0F, value, True)
+        elif wire == STRUCT:
+            self.struct(v)
+        else:
+            raise ThriftError(f"Thrift struct: unknown wire type {wire}")
+
+    def _list(self, v: List) -> None:
+        size = len(v.values)
+        if size < 15:
+            self.out.append((size << 4) | v.element_type)
+        else:
+            self.out.append(0xF0 | v.element_type)
+            self.varint(size)
+        for item in v.values:
+            self.value(v.element_type, item, True)
+
+    def struct(self, s: Struct) -> None:
+        last = 0
+        for fid, wire, v in s.fields:
+            if wire in (TRUE, FALSE):
+                wire = TRUE if v else FALSE
+            delta = fid - last
+            if 0 < delta <= 15:
+                self.out.append((delta << 4) | wire)
+            else:
+                self.out.append(wire)
+                self.zigzag(fid)
+            self.value(wire, v)
+            last = fid
+        self.out.append(STOP)
+
+
+def loads(data: bytes | memoryview, pos: int = 0) -> tuple[Struct, int]:
+    """The struct at ``pos`` of ``data`` and the position after it."""
+    reader = _Reader(data, pos)
+    return reader.struct(), reader.pos
+
+
+def loads_exactly(data: bytes | memoryview) -> Struct:
+    """The struct that fills ``data`` exactly."""
+    struct, end = loads(data)
+    if end != len(data):
+        raise ThriftError(f"Thrift struct: {len(data) - end} bytes after its end")
+    return struct
+
+
+def dumps(s: Struct) -> bytes:
+    """``s`` in the compact protocol."""
+    writer = _Writer()
+    writer.struct(s)
+    return bytes(writer.out)
+
+
+__all__ = ["List", "Map", "Struct", "ThriftError", "byte_view", "dumps", "loads", "loads_exactly"]

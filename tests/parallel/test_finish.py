@@ -1,0 +1,116 @@
+"""Runs finished on workers: when the workers see the output folder, the last task of a run,
+on a worker, writes the whole archive from the partitions' parts left in the staging folder
+(and, in a batch, checks it in the same task); the coordinator only renames it into place."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from dask.utils import key_split
+from distributed import get_task_stream
+
+from mzpeak_dask import ConvertOptions, convert, convert_many
+from mzpeak_dask.archive.parts import next_offsets
+from mzpeak_dask.batch.runner import run_batch
+from mzpeak_dask.encode import encode_partition
+from mzpeak_dask.parallel.finish import finish_run, write_to_file
+from mzpeak_dask.partition import plan_run
+from mzpeak_dask.tables.file_metadata import file_sha256
+
+from ..conftest import BUNDLED, DATA, INLINE
+from ..helpers import member_digests
+
+SMALL = BUNDLED / "small.mzML"
+# MS and UV spectra, and chromatograms
+UV = DATA / "HUPO-PSI_mzPeak" / "TOFsulfasMS4GHzDualMode+DADSpectra+UVSignal272-NoProfile.mzML"
+
+
+def _tasks(client, call) -> set[str]:
+    """The kinds of task (function names) the cluster ran during ``call()``."""
+    with get_task_stream(client) as stream:
+        call()
+    return {key_split(t["key"]) for t in stream.data}
+
+
+@pytest.mark.cluster
+@pytest.mark.slow
+@pytest.mark.parametrize("unpacked", [False, True], ids=["zip", "folder"])
+def test_runs_finish_on_workers_with_the_archive_written_here(
+    local_client, tmp_path, unpacked
+) -> None:
+    options = ConvertOptions(partition_items=7, unpacked=unpacked)
+    jobs = [(s, tmp_path / f"{k}.mzpeak") for k, s in enumerate([SMALL, UV])]
+    results: list = []
+    kinds = _tasks(
+        local_client, lambda: results.extend(convert_many(jobs, options, client=local_client))
+    )
+    assert {"finish_run", "write_to_file"} <= kinds
+    assert "write_partition" not in kinds  # no part came back to be stitched here
+    for (source, output), result in zip(jobs, results, strict=True):
+        expected = tmp_path / f"inline-{output.name}"
+        convert(source, expected, options, cluster=INLINE)
+        assert result.inspection is None  # checks are for a batch
+        assert result.output_bytes == _size(expected) == _size(output)
+        names = sorted(p.name for p in expected.iterdir()) if unpacked else None
+        if unpacked:
+            assert sorted(p.name for p in output.iterdir()) == names
+            for name in names:
+                assert (output / name).read_bytes() == (expected / name).read_bytes(), name
+        else:
+            assert member_digests(output) == member_digests(expected)
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
+
+
+def _size(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.iterdir()) if path.is_dir() else path.stat().st_size
+
+
+@pytest.mark.cluster
+@pytest.mark.slow
+def test_a_batch_checks_each_run_in_the_task_that_finishes_it(local_client, tmp_path) -> None:
+    source = tmp_path / "in"
+    source.mkdir()
+    for name in ("a", "b"):
+        shutil.copy(SMALL, source / f"{name}.mzML")
+    outcome: list = []
+    kinds = _tasks(
+        local_client,
+        lambda: outcome.append(run_batch(source, tmp_path / "out", client=local_client)),
+    )
+    assert "finish_run" in kinds
+    assert "inspect_output" not in kinds  # one round trip fewer per run
+    records = outcome[0].records
+    assert [r["status"] for r in records] == ["converted", "converted"]
+    for record in records:
+        assert record["members"] == member_digests(Path(record["output"]))
+        assert len(record["tic"]) == 14  # the 14 MS1 spectra of small.mzML
+
+
+def test_finishing_again_after_a_lost_worker_writes_the_same_archive(tmp_path) -> None:
+    """Dask reruns the finishing task if its worker dies: it starts afresh from the parts,
+    which it leaves in place, and writes the same bytes."""
+    options = ConvertOptions(partition_items=9)
+    staging = tmp_path / "staging"
+    staging.mkdir()
+    plan = plan_run(SMALL, staging, options)
+    offsets: dict[str, int] = {}
+    parts = []
+    for partition in plan.partitions:
+        encoded = encode_partition(partition, plan.spec)
+        parts.append(write_to_file(str(staging), encoded, offsets, plan.spec)[0])
+        offsets = next_offsets(offsets, encoded)
+    output = tmp_path / "small.mzpeak"
+    args = (str(SMALL), str(output), options, plan, str(staging), parts, file_sha256(SMALL))
+    first, archive, inspection = finish_run(*args, True)
+    kept = tmp_path / "first.mzpeak"
+    shutil.copy(archive, kept)
+    again, archive, _ = finish_run(*args, False)
+    assert member_digests(Path(archive)) == member_digests(kept)
+    assert again == first and first.spectra == 48
+    assert inspection["errors"] == [] and inspection["members"] == member_digests(kept)
+    expected = tmp_path / "inline.mzpeak"
+    convert(SMALL, expected, options, cluster=INLINE)
+    assert member_digests(kept) == member_digests(expected)
+    assert not output.exists()  # the coordinator renames it into place
