@@ -18,6 +18,7 @@ from pathlib import Path
 
 from .contracts import ConversionResult
 from .errors import InputError, MzPeakDaskError, OptionsError, OutputError, StorageError
+from .storage.origins import mark_origin
 from .storage.uploads import upload_file
 from .storage.urls import basename, check_writable, filesystem, is_url, local_path
 
@@ -143,6 +144,7 @@ def download(url: str, target: Path) -> None:
         raise StorageError(
             f"{url}: download failed ({type(exc).__name__}: {text[0] if text else ''})"
         ) from None
+    mark_origin(target, url)  # the archive names the object, not this copy
 
 
 __all__ = ["StagedJobs", "download"]

@@ -14,6 +14,7 @@ from .. import vocabulary as V
 from .._version import __version__
 from ..pathtext import text
 from ..records import Param, RunMetadata
+from ..storage.origins import origin_folder, origin_of
 
 SOFTWARE_ID = "mzpeak_dask"
 PROCESSING_ID = "mzpeak_dask_conversion"
@@ -27,6 +28,12 @@ def file_sha256(path: str | os.PathLike) -> str:
         while block := f.read(1 << 22):
             digest.update(block)
     return digest.hexdigest()
+
+
+def _location(source: Path) -> str:
+    """The folder of the input as a URI: the object's for an input staged from a URL."""
+    origin = origin_of(source)
+    return origin_folder(origin) if origin else source.resolve().parent.as_uri()
 
 
 def footer_metadata(
@@ -48,7 +55,7 @@ def footer_metadata(
         {
             "id": "mzpeak_dask_input",
             "name": text(source.name),  # a name that is not UTF-8 shows its bytes as \xNN
-            "location": source.resolve().parent.as_uri(),
+            "location": _location(source),
             "parameters": [p.to_json() for p in params],
         }
     )

@@ -48,6 +48,8 @@ def test_convert_s3_to_s3_equals_the_local_conversion(s3_endpoint, bucket, tmp_p
     with open_archive(local) as a, open_archive(f"s3://{bucket}/out/small.mzpeak") as b:
         assert_same(a, b, metadata=False)  # the source file's recorded folder differs
         assert b.file_metadata["run"] == a.file_metadata["run"]
+        converted = b.file_metadata["file_description"]["source_files"][-1]
+        assert (converted["name"], converted["location"]) == ("small.mzML", f"s3://{bucket}/in")
     compressed = convert(
         f"s3://{bucket}/in/small.mzML.gz", tmp_path / "gz.mzpeak", cluster=INLINE
     )  # a compressed input streamed into local staging
