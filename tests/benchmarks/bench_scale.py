@@ -312,6 +312,10 @@ def project(batch: dict, run: dict, sched: dict) -> None:
         f"storage at {STORAGE_GBPS:g} GB/s": STORAGE_GBPS * 1e9 / bytes_per_run,
     }
     ceiling = min(limits.values()) * worker_per_mb * mb_per_run
+    print(
+        "  ceilings: "
+        + ", ".join(f"{name} {rate * 3600:,.0f} files/h" for name, rate in limits.items())
+    )
     print(f"  workers before the first limit: about {ceiling:,.0f}")
     for w in WORKER_COUNTS:
         rates = {"workers": w / (worker_per_mb * mb_per_run)} | limits
