@@ -74,8 +74,3 @@ def visible_to_workers(client: Any, folder: Path) -> bool:
         return False
     finally:
         marker.unlink(missing_ok=True)
-
-
-def call_to_file(folder: str, fn: Any, *args: Any) -> str:
-    """Run ``fn(*args)`` (on a worker) and hand its result over through a file."""
-    return dump(fn(*args), folder)
