@@ -27,6 +27,7 @@ from .readers import (
     detect_format,
 )
 from .records import SignalArray
+from .storage.inputs import remote_input
 from .transforms.units import in_minutes
 
 SAMPLE_HEAD = 8
@@ -103,8 +104,9 @@ def _schemas(
 
 def plan_run(source: Path, staging_dir: Path, options: ConvertOptions) -> RunPlan:
     """Everything the coordinator decides before the workers start."""
-    fmt = detect_format(str(source))
-    readable = decompress_to(str(source), str(staging_dir))
+    url = remote_input(source)  # an object read where it lies, by ranges
+    fmt = detect_format(url or str(source))
+    readable = url or decompress_to(str(source), str(staging_dir))
     survey = fmt.survey(readable)
     survey.hints["parser"] = options.parser
     run = survey.run_metadata

@@ -10,6 +10,8 @@ import zlib
 from pathlib import Path
 
 from ..errors import InputError, OutputError, UnsupportedFormatError
+from ..storage.inputs import read_range, size_of
+from ..storage.urls import is_url
 from .base import InputFormat
 
 GZIP_MAGIC = b"\x1f\x8b"
@@ -24,6 +26,8 @@ MIN_DECOMPRESSED_LIMIT = 64 << 20
 
 
 def _head(path: str, n: int = _SNIFF_BYTES) -> bytes:
+    if is_url(path):  # an object in storage: its first bytes, one ranged request
+        return read_range(path, 0, min(n, size_of(path)))
     try:
         with open(path, "rb") as f:
             return f.read(n)
