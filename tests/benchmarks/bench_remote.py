@@ -146,7 +146,7 @@ def main() -> None:
     rng = np.random.default_rng(13)
     spectra = sorted(rng.choice(n, size=min(args.spectra, n), replace=False).tolist())
     print(f"archive: {archive.name}, {size / 1e6:.1f} MB, {n} spectra")
-    with range_server(root) as http, s3_server() as endpoint:
+    with range_server(root) as http, s3_server(own_process=True) as endpoint:
         bucket = new_bucket(endpoint)
         s3_client(endpoint).upload_file(str(archive), bucket, archive.name)
         figures = {
