@@ -46,11 +46,11 @@ class ByteSource:
             return self._remote.read(start, stop - start)
         return os.pread(self._fd, stop - start, start)
 
-    def peek(self, start: int, stop: int) -> bytes:
-        """A few bytes: for an object in storage, exactly these (no read-ahead)."""
+    def peek_many(self, spans: list[tuple[int, int]]) -> list[bytes]:
+        """A few bytes at each span; for an object in storage, fetched side by side."""
         if self._remote is not None:
-            self._remote.prefetch(start, stop)
-        return self.read(start, stop)
+            self._remote.prefetch_many(spans)
+        return [self.read(a, b) for a, b in spans]
 
     @property
     def remote(self) -> bool:

@@ -81,8 +81,11 @@ def _points_at(source: ByteSource, offsets: np.ndarray, tag: bytes) -> bool:
     n = len(tag)
     if source.remote and len(offsets) > REMOTE_CHECKS:  # a sample: a few bytes per request
         offsets = offsets[np.unique(np.linspace(0, len(offsets) - 1, REMOTE_CHECKS).astype(int))]
-    for o in offsets.tolist():
-        head = source.peek(o, o + n + 1)
+    if source.remote:  # a request per offset, made side by side
+        heads = source.peek_many([(o, o + n + 1) for o in offsets.tolist()])
+    else:
+        heads = (source.read(o, o + n + 1) for o in offsets.tolist())
+    for head in heads:
         if head[:n] != tag or head[n:] not in (b" ", b"\t", b"\r", b"\n", b">"):
             return False
     return True

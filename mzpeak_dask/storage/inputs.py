@@ -12,6 +12,9 @@ from __future__ import annotations
 
 import hashlib
 import os
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from ..errors import InputError, StorageError
@@ -51,10 +54,45 @@ def input_size(path: str | os.PathLike) -> int:
     return size_of(url) if url else os.stat(path).st_size
 
 
+_ahead = threading.local()  # (url, start, stop) -> bytes fetched ahead on this thread
+
+
 def read_range(url: str, start: int, stop: int) -> bytes:
-    """Bytes ``[start, stop)`` of the object at ``url``, in one ranged request."""
+    """Bytes ``[start, stop)`` of the object at ``url``, in one ranged request (or from the
+    spans :func:`ranges_ahead` fetched)."""
+    held = getattr(_ahead, "spans", {}).pop((url, start, stop), None)
+    if held is not None:
+        return held
     fs, path = filesystem(url)
     return fetch(fs, path, start, stop, url, TOTAL)
+
+
+@contextmanager
+def ranges_ahead(url: str, spans: list[tuple[int, int]]) -> Iterator[None]:
+    """Within the block, :func:`read_range` of ``url`` at these spans returns bytes fetched
+    side by side on entering it (one round trip for the sample spectra a plan reads, not
+    one each). A span that fails is left to be read, and to fail, on its own."""
+    spans = [(a, b) for a, b in spans if b > a]
+    if len(spans) < 2:
+        yield
+        return
+    fs, path = filesystem(url)
+    try:
+        parts = fs.cat_ranges(
+            [path] * len(spans), [a for a, _ in spans], [b for _, b in spans], on_error="return"
+        )
+    except Exception:  # noqa: BLE001 - read one by one instead
+        parts = []
+    held = {}
+    for (a, b), data in zip(spans, parts, strict=False):
+        if isinstance(data, bytes) and len(data) == b - a:
+            TOTAL.add(len(data))
+            held[(url, a, b)] = data
+    _ahead.spans = held
+    try:
+        yield
+    finally:
+        _ahead.spans = {}
 
 
 def range_source(url: str) -> RangeSource:
@@ -75,6 +113,7 @@ __all__ = [
     "RANGE_FORMATS",
     "input_size",
     "range_source",
+    "ranges_ahead",
     "read_range",
     "remote_input",
     "size_of",
