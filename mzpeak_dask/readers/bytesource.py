@@ -26,7 +26,7 @@ class ByteSource:
         self.data, self._fd, self._remote = data, None, None
         if data is None and is_url(path):
             self._remote = range_source(path)
-            # a scan's chunk (and its overlap) within one read-ahead span: one request each
+            # a search's chunk (and its overlap) within one read-ahead span: one request each
             self.size, self.chunk = self._remote.size, self._remote.read_ahead // 2
             return
         self.chunk = CHUNK
@@ -56,10 +56,12 @@ class ByteSource:
     def remote(self) -> bool:
         return self._remote is not None
 
-    def _chunks(self, start: int, stop: int, overlap: int) -> Iterator[tuple[int, bytes]]:
-        position = start
+    def _chunks(
+        self, start: int, stop: int, overlap: int, chunk: int | None = None
+    ) -> Iterator[tuple[int, bytes]]:
+        position, step = start, chunk or self.chunk
         while position < stop:
-            end = min(stop, position + self.chunk)
+            end = min(stop, position + step)
             yield position, self.read(position, min(stop, end + overlap))
             position = end
 
@@ -73,8 +75,8 @@ class ByteSource:
 
     def starts(self, pattern: re.Pattern, start: int = 0, overlap: int = 64) -> Iterator[int]:
         """Start positions of ``pattern`` matches (patterns shorter than ``overlap``)."""
-        seen = -1
-        for base, chunk in self._chunks(start, self.size, overlap):
+        seen = -1  # a scan to the end: large chunks (one request each for an object)
+        for base, chunk in self._chunks(start, self.size, overlap, CHUNK):
             for m in pattern.finditer(chunk):
                 at = base + m.start()
                 if at > seen:

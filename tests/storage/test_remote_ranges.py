@@ -134,3 +134,18 @@ def test_a_bad_remote_input_fails_alone_naming_the_url_and_spectrum(
     assert not isinstance(result, BaseException) and result.spectra == 48
     assert sorted(p.name for p in tmp_path.iterdir() if p.name != "tmp") == ["good.mzpeak"]
     assert files_in(staging) == []
+
+
+def test_a_scan_of_an_object_reads_large_chunks_once(inputs):
+    """An MGF (no index) is scanned to its end: in chunks of megabytes, one request each,
+    finding what the scan of the local file finds."""
+    from mzpeak_dask.readers.bytesource import ByteSource
+    from mzpeak_dask.readers.mgf import _BEGIN
+
+    with ByteSource(str(inputs.root / "small.mgf")) as local:
+        expected = list(local.starts(_BEGIN))
+    inputs.served.reset()
+    with ByteSource(f"{inputs.url}/small.mgf") as remote:
+        assert list(remote.starts(_BEGIN)) == expected and len(expected) == 35
+    gets = [entry for entry in inputs.served.log if entry[0] == "GET"]
+    assert len(gets) == 1 and gets[0][3] == (inputs.root / "small.mgf").stat().st_size
