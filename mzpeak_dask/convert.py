@@ -22,6 +22,7 @@ from .errors import MzPeakDaskError
 from .options import ClusterOptions, ConvertOptions
 from .parallel.scheduler import run_jobs
 from .staged import StagedJobs
+from .storage.inputs import input_size
 from .storage.urls import is_url
 
 
@@ -64,8 +65,8 @@ def work_bytes(inputs: list[Path]) -> int:
     total = 0
     for path in inputs:
         try:
-            size = path.stat().st_size
-        except OSError:
+            size = input_size(path)
+        except (OSError, MzPeakDaskError):
             continue  # a missing input fails with its own error when converted
         compressed = path.name.lower().endswith((".gz", ".bz2"))
         total += size * COMPRESSED_EXPANSION if compressed else size

@@ -9,6 +9,7 @@ row-group cuts, and the number of workers changes nothing.
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from pathlib import Path
 
 import numpy as np
@@ -27,6 +28,8 @@ from .readers import (
     detect_format,
 )
 from .records import SignalArray
+from .storage.inputs import ranges_ahead, remote_input
+from .storage.urls import is_url
 from .transforms.units import in_minutes
 
 SAMPLE_HEAD = 8
@@ -73,11 +76,19 @@ def _sample(fmt: type[InputFormat], path: str, survey: Survey, kind: str) -> lis
             runs[-1].append(k)
         else:
             runs.append([k])
+    ranges = [item_range(survey, kind, run[0], run[-1] + 1) for run in runs]
     records = []
-    for run in runs:
-        items = item_range(survey, kind, run[0], run[-1] + 1)
-        records.extend(fmt.read(path, items, survey.hints))
+    with _ahead(path, ranges):
+        for items in ranges:
+            records.extend(fmt.read(path, items, survey.hints))
     return records
+
+
+def _ahead(path: str, ranges: list[ItemRange]):  # noqa: ANN202 - a context manager
+    """For an object in storage, its sample ranges fetched side by side."""
+    if not is_url(path) or any(r.byte_start is None for r in ranges):
+        return nullcontext()
+    return ranges_ahead(path, [(r.byte_start, r.byte_stop) for r in ranges])
 
 
 def _schemas(
@@ -103,8 +114,9 @@ def _schemas(
 
 def plan_run(source: Path, staging_dir: Path, options: ConvertOptions) -> RunPlan:
     """Everything the coordinator decides before the workers start."""
-    fmt = detect_format(str(source))
-    readable = decompress_to(str(source), str(staging_dir))
+    url = remote_input(source)  # an object read where it lies, by ranges
+    fmt = detect_format(url or str(source))
+    readable = url or decompress_to(str(source), str(staging_dir))
     survey = fmt.survey(readable)
     survey.hints["parser"] = options.parser
     run = survey.run_metadata

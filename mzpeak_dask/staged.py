@@ -1,10 +1,15 @@
 """Conversions whose input or output is a URL (``s3://``, ``gs://``, ``az://``; ``https://``
 inputs only).
 
-An input URL is streamed into a local staging folder (a compressed ``.gz``/``.bz2`` input as
-it is: the readers decompress it there), converted as a local file, and the staged copy
-deleted. An output URL gets its archive built in the staging folder, then uploaded: one PUT,
-or a multipart upload aborted on any failure or interrupt, so only a complete archive ever
+An uncompressed mzML or MGF input URL is read where it lies: the survey and every partition
+read their own byte ranges of the object (:mod:`.storage.inputs`); its job keeps a local path
+in the staging folder where only the URL is noted. Other input URLs (compressed ``.gz``/``.bz2``
+ones, which cannot be read from the middle; mzXML, read through pyteomics' file index; mzMLb,
+an HDF5 file) are streamed into the staging folder (compressed ones as they are: the readers
+decompress them there), converted as local files, and the staged copies deleted.
+
+An output URL gets its archive built in the staging folder, then uploaded: one PUT, or a
+multipart upload aborted on any failure or interrupt, so only a complete archive ever
 appears at the key (:mod:`.storage.uploads`). Local paths pass through untouched.
 """
 
@@ -18,6 +23,8 @@ from pathlib import Path
 
 from .contracts import ConversionResult
 from .errors import InputError, MzPeakDaskError, OptionsError, OutputError, StorageError
+from .readers import compression_of, detect_format
+from .storage.inputs import RANGE_FORMATS
 from .storage.origins import mark_origin
 from .storage.uploads import upload_file
 from .storage.urls import basename, check_writable, filesystem, is_url, local_path
@@ -55,7 +62,10 @@ class StagedJobs:
             return Path(source)
         staged = self._slot(k) / basename(source)
         try:
-            download(str(source), staged)
+            if by_ranges(str(source)):
+                mark_origin(staged, str(source))  # read where it lies: nothing copied here
+            else:
+                download(str(source), staged)
         except MzPeakDaskError as exc:
             self.errors[k] = exc
         return staged
@@ -129,6 +139,14 @@ class StagedJobs:
             return error
 
 
+def by_ranges(url: str) -> bool:
+    """Whether the input at ``url`` is read by ranges where it lies (uncompressed mzML or
+    MGF: the survey and each partition read their own bytes), not staged here first."""
+    if compression_of(url) is not None:
+        return False  # a gzip/bzip2 stream cannot be read from the middle
+    return detect_format(url).name in RANGE_FORMATS
+
+
 def download(url: str, target: Path) -> None:
     """Stream ``url`` into ``target`` (one line naming the URL if it fails)."""
     fs, path = filesystem(url)
@@ -147,4 +165,4 @@ def download(url: str, target: Path) -> None:
     mark_origin(target, url)  # the archive names the object, not this copy
 
 
-__all__ = ["StagedJobs", "download"]
+__all__ = ["StagedJobs", "by_ranges", "download"]

@@ -7,7 +7,11 @@ from __future__ import annotations
 import logging
 import os
 import re
+import socket
+import subprocess
+import sys
 import threading
+import time
 import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -135,16 +139,17 @@ def range_server(root: Path):
 
 
 @contextmanager
-def s3_server():
+def s3_server(own_process: bool = False):
     """moto's S3 server on loopback, with the standard AWS environment pointing at it (the
-    endpoint and test credentials); yields the endpoint URL."""
-    from moto.server import ThreadedMotoServer
+    endpoint and test credentials); yields the endpoint URL.
 
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one line per request otherwise
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    endpoint = f"http://{host}:{port}"
+    ``own_process``: the server runs in a process of its own (``python -m moto.server``), as a
+    real store would, so that its serving does not take this process' interpreter lock (what
+    a benchmark timing the client needs); else on a thread of this process."""
+    if own_process:
+        stop, endpoint = _moto_process()
+    else:
+        stop, endpoint = _moto_thread()
     saved = {k: os.environ.get(k) for k in [*S3_ENVIRONMENT, "AWS_ENDPOINT_URL"]}
     os.environ.update(S3_ENVIRONMENT, AWS_ENDPOINT_URL=endpoint)
     try:
@@ -155,7 +160,42 @@ def s3_server():
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = value
-        server.stop()
+        stop()
+
+
+def _moto_thread():
+    from moto.server import ThreadedMotoServer
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one line per request otherwise
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    return server.stop, f"http://{host}:{port}"
+
+
+def _moto_process():
+    with socket.socket() as probe:  # a free port on loopback
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    command = [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    endpoint = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                break
+        except OSError:
+            if process.poll() is not None or time.monotonic() > deadline:
+                process.kill()
+                raise RuntimeError(f"moto's server did not start on port {port}") from None
+            time.sleep(0.1)
+
+    def stop() -> None:
+        process.terminate()
+        process.wait(timeout=30)
+
+    return stop, endpoint
 
 
 def new_bucket(endpoint: str) -> str:

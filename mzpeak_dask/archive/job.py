@@ -17,6 +17,7 @@ from typing import Any
 from ..contracts import ConversionResult, EncodedPartition, RunPlan
 from ..errors import InputError
 from ..options import ConvertOptions
+from ..storage.inputs import remote_input
 from ..tables.file_metadata import file_sha256
 from .container import Inputs, check_output, put_in_place
 from .staging import Staging, folder_for, sweep
@@ -24,6 +25,8 @@ from .writer import ArchiveWriter
 
 
 def check_input(source: Path) -> None:
+    if remote_input(source):
+        return  # read by ranges from storage, where it was found
     if not source.exists():
         raise InputError(f"{source}: no such file")
     if source.is_dir():

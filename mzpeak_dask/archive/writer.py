@@ -16,6 +16,7 @@ from .. import vocabulary as V
 from ..contracts import ConversionResult, EncodedPartition, RunPlan
 from ..options import ConvertOptions
 from ..readers.identifiers import DuplicateIds
+from ..storage.inputs import input_size
 from ..tables.file_metadata import footer_metadata
 from .assembler import RunAssembler
 from .container import Container
@@ -69,7 +70,7 @@ class ArchiveWriter:
                 counts.get(e, {}).get("points", 0) for e in (V.SPECTRUM, V.WAVELENGTH_SPECTRUM)
             ),
             chromatogram_points=counts.get(V.CHROMATOGRAM, {}).get("points", 0),
-            input_bytes=self.source.stat().st_size,
+            input_bytes=input_size(self.source),
             output_bytes=_size(self.path),
             seconds=0.0,
             input_sha256=sha256,

@@ -26,7 +26,7 @@ from ..records import (
     SpectrumRecord,
 )
 from .base import InputFormat, ItemRange, Survey, input_error, spectrum_error
-from .bytesource import ByteSource
+from .bytesource import ByteSource, read_bytes
 from .plain_values import selected_ion, signal_arrays, spectrum_params, user_params
 
 _BEGIN = re.compile(rb"^[ \t]*BEGIN IONS", re.M)
@@ -114,8 +114,8 @@ class MGFFormat(InputFormat):
     @classmethod
     def survey(cls, path: str) -> Survey:
         offsets = _offsets(path)
-        with open(path, "rb") as f:
-            header = f.read(int(offsets[0]))
+        with ByteSource(path) as source:
+            header = source.read(0, int(offsets[0]))
         return Survey(len(offsets) - 1, 0, _run_metadata(path, header), spectrum_offsets=offsets)
 
     @classmethod
@@ -125,8 +125,7 @@ class MGFFormat(InputFormat):
         from pyteomics import mgf  # imported when an MGF input is read (half a second)
         from pyteomics.auxiliary import PyteomicsError
 
-        with open(path, "rb") as f:
-            raw = os.pread(f.fileno(), items.byte_stop - items.byte_start, items.byte_start)
+        raw = read_bytes(path, items.byte_start, items.byte_stop)
         text = io.StringIO(raw.decode("utf-8", "replace"))
         del raw
         position = items.start

@@ -9,7 +9,6 @@ whole index.
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterator
 
@@ -19,7 +18,7 @@ from .. import vocabulary as V
 from ..filecache import per_file
 from ..records import ChromatogramRecord, Param, SpectrumRecord
 from .base import CHROMATOGRAMS, SPECTRA, InputFormat, ItemRange, Survey, input_error
-from .bytesource import ByteSource
+from .bytesource import ByteSource, read_bytes
 from .mzml_header import run_metadata_from_xml
 from .mzml_lean import parse_records as parse_lean
 
@@ -35,6 +34,9 @@ _LIST_START = {SPECTRA: b"<spectrumList", CHROMATOGRAMS: b"<chromatogramList"}
 _ITEM_TAG = {SPECTRA: b"<spectrum", CHROMATOGRAMS: b"<chromatogram"}
 _CLOSED_ROOT = re.compile(rb"</(indexedmzML|mzML)>\s*$")
 _ROOT = re.compile(rb"<(indexedmzML|mzML)[\s>]")
+# offsets of an index checked in an object in storage (each costs a request; a wrong one
+# elsewhere still fails its partition's parse, naming the file and spectrum)
+REMOTE_CHECKS = 16
 _PLURAL = {SPECTRA: "spectra", CHROMATOGRAMS: "chromatograms"}
 
 
@@ -77,8 +79,13 @@ def _points_at(source: ByteSource, offsets: np.ndarray, tag: bytes) -> bool:
     if len(offsets) and (np.any(np.diff(offsets) <= 0) or offsets[-1] >= source.size):
         return False
     n = len(tag)
-    for o in offsets.tolist():
-        head = source.read(o, o + n + 1)
+    if source.remote and len(offsets) > REMOTE_CHECKS:  # a sample: a few bytes per request
+        offsets = offsets[np.unique(np.linspace(0, len(offsets) - 1, REMOTE_CHECKS).astype(int))]
+    if source.remote:  # a request per offset, made side by side
+        heads = source.peek_many([(o, o + n + 1) for o in offsets.tolist()])
+    else:
+        heads = (source.read(o, o + n + 1) for o in offsets.tolist())
+    for head in heads:
         if head[:n] != tag or head[n:] not in (b" ", b"\t", b"\r", b"\n", b">"):
             return False
     return True
@@ -166,7 +173,7 @@ class MzMLFormat(InputFormat):
         cls, path: str, items: ItemRange, hints: dict[str, object]
     ) -> Iterator[SpectrumRecord | ChromatogramRecord]:
         prefix = _prefix(path, int(hints["header_stop"]))
-        document = range_document(prefix, items, lambda a, b: _read_bytes(path, a, b))
+        document = range_document(prefix, items, lambda a, b: read_bytes(path, a, b))
         yield from parser(hints)(document, items.kind, items.start, path)
 
 
@@ -192,12 +199,7 @@ def range_document(prefix: bytes, items: ItemRange, read_bytes) -> bytes:  # noq
 @per_file(8)
 def _prefix(path: str, header_stop: int) -> bytes:
     """The document header, cached per worker process (and file version)."""
-    return _read_bytes(path, 0, header_stop)
-
-
-def _read_bytes(path: str, start: int, stop: int) -> bytes:
-    with open(path, "rb") as f:
-        return os.pread(f.fileno(), stop - start, start)
+    return read_bytes(path, 0, header_stop)
 
 
 def parser(hints: dict[str, object]):  # noqa: ANN201 - one of two parse_records functions

@@ -14,6 +14,7 @@ from .. import vocabulary as V
 from .._version import __version__
 from ..pathtext import text
 from ..records import Param, RunMetadata
+from ..storage.inputs import remote_input, url_sha256
 from ..storage.origins import origin_folder, origin_of
 
 SOFTWARE_ID = "mzpeak_dask"
@@ -23,6 +24,9 @@ PROCESSING_ID = "mzpeak_dask_conversion"
 def file_sha256(path: str | os.PathLike) -> str:
     """SHA-256 of a file (it identifies the converted input; mzML's traditional SHA-1 is not
     computed, to read the file once). Runs on a worker, beside the conversion."""
+    url = remote_input(path)
+    if url:  # an input read by ranges: the object streamed once (on the worker hashing it)
+        return url_sha256(url)
     digest = hashlib.sha256()
     with open(path, "rb") as f:
         while block := f.read(1 << 22):

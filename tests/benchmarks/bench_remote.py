@@ -101,6 +101,7 @@ def convert_throughput(source: Path, bucket: str, endpoint: str, root: Path) -> 
     local = time.perf_counter() - start
     s3_client(endpoint).upload_file(str(source), bucket, f"in/{source.name}")
     try:
+        before = (TOTAL.requests, TOTAL.bytes)
         start = time.perf_counter()
         convert(
             f"s3://{bucket}/in/{source.name}",
@@ -117,6 +118,12 @@ def convert_throughput(source: Path, bucket: str, endpoint: str, root: Path) -> 
         f"convert {size / 1e6:.1f} MB mzML, inline: local -> local {size / local / 1e6:.1f} MB/s "
         f"({local:.1f} s); s3 -> s3 {size / remote / 1e6:.1f} MB/s ({remote:.1f} s); "
         f"s3/local time {remote / local:.2f}x"
+    )
+    requests, received = TOTAL.requests - before[0], TOTAL.bytes - before[1]
+    print(
+        f"convert s3 -> s3 read the input by ranges: {requests} requests, {received / 1e6:.1f} MB "
+        f"for a {size / 1e6:.1f} MB object ({received / size:.2f}x: the partitions and the "
+        "SHA-256's stream)"
     )
 
 
@@ -139,7 +146,7 @@ def main() -> None:
     rng = np.random.default_rng(13)
     spectra = sorted(rng.choice(n, size=min(args.spectra, n), replace=False).tolist())
     print(f"archive: {archive.name}, {size / 1e6:.1f} MB, {n} spectra")
-    with range_server(root) as http, s3_server() as endpoint:
+    with range_server(root) as http, s3_server(own_process=True) as endpoint:
         bucket = new_bucket(endpoint)
         s3_client(endpoint).upload_file(str(archive), bucket, archive.name)
         figures = {

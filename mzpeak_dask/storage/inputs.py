@@ -1,0 +1,121 @@
+"""Inputs read where they lie: an uncompressed mzML or MGF object in a bucket or on a web
+server is surveyed and read by byte ranges, by whichever process needs them (the survey where
+the run is planned, each partition's bytes on the worker that parses it), never copied whole.
+
+A job keeps a local path for its input (:mod:`mzpeak_dask.staged`): for an input read by
+ranges nothing is written at that path, only the origin marker beside it
+(:mod:`.origins`), which names the URL. :func:`remote_input` turns such a path back into its
+URL; the readers, the input's size and its SHA-256 then read the object.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from ..errors import InputError, StorageError
+from .origins import origin_of
+from .ranges import TOTAL, RangeSource, fetch
+from .urls import filesystem, is_url
+
+SURVEY_READ_AHEAD = 1 << 18  # a survey's reads fetch at least this much (a header, a scan)
+HASH_BLOCK = 16 << 20  # one ranged GET per block when the input's digest streams the object
+RANGE_FORMATS = ("mzML", "MGF")  # read by ranges; mzXML, mzMLb and compressed ones are staged
+
+
+def remote_input(path: str | os.PathLike) -> str | None:
+    """The URL of an input read by ranges whose job path is ``path``, else None."""
+    if isinstance(path, str) and is_url(path):
+        return path
+    local = Path(path)
+    if local.exists():
+        return None  # a staged copy (or a plain local file)
+    return origin_of(local)
+
+
+def size_of(url: str) -> int:
+    """The object's size in bytes (one line naming the URL if it is missing)."""
+    fs, path = filesystem(url)
+    try:
+        return int(fs.size(path))
+    except FileNotFoundError:
+        raise InputError(f"{url}: no such object") from None
+    except Exception as exc:  # every client has its own errors
+        raise StorageError(f"{url}: cannot read ({type(exc).__name__}: {exc})") from None
+
+
+def input_size(path: str | os.PathLike) -> int:
+    """Bytes of an input: a local file's, or the object's for one read by ranges."""
+    url = remote_input(path)
+    return size_of(url) if url else os.stat(path).st_size
+
+
+_ahead = threading.local()  # (url, start, stop) -> bytes fetched ahead on this thread
+
+
+def read_range(url: str, start: int, stop: int) -> bytes:
+    """Bytes ``[start, stop)`` of the object at ``url``, in one ranged request (or from the
+    spans :func:`ranges_ahead` fetched)."""
+    held = getattr(_ahead, "spans", {}).pop((url, start, stop), None)
+    if held is not None:
+        return held
+    fs, path = filesystem(url)
+    return fetch(fs, path, start, stop, url, TOTAL)
+
+
+@contextmanager
+def ranges_ahead(url: str, spans: list[tuple[int, int]]) -> Iterator[None]:
+    """Within the block, :func:`read_range` of ``url`` at these spans returns bytes fetched
+    side by side on entering it (one round trip for the sample spectra a plan reads, not
+    one each). A span that fails is left to be read, and to fail, on its own."""
+    spans = [(a, b) for a, b in spans if b > a]
+    if len(spans) < 2:
+        yield
+        return
+    fs, path = filesystem(url)
+    try:
+        parts = fs.cat_ranges(
+            [path] * len(spans), [a for a, _ in spans], [b for _, b in spans], on_error="return"
+        )
+    except Exception:  # noqa: BLE001 - read one by one instead
+        parts = []
+    held = {}
+    for (a, b), data in zip(spans, parts, strict=False):
+        if isinstance(data, bytes) and len(data) == b - a:
+            TOTAL.add(len(data))
+            held[(url, a, b)] = data
+    _ahead.spans = held
+    try:
+        yield
+    finally:
+        _ahead.spans = {}
+
+
+def range_source(url: str) -> RangeSource:
+    """The whole object as a :class:`RangeSource` with a read-ahead fit for surveying it."""
+    fs, path = filesystem(url)
+    return RangeSource(fs, path, 0, size_of(url), url, TOTAL, read_ahead=SURVEY_READ_AHEAD)
+
+
+def url_sha256(url: str) -> str:
+    """SHA-256 of the object, streamed once by consecutive ranged reads (nothing on disk)."""
+    size, digest = size_of(url), hashlib.sha256()
+    for start in range(0, size, HASH_BLOCK):
+        digest.update(read_range(url, start, min(size, start + HASH_BLOCK)))
+    return digest.hexdigest()
+
+
+__all__ = [
+    "RANGE_FORMATS",
+    "input_size",
+    "range_source",
+    "ranges_ahead",
+    "read_range",
+    "remote_input",
+    "size_of",
+    "url_sha256",
+]
