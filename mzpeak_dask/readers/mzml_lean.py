@@ -28,6 +28,7 @@ from ..records import (
     PrecursorRecord,
     ScanRecord,
     SelectedIonRecord,
+    SignalArray,
     SpectrumRecord,
 )
 from .base import CHROMATOGRAMS, input_error, spectrum_error
@@ -205,22 +206,31 @@ def _default_length(element: Any) -> int | None:
     return int(text) if text is not None else None
 
 
+def _item(
+    walker: _Walker, element: Any, kind: str, position: int, path: str, fetch: FetchExternal
+) -> tuple[str, list[Param], dict[str, list[Any]], list[SignalArray]]:
+    """A spectrum's or chromatogram's id (its position when it has none), params, other
+    children and decoded arrays (decoding errors name it ``{kind} {id}``)."""
+    found = element.get("id")
+    ident = str(found if found is not None else position)
+    params, children = walker.walk(element)
+    arrays = decode_arrays(
+        _raw_arrays(walker, children), _default_length(element), path, f"{kind} {ident}", fetch
+    )
+    return ident, params, children, arrays
+
+
 def spectrum_record(
     walker: _Walker, element: Any, position: int, path: str, fetch: FetchExternal
 ) -> SpectrumRecord:
-    ident = element.get("id")
-    item = f"spectrum {ident if ident is not None else position}"
-    params, children = walker.walk(element)
-    arrays = decode_arrays(
-        _raw_arrays(walker, children), _default_length(element), path, item, fetch
-    )
+    ident, params, children, arrays = _item(walker, element, "spectrum", position, path, fetch)
     scans, scan_list_params = _scans(walker, children)
     precursors = [
         _precursor(walker, p) for p in _all(walker, children, "precursorList", "precursor")
     ]
     return SpectrumRecord(
         position=position,
-        id=str(ident if ident is not None else position),
+        id=ident,
         params=params + scan_list_params,
         scans=scans,
         precursors=precursors,
@@ -232,19 +242,14 @@ def spectrum_record(
 def chromatogram_record(
     walker: _Walker, element: Any, position: int, path: str, fetch: FetchExternal
 ) -> ChromatogramRecord:
-    ident = element.get("id")
-    item = f"chromatogram {ident if ident is not None else position}"
-    params, children = walker.walk(element)
-    arrays = decode_arrays(
-        _raw_arrays(walker, children), _default_length(element), path, item, fetch
-    )
+    ident, params, children, arrays = _item(walker, element, "chromatogram", position, path, fetch)
     products = children.get("product", [])
     product = (
         walker.params(_last(walker.walk(products[0])[1], "isolationWindow")) if products else []
     )
     return ChromatogramRecord(
         position=position,
-        id=str(ident if ident is not None else position),
+        id=ident,
         params=params,
         precursors=[_precursor(walker, p) for p in children.get("precursor", [])],
         product=product,
