@@ -19,7 +19,7 @@ from pathlib import Path
 
 from ..errors import InputError, StorageError
 from .origins import origin_of
-from .ranges import TOTAL, RangeSource, fetch
+from .ranges import TOTAL, RangeSource, fetch, fetch_many
 from .urls import filesystem, is_url
 
 SURVEY_READ_AHEAD = 1 << 18  # a survey's reads fetch at least this much (a header, a scan)
@@ -77,17 +77,8 @@ def ranges_ahead(url: str, spans: list[tuple[int, int]]) -> Iterator[None]:
         yield
         return
     fs, path = filesystem(url)
-    try:
-        parts = fs.cat_ranges(
-            [path] * len(spans), [a for a, _ in spans], [b for _, b in spans], on_error="return"
-        )
-    except Exception:  # noqa: BLE001 - read one by one instead
-        parts = []
-    held = {}
-    for (a, b), data in zip(spans, parts, strict=False):
-        if isinstance(data, bytes) and len(data) == b - a:
-            TOTAL.add(len(data))
-            held[(url, a, b)] = data
+    parts = fetch_many(fs, path, spans, TOTAL)
+    held = {(url, *s): data for s, data in zip(spans, parts, strict=True) if data is not None}
     _ahead.spans = held
     try:
         yield

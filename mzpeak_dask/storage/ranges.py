@@ -61,6 +61,25 @@ def fetch(fs: Any, path: str, start: int, stop: int, where: str, transfer: Trans
     return data
 
 
+def fetch_many(
+    fs: Any, path: str, spans: list[tuple[int, int]], transfer: Transfer
+) -> list[bytes | None]:
+    """Bytes of each span ``[start, stop)``, fetched side by side (one request each, made
+    concurrently); None for a span that failed or came short, left to a request of its own."""
+    try:
+        parts = fs.cat_ranges(
+            [path] * len(spans), [a for a, _ in spans], [b for _, b in spans], on_error="return"
+        )
+    except Exception:  # noqa: BLE001 - a client without it: one request after another
+        parts = []
+    out: list[bytes | None] = [None] * len(spans)
+    for k, ((a, b), data) in enumerate(zip(spans, parts, strict=False)):
+        if isinstance(data, bytes) and len(data) == b - a:
+            transfer.add(len(data))
+            out[k] = data
+    return out
+
+
 class RangeSource:
     """Bytes ``[offset, offset + size)`` of one object, read by range with a read-ahead cache."""
 
@@ -128,18 +147,10 @@ class RangeSource:
             for a, b in todo:
                 self._get(a, b)
             return
-        try:
-            parts = self.fs.cat_ranges(
-                [self.path] * len(todo),
-                [self.offset + a for a, _ in todo],
-                [self.offset + b for _, b in todo],
-                on_error="return",
-            )
-        except Exception:  # noqa: BLE001 - a client without it: one request after another
-            parts = [None] * len(todo)
+        shifted = [(self.offset + a, self.offset + b) for a, b in todo]
+        parts = fetch_many(self.fs, self.path, shifted, self.transfer)
         for (a, b), data in zip(todo, parts, strict=True):
-            if isinstance(data, bytes) and len(data) == b - a:
-                self.transfer.add(len(data))
+            if data is not None:
                 self._keep(a, data)
             else:  # its error (or a short read) as one line, from a request of its own
                 self._get(a, b)
@@ -188,4 +199,4 @@ class RangeFile(io.RawIOBase):
         return len(data)
 
 
-__all__ = ["TOTAL", "RangeFile", "RangeSource", "Transfer", "fetch"]
+__all__ = ["TOTAL", "RangeFile", "RangeSource", "Transfer", "fetch", "fetch_many"]

@@ -50,10 +50,6 @@ def run_name(location: str) -> str:
     return location.rstrip("/").rsplit("/", 1)[-1]
 
 
-def is_local(location: str | os.PathLike) -> bool:
-    return not is_url(location)
-
-
 def open_options(location: str | os.PathLike) -> dict[str, Any]:
     """Keyword arguments for zarr's ``open_*`` of ``location``: the storage options of a
     remote store (a chained URL takes its store's credentials from the environment)."""
@@ -66,7 +62,6 @@ def open_options(location: str | os.PathLike) -> dict[str, Any]:
 __all__ = [
     "ZIP_SUFFIX",
     "child",
-    "is_local",
     "is_single_file",
     "open_options",
     "run_name",
