@@ -143,6 +143,13 @@ def put_in_place(archive: Path, output: Path, overwrite: bool) -> None:
     os.replace(archive, output)
 
 
+def archive_size(path: Path) -> int:
+    """Bytes of an archive: a ZIP file's, or the sum of a folder's files."""
+    if path.is_file():
+        return path.stat().st_size
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
 def _remove(path: Path) -> None:
     if path.is_dir() and not path.is_symlink():
         shutil.rmtree(path)

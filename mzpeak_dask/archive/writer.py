@@ -19,7 +19,7 @@ from ..readers.identifiers import DuplicateIds
 from ..storage.inputs import input_size
 from ..tables.file_metadata import footer_metadata
 from .assembler import RunAssembler
-from .container import Container
+from .container import Container, archive_size
 from .staging import Folder
 
 
@@ -71,7 +71,7 @@ class ArchiveWriter:
             ),
             chromatogram_points=counts.get(V.CHROMATOGRAM, {}).get("points", 0),
             input_bytes=input_size(self.source),
-            output_bytes=_size(self.path),
+            output_bytes=archive_size(self.path),
             seconds=0.0,
             input_sha256=sha256,
             members=dict(self.container.members),
@@ -86,12 +86,6 @@ class ArchiveWriter:
     def abort(self) -> None:
         self.assembler.abort()
         self.container.abort()
-
-
-def _size(path: Path) -> int:
-    if path.is_dir():
-        return sum(p.stat().st_size for p in path.iterdir())
-    return path.stat().st_size
 
 
 __all__ = ["ArchiveWriter"]

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..parallel.executors import Task, executor_for
-from ..read.inspection import inspect_output, member_digests, tic_thumbnail
+from ..read.inspection import inspect_output
 
 
 class Inspector:
@@ -70,4 +70,4 @@ class Inspector:
                 self.executor.release(task)
 
 
-__all__ = ["Inspector", "inspect_output", "member_digests", "tic_thumbnail"]
+__all__ = ["Inspector"]

@@ -28,6 +28,7 @@ import numpy as np
 import pyarrow as pa
 
 from .. import vocabulary as V
+from ..archive.container import archive_size
 from ..read.archive import cached_archive
 from ..read.entity import spectrum_columns
 from ..read.signal import SignalReader
@@ -178,12 +179,6 @@ def archive_sha256(path: str | Path) -> str:
     return digest.hexdigest()
 
 
-def _size(path: Path) -> int:
-    if path.is_file():
-        return path.stat().st_size
-    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
-
-
 def plan_run(path: str, width: float) -> RunPlan:
     """The cheap pass over one archive (a worker task)."""
     archive = cached_archive(path)
@@ -210,7 +205,7 @@ def plan_run(path: str, width: float) -> RunPlan:
         ms_level=levels,
         precursor_mz=precursors,
         sha256=archive_sha256(path),
-        source_bytes=_size(Path(path)),
+        source_bytes=archive_size(Path(path)),
     )
 
 

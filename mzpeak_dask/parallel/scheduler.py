@@ -218,19 +218,18 @@ class Coordinator:
                 self._submit_partition(active)
 
     def _submit_partition(self, active: _Active) -> None:
-        """A partition's steps (see :mod:`mzpeak_dask.archive.parts`): encode, its offsets
+        active.tasks.append(self._partition_task(active, active.next_partition))
+        active.next_partition += 1
+        self.outstanding += 1
+
+    def _partition_task(self, active: _Active, n: int) -> Task:
+        """Partition ``n``'s steps (see :mod:`mzpeak_dask.archive.parts`): encode, its offsets
         from the previous partition's, then its Parquet parts, the only result collected."""
-        n = active.next_partition
         plan = active.job.plan
         if active.remote and len(plan.partitions) == 1:  # no offsets to wait for: one task
-            partition = plan.partitions[0]
-            task = self.executor.submit(
-                (active, 0), encode_to_file, active.handoff, partition, plan.spec
+            return self.executor.submit(
+                (active, n), encode_to_file, active.handoff, plan.partitions[n], plan.spec
             )
-            active.tasks.append(task)
-            active.next_partition += 1
-            self.outstanding += 1
-            return
         encoded = self.executor.submit(None, encode_partition, plan.partitions[n], plan.spec)
         offsets: Any = {}
         if active.chain is not None:
@@ -242,9 +241,7 @@ class Coordinator:
         else:
             task = self.executor.submit((active, n), write_partition, encoded, offsets, plan.spec)
         active.steps[n] = active.chain = (encoded, offsets)
-        active.tasks.append(task)
-        active.next_partition += 1
-        self.outstanding += 1
+        return task
 
     def _collect(self, task: Task, results: list) -> None:
         active, n = task.tag

@@ -36,13 +36,8 @@ def member_digests(archive: Path) -> dict[str, str]:
     return digests
 
 
-def tic_thumbnail(archive: Path, points: int = 120) -> list[list[float]]:
-    """A downsampled total-ion chromatogram of the MS1 spectra (from the metadata)."""
-    with open_archive(archive) as a:
-        return _tic(a.tables_of(V.SPECTRUM), points)
-
-
 def _tic(tables: Any, points: int = 120) -> list[list[float]]:
+    """A downsampled total-ion chromatogram of the MS1 spectra (from the metadata)."""
     times, levels = tables.times, tables.ms_levels
     tic = tables.values_of(V.TOTAL_ION_CURRENT)
     pairs = [
@@ -108,4 +103,4 @@ def inspect_output(output: str) -> dict[str, Any]:
     }
 
 
-__all__ = ["describe", "inspect_output", "member_digests", "tic_thumbnail"]
+__all__ = ["describe", "inspect_output", "member_digests"]
