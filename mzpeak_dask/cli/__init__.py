@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import signal
 import sys
 import traceback
 
 from ..errors import MzPeakDaskError, OptionsError, OutputBusyError
+from ..parallel.worker_env import quiet_dask_logs
 from ..pathtext import text
 from ..storage.urls import set_default_options
 from . import analysis, convert
@@ -44,20 +44,6 @@ def _handle_stop_signals() -> None:
     signal.signal(signal.SIGTERM, _stop)
 
 
-def _quiet_dask_logs() -> None:
-    """Dask logs its lifecycle at INFO and every failed task at ERROR (the coordinator reports
-    each failure itself, in one line); tornado logs a traceback when a Ctrl-C lands inside one of
-    distributed's event-loop calls. Both are configured when distributed is imported (from Dask's
-    config, passed on to the workers) or set here when it already is."""
-    import dask
-
-    levels = {"distributed": "critical", "tornado.application": "critical"}
-    os.environ.setdefault("DASK_LOGGING__DISTRIBUTED", "critical")
-    dask.config.set({"logging": {**dask.config.get("logging", {}), **levels}})
-    for name in levels:
-        logging.getLogger(name).setLevel(logging.CRITICAL)
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -67,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
         format="%(levelname)s %(name)s: %(message)s",
     )
     if not args.verbose:
-        _quiet_dask_logs()
+        quiet_dask_logs()
     try:
         set_default_options(storage_options(args).options)  # workers inherit them
         return args.func(args)

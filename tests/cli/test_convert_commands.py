@@ -82,10 +82,10 @@ def test_dask_and_tornado_logs_are_quiet_unless_verbose() -> None:
     this process and in the workers it starts (they get Dask's logging config)."""
     probe = (
         "import logging, sys\n"
-        "from mzpeak_dask.cli import _quiet_dask_logs\n"
-        "if sys.argv[1] == 'before': _quiet_dask_logs()\n"
+        "from mzpeak_dask.parallel.worker_env import quiet_dask_logs\n"
+        "if sys.argv[1] == 'before': quiet_dask_logs()\n"
         "import distributed\n"
-        "if sys.argv[1] == 'after': _quiet_dask_logs()\n"
+        "if sys.argv[1] == 'after': quiet_dask_logs()\n"
         "import dask\n"
         "print(logging.getLogger('tornado.application').level,"
         " logging.getLogger('distributed').level,"
