@@ -111,7 +111,8 @@ def test_slurm_job_stops_cleanly_at_the_wall_time_signal(tmp_path) -> None:
     assert job.returncode == 0, log
     assert "stopping the batch cleanly" in log
     statuses = _report(output)
-    assert "pending" in statuses.values() and "converted" in statuses.values()
+    assert "pending" in statuses.values() and "converted" in statuses.values(), log
+    assert len(statuses) == 24, log
     assert not [p for p in output.rglob("*") if p.name.endswith(".tmp")]
 
 

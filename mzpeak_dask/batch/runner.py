@@ -224,14 +224,16 @@ class BatchRun:
             "catalog": inspection.get("catalog"),
         }
 
-    def interrupted(self, todo: list[tuple[Path, Path]]) -> None:
-        for source, output in todo:
+    def stopped(self, reason: str) -> None:
+        """After the batch stopped early: every input without an outcome of this batch is
+        recorded as pending (``reason`` says why), so the report and the state list them all."""
+        for source, output in self.pairs:
             if source not in self.records or self.records[source]["status"] == PENDING:
                 record = {
                     "input": str(source),
                     "output": str(output),
                     "status": PENDING,
-                    "error": "interrupted before it finished",
+                    "error": text(reason).splitlines()[0],
                 }
                 self.records[source] = record
                 self.state.put(record)
@@ -298,12 +300,16 @@ def _run(run: BatchRun, client: Any, progress: Progress | None, started: float) 
             # failed that way once more, alone, so only the one that kills workers fails.
             for pair in [(s, o) for s, o in todo if s in run.died]:
                 run.convert([pair], lambda s: run.records[s]["attempts"] + 1, shared, progress)
-    except KeyboardInterrupt:
-        outcome.interrupted = True
+    except BaseException as exc:
+        # Ctrl-C, SIGTERM at a wall-time limit, or a failure of the batch itself (not of one
+        # input): finished outputs stay, the others are left pending and listed as such
+        outcome.interrupted = isinstance(exc, KeyboardInterrupt)
         run.abandon_inspections()
-        run.interrupted(todo)
+        why = f"batch stopped: {type(exc).__name__}: {exc}"
+        run.stopped("interrupted before it finished" if outcome.interrupted else why)
         # the cluster is gone: no cancelled task can still write into a staging folder
         run.remove_stale_staging()
+        raise
     finally:
         outcome.records = [run.records[s] for s, _ in run.pairs if s in run.records]
         outcome.seconds = time.perf_counter() - started
@@ -312,8 +318,6 @@ def _run(run: BatchRun, client: Any, progress: Progress | None, started: float) 
             report.write_html(output_dir, outcome.records, outcome.seconds)
             report.write_catalog(output_dir, run.state.all())
         run.state.close()
-    if outcome.interrupted:
-        raise KeyboardInterrupt
     return outcome
 
 

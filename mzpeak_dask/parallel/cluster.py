@@ -142,9 +142,20 @@ def cluster_client(options: ClusterOptions, client: Any = None) -> Iterator[Any]
     try:
         yield client
     finally:
-        client.close()
-        if cluster is not None:
-            cluster.close()
+        _close(client, cluster)
+
+
+def _close(client: Any, cluster: Any) -> None:
+    """Shut down what :func:`cluster_client` started. A failure to close (a worker that does
+    not stop in time on a loaded machine) is logged, never raised: it must not replace what
+    stopped the work (an interrupt the caller records) nor fail work that is done."""
+    for closable in (client, cluster):
+        if closable is None:
+            continue
+        try:
+            closable.close()
+        except Exception as exc:  # noqa: BLE001 - see above
+            log.warning("closing the Dask %s failed: %s", type(closable).__name__, exc)
 
 
 __all__ = ["KINDS", "ClusterKind", "cluster_client", "job_script"]

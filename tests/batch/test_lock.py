@@ -38,7 +38,9 @@ def _inline_batch(source: Path, output: Path, *extra: str) -> subprocess.Popen:
 
 @pytest.mark.cluster
 def test_a_second_batch_on_the_same_output_is_refused(tmp_path: Path) -> None:
-    source = _tree(tmp_path / "repository", runs=8)
+    # enough runs that the first batch is still converting after two more commands have
+    # started, been refused, and ended, even on a loaded machine
+    source = _tree(tmp_path / "repository", runs=16)
     output = tmp_path / "mzpeak"
     first = batch(source, output, "--partition-items", "20", wait=False)
     wait_for_first(first, output)
@@ -64,7 +66,7 @@ def test_a_second_batch_on_the_same_output_is_refused(tmp_path: Path) -> None:
     assert first.returncode == 0, stderr
     assert "FileNotFoundError" not in stderr
     assert {f["status"] for f in report(output).values()} == {"converted"}
-    assert converted_count(output) == 8
+    assert converted_count(output) == 16
 
 
 def test_a_killed_batch_leaves_no_lock(tmp_path: Path) -> None:
