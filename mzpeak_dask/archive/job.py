@@ -61,9 +61,7 @@ class RunJob:
         beside the conversion and returns a future (the input's SHA-256 is computed so)."""
         try:
             self.plan = plan
-            # a run of one partition finished on a worker is hashed there: one task fewer
-            single = remote and len(plan.partitions) == 1
-            self.sha256 = None if single else background(file_sha256, str(self.source))
+            self.sha256 = background(file_sha256, str(self.source))
             if not remote:
                 self.writer = ArchiveWriter(
                     self.source, self.output, self.options, plan, self.staging

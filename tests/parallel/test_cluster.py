@@ -96,11 +96,14 @@ def test_partitioning_does_not_change_the_archive_content(
 @pytest.mark.parametrize("workers", [1, 2, 4])
 def test_any_number_of_workers_writes_the_same_bytes(tmp_path, inline_archives, workers) -> None:
     """Partitions do not depend on the workers: 1, 2 and 4 worker processes write the archive
-    the coordinator alone writes, byte for byte."""
-    output = tmp_path / f"{workers}.mzpeak"
+    the coordinator alone writes, byte for byte, whether the run fans out or is small enough
+    to be converted by its plan's task (the default partitioning: one partition of spectra)."""
+    output, small = tmp_path / f"{workers}.mzpeak", tmp_path / f"{workers}-small.mzpeak"
     with cluster_client(ClusterOptions(workers=workers, dashboard=False)) as client:
         convert(SMALL, output, ConvertOptions(partition_items=5), client=client)
+        convert(SMALL, small, ConvertOptions(), client=client)
     assert member_digests(output) == inline_archives(5)
+    assert member_digests(small) == inline_archives(ConvertOptions().partition_items)
 
 
 def test_external_scheduler_through_the_cli(external_cluster, tmp_path, inline_archives) -> None:
