@@ -36,6 +36,7 @@ from typing import Any
 from ..archive.container import Inputs
 from ..archive.job import RunJob
 from ..archive.parts import next_offsets, write_partition
+from ..archive.staging import sweep_outputs
 from ..contracts import ConversionResult, Progress
 from ..encode import encode_partition
 from ..errors import MzPeakDaskError, OutputError, WorkerDiedError
@@ -171,6 +172,7 @@ class Coordinator:
     def run(self, jobs: list[tuple[Path, Path]]) -> list[ConversionResult | MzPeakDaskError]:
         results: list[Any] = [None] * len(jobs)
         self.inputs = Inputs(source for source, _ in jobs)  # no output may overwrite one
+        sweep_outputs(output for _, output in jobs)  # what conversions that died left for them
         pending = deque(enumerate(jobs))
         try:
             while pending or self.active:
