@@ -104,6 +104,11 @@ class SlurmKind(ClusterKind):
 
 KINDS: dict[str, ClusterKind] = {kind.name: kind for kind in (LocalKind(), SlurmKind())}
 SCHEDULER_TIMEOUT = "30s"  # to reach a running scheduler
+# A cluster started here runs its scheduler in this process, the coordinator's. Dask checks a
+# server's event loop every 20 ms by default: about 25 ms of CPU a second, busy or idle, as
+# much as the scheduling of a batch of small runs itself. Once a second still tells a loop
+# blocked for longer than ``distributed.admin.tick.limit`` (3 s).
+STARTED_CONFIG = {"distributed.admin.tick.interval": "1s"}
 
 
 def job_script(options: ClusterOptions) -> str:
@@ -132,7 +137,10 @@ def cluster_client(options: ClusterOptions, client: Any = None) -> Iterator[Any]
         if options.scheduler:
             client = Client(options.scheduler, timeout=SCHEDULER_TIMEOUT)
         else:
-            cluster = KINDS[options.cluster].start(options)
+            import dask
+
+            with dask.config.set(STARTED_CONFIG):
+                cluster = KINDS[options.cluster].start(options)
             client = Client(cluster)
     except (OSError, TimeoutError) as exc:
         if cluster is not None:
