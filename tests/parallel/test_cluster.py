@@ -108,11 +108,14 @@ def test_any_number_of_workers_writes_the_same_bytes(tmp_path, inline_archives, 
 
 def test_the_embedded_scheduler_checks_its_event_loop_once_a_second(local_client) -> None:
     """The scheduler of a cluster started here lives in the coordinator's process: its event
-    loop's health check runs once a second, not Dask's 50 times (25 ms of CPU a second)."""
+    loop's health check runs once a second, not Dask's 50 times (25 ms of CPU a second), and
+    without a dashboard its system monitor samples every 5 s."""
     scheduler = local_client.cluster.scheduler
     assert scheduler.periodic_callbacks["tick"].callback_time == 1000
     workers = local_client.run(lambda dask_worker: dask_worker._tick_interval)
     assert set(workers.values()) == {1.0}
+    # no dashboard (as here): the system monitor samples every 5 s, not every 500 ms
+    assert scheduler.periodic_callbacks["monitor"].callback_time == 5000
 
 
 def test_external_scheduler_through_the_cli(external_cluster, tmp_path, inline_archives) -> None:
