@@ -20,7 +20,7 @@ from ..options import ConvertOptions
 from ..storage.inputs import remote_input
 from ..tables.file_metadata import file_sha256
 from .container import Inputs, check_output, put_in_place
-from .staging import Staging, folder_for, sweep
+from .staging import Staging
 from .writer import ArchiveWriter
 
 
@@ -49,7 +49,6 @@ class RunJob:
         self.started = time.perf_counter()
         check_input(source)
         check_output(output, options.overwrite, inputs or Inputs([source]))
-        sweep(folder_for(output), output)  # what conversions that died left for this output
         self.staging = Staging(output)
         self.plan: RunPlan | None = None
         self.writer: ArchiveWriter | None = None
@@ -61,9 +60,7 @@ class RunJob:
         beside the conversion and returns a future (the input's SHA-256 is computed so)."""
         try:
             self.plan = plan
-            # a run of one partition finished on a worker is hashed there: one task fewer
-            single = remote and len(plan.partitions) == 1
-            self.sha256 = None if single else background(file_sha256, str(self.source))
+            self.sha256 = background(file_sha256, str(self.source))
             if not remote:
                 self.writer = ArchiveWriter(
                     self.source, self.output, self.options, plan, self.staging

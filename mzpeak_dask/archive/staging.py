@@ -15,6 +15,7 @@ import re
 import shutil
 import tempfile
 import time
+from collections.abc import Iterable
 from pathlib import Path
 
 from ..errors import OutputError
@@ -128,6 +129,26 @@ def sweep(folder: Path, output: Path | None = None, recursive: bool = False) -> 
     return [p for p in candidates if _remove_if_dead(p)]
 
 
+def sweep_outputs(outputs: Iterable[Path]) -> list[Path]:
+    """:func:`sweep` for the staging folders of many ``outputs`` at once: each folder they go
+    to is listed once (not once per output: a folder of thousands of outputs made that
+    quadratic); returns the folders removed."""
+    prefixes: dict[Path, set[str]] = {}
+    for output in outputs:
+        try:
+            folder = folder_for(output)
+        except OutputError:  # reported when its run starts
+            continue
+        prefixes.setdefault(folder, set()).add(prefix_for(output))
+    removed = []
+    for folder, wanted in prefixes.items():
+        for path in folder.glob(".*.tmp"):  # name: PREFIX + 8 random characters + ".tmp"
+            mine = _NAME.match(path.name) and path.name[:-12] in wanted
+            if mine and str(path) not in _LIVE and _remove_if_dead(path):
+                removed.append(path)
+    return removed
+
+
 def _remove_if_dead(path: Path) -> bool:
     try:
         if not path.is_dir() or path.is_symlink():
@@ -152,4 +173,12 @@ def _remove_if_dead(path: Path) -> bool:
     return True
 
 
-__all__ = ["OWNER_LOCK", "Folder", "Staging", "folder_for", "prefix_for", "sweep"]
+__all__ = [
+    "OWNER_LOCK",
+    "Folder",
+    "Staging",
+    "folder_for",
+    "prefix_for",
+    "sweep",
+    "sweep_outputs",
+]

@@ -1,8 +1,7 @@
 """Runs finished on workers, when the workers see the output location.
 
 Each partition's written parts go to a file in the run's staging folder (beside the output, so
-on storage every worker sees: the probe checked it) and only its path comes back. A run of one
-partition (most files of a batch) is encoded and written in one task. Once every
+on storage every worker sees: the probe checked it) and only its path comes back. Once every
 partition is written, one task on a worker — :func:`finish_run` — stitches the data members
 from those files, builds the packed metadata members from the partitions' packed pieces
 (precursor references resolved once every id is known), writes ``mzpeak_index.json`` and the
@@ -12,6 +11,13 @@ leaves the archive in the staging folder: the coordinator renames it into place,
 the rules of atomic output, Ctrl-C and cleanup in one process (the one holding the staging
 folder's lock). So the coordinator schedules, renames and records; it reads no part.
 
+A small run — at most one partition of spectra and one of chromatograms, as most files of a
+repository — costs the cluster one task: :func:`plan_or_finish` plans it and, finding it
+small, encodes and writes its partitions in order and finishes it in the same task, on the
+same worker, returning what :func:`finish_run` returns (:class:`FinishedRun`). Its archive is
+the one the fanned-out tasks write, byte for byte. A larger run gets its plan back and fans
+out.
+
 The finishing task writes in a fresh folder inside the staging folder, removed first if a
 previous attempt left it (Dask reruns the task elsewhere if its worker dies), and does not
 delete the part files, which are removed with the staging folder: a rerun finds them all.
@@ -20,15 +26,17 @@ delete the part files, which are removed with the staging folder: a rerun finds 
 from __future__ import annotations
 
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..archive.parts import write_partition
+from ..archive.parts import next_offsets, write_partition
 from ..archive.staging import Folder
 from ..archive.writer import ArchiveWriter
-from ..contracts import ConversionResult, EncodedPartition, EncodeSpec, Partition, RunPlan
+from ..contracts import ConversionResult, EncodedPartition, EncodeSpec, RunPlan
 from ..encode import encode_partition
 from ..options import ConvertOptions
+from ..partition import plan_run
 from ..read.inspection import inspect_output
 from ..tables.file_metadata import file_sha256
 from . import handoff
@@ -44,10 +52,41 @@ def write_to_file(
     return handoff.dump(write_partition(part, offsets, spec), folder), sum(part.counts.values())
 
 
-def encode_to_file(folder: str, partition: Partition, spec: EncodeSpec) -> tuple[str, int]:
-    """A run's only partition encoded and written into a file in ``folder``, in one task (its
-    offsets are zero: nothing comes before it)."""
-    return write_to_file(folder, encode_partition(partition, spec), {}, spec)
+@dataclass
+class FinishedRun:
+    """A small run planned, converted and finished by one task (:func:`plan_or_finish`):
+    what :func:`finish_run` returns, and the number of items (for progress)."""
+
+    result: ConversionResult
+    archive: str
+    inspection: dict[str, Any] | None
+    items: int
+
+
+def small(plan: RunPlan) -> bool:
+    """Whether a run is converted in its plan's task: no kind of item has more than one
+    partition, so there is nothing within the run to spread over workers."""
+    kinds = [p.items.kind for p in plan.partitions]
+    return len(kinds) == len(set(kinds))
+
+
+def plan_or_finish(
+    source: str, output: str, options: ConvertOptions, staging: str, check: bool
+) -> RunPlan | FinishedRun:
+    """The plan of the run (:func:`~mzpeak_dask.partition.plan_run`); a :func:`small` run is
+    converted too, its partitions encoded and written in order (each one's offsets follow
+    from the counts of those before it), and finished (:func:`finish_run`)."""
+    plan = plan_run(Path(source), Path(staging), options)
+    if not small(plan):
+        return plan
+    offsets: dict[str, int] = {}
+    parts = []
+    for partition in plan.partitions:
+        encoded = encode_partition(partition, plan.spec)
+        parts.append(write_partition(encoded, offsets, plan.spec))
+        offsets = next_offsets(offsets, encoded)
+    finished = finish_run(source, output, options, plan, staging, parts, None, check)
+    return FinishedRun(*finished, items=sum(len(p.items) for p in plan.partitions))
 
 
 def finish_run(
@@ -56,11 +95,12 @@ def finish_run(
     options: ConvertOptions,
     plan: RunPlan,
     staging: str,
-    parts: list[str],
+    parts: list[str | EncodedPartition],
     sha256: str | None,
     check: bool,
 ) -> tuple[ConversionResult, str, dict[str, Any] | None]:
-    """The archive of a run from its partitions' files ``parts`` (in order), left in the
+    """The archive of a run from its written partitions ``parts`` (in order: the files
+    :func:`write_to_file` wrote, or the partitions themselves), left in the
     staging folder (``sha256``: the input's, hashed here when None); returns its result, its
     path and, with ``check``, its inspection
     (:func:`~mzpeak_dask.read.inspection.inspect_output`, naming the output)."""
@@ -69,8 +109,8 @@ def finish_run(
     folder.path.mkdir()
     writer = ArchiveWriter(Path(source), Path(output), options, plan, folder)
     try:
-        for path in parts:
-            writer.add(handoff.load(path))
+        for part in parts:
+            writer.add(handoff.load(part) if isinstance(part, str) else part)
         result = writer.close(sha256 or file_sha256(source))
     except BaseException:
         writer.abort()
@@ -88,4 +128,11 @@ def _named(inspection: dict[str, Any], staged: str, output: str) -> dict[str, An
     return inspection
 
 
-__all__ = ["FINISH_FOLDER", "encode_to_file", "finish_run", "write_to_file"]
+__all__ = [
+    "FINISH_FOLDER",
+    "FinishedRun",
+    "finish_run",
+    "plan_or_finish",
+    "small",
+    "write_to_file",
+]

@@ -6,7 +6,9 @@ the workers see the staging folder, else here), then each partition is encoded a
 finished Parquet parts by tasks (:mod:`mzpeak_dask.archive.parts`). When the workers see the
 staging folder, the parts stay there and one last task finishes the run on a worker
 (:mod:`.finish`: the members, the container and, for a batch, its checks); the coordinator
-only renames the archive into place. Otherwise the parts come back as bytes no larger than
+only renames the archive into place. A small run (no kind of item with more than one
+partition: most files of a repository) is planned, converted and finished by that first
+task alone. Otherwise the parts come back as bytes no larger than
 their share of the archive and are stitched here, copied. At most ``window`` tasks are
 outstanding at any time (running, or finished and waiting in a run's reorder buffer), so
 the coordinator and the workers hold a bounded amount of data however large and many the
@@ -34,18 +36,20 @@ from typing import Any
 from ..archive.container import Inputs
 from ..archive.job import RunJob
 from ..archive.parts import next_offsets, write_partition
+from ..archive.staging import sweep_outputs
 from ..contracts import ConversionResult, Progress
 from ..encode import encode_partition
 from ..errors import MzPeakDaskError, OutputError, WorkerDiedError
 from ..options import ClusterOptions, ConvertOptions
 from ..partition import plan_run
 from .executors import Task, open_executor
-from .finish import encode_to_file, finish_run, write_to_file
+from .finish import FinishedRun, finish_run, plan_or_finish, write_to_file
 
 log = logging.getLogger(__name__)
 PLAN = -1  # the task number of a run's plan
 WRITE = -2  # not a task: the coordinator writing the archive
 FINISH = -3  # the task finishing a run on a worker
+CONVERT = -4  # a run's plan task on a worker, which converts and finishes a small run too
 # errors of writing, whatever is written: they name the output, not a temporary file
 _WRITE_ERRNOS = {errno.ENOSPC, errno.EFBIG, errno.EDQUOT, errno.EROFS}
 _ERRNO_TEXT = re.compile(r"\[errno (\d+)\]", re.IGNORECASE)  # in Arrow's messages
@@ -124,6 +128,8 @@ def _describe_failure(job: RunJob, n: int, exc: BaseException) -> MzPeakDaskErro
         return exc if message == str(exc) else type(exc)(message)
     if n == PLAN:
         where = "planning the conversion"
+    elif n == CONVERT:
+        where = "planning or converting the run"
     elif n in (WRITE, FINISH):
         where = "writing the archive"
     else:
@@ -166,6 +172,7 @@ class Coordinator:
     def run(self, jobs: list[tuple[Path, Path]]) -> list[ConversionResult | MzPeakDaskError]:
         results: list[Any] = [None] * len(jobs)
         self.inputs = Inputs(source for source, _ in jobs)  # no output may overwrite one
+        sweep_outputs(output for _, output in jobs)  # what conversions that died left for them
         pending = deque(enumerate(jobs))
         try:
             while pending or self.active:
@@ -205,9 +212,15 @@ class Coordinator:
                     self._fail(active, _describe_failure(job, PLAN, exc), results)
                     continue
                 self._planned(active, plan, results)
-            else:
+            else:  # a worker plans it, and converts it whole if it is small
                 task = self.executor.submit(
-                    (active, PLAN), plan_run, source, job.staging.path, self.options
+                    (active, PLAN),
+                    plan_or_finish,
+                    str(source),
+                    str(output),
+                    self.options,
+                    active.handoff,
+                    self.check,
                 )
                 active.tasks.append(task)
                 self.outstanding += 1
@@ -226,10 +239,6 @@ class Coordinator:
         """Partition ``n``'s steps (see :mod:`mzpeak_dask.archive.parts`): encode, its offsets
         from the previous partition's, then its Parquet parts, the only result collected."""
         plan = active.job.plan
-        if active.remote and len(plan.partitions) == 1:  # no offsets to wait for: one task
-            return self.executor.submit(
-                (active, n), encode_to_file, active.handoff, plan.partitions[n], plan.spec
-            )
         encoded = self.executor.submit(None, encode_partition, plan.partitions[n], plan.spec)
         offsets: Any = {}
         if active.chain is not None:
@@ -252,11 +261,16 @@ class Coordinator:
         except BaseException as exc:
             if isinstance(exc, KeyboardInterrupt):
                 raise
-            self._fail(active, _describe_failure(active.job, n, exc), results)
+            where = CONVERT if n == PLAN and active.remote else n
+            self._fail(active, _describe_failure(active.job, where, exc), results)
             return
         finally:
             self.executor.release(task)
             active.steps.pop(n, None)  # dropped: Dask frees them once nothing needs them
+        if isinstance(result, FinishedRun):  # a small run, converted by its plan's task
+            active.job.items_total = result.items
+            self._finished(active, result.result, result.archive, result.inspection, results)
+            return
         if n == PLAN:
             self._planned(active, result, results)
             return

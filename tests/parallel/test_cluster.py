@@ -96,11 +96,26 @@ def test_partitioning_does_not_change_the_archive_content(
 @pytest.mark.parametrize("workers", [1, 2, 4])
 def test_any_number_of_workers_writes_the_same_bytes(tmp_path, inline_archives, workers) -> None:
     """Partitions do not depend on the workers: 1, 2 and 4 worker processes write the archive
-    the coordinator alone writes, byte for byte."""
-    output = tmp_path / f"{workers}.mzpeak"
+    the coordinator alone writes, byte for byte, whether the run fans out or is small enough
+    to be converted by its plan's task (the default partitioning: one partition of spectra)."""
+    output, small = tmp_path / f"{workers}.mzpeak", tmp_path / f"{workers}-small.mzpeak"
     with cluster_client(ClusterOptions(workers=workers, dashboard=False)) as client:
         convert(SMALL, output, ConvertOptions(partition_items=5), client=client)
+        convert(SMALL, small, ConvertOptions(), client=client)
     assert member_digests(output) == inline_archives(5)
+    assert member_digests(small) == inline_archives(ConvertOptions().partition_items)
+
+
+def test_the_embedded_scheduler_checks_its_event_loop_once_a_second(local_client) -> None:
+    """The scheduler of a cluster started here lives in the coordinator's process: its event
+    loop's health check runs once a second, not Dask's 50 times (25 ms of CPU a second), and
+    without a dashboard its system monitor samples every 5 s."""
+    scheduler = local_client.cluster.scheduler
+    assert scheduler.periodic_callbacks["tick"].callback_time == 1000
+    workers = local_client.run(lambda dask_worker: dask_worker._tick_interval)
+    assert set(workers.values()) == {1.0}
+    # no dashboard (as here): the system monitor samples every 5 s, not every 500 ms
+    assert scheduler.periodic_callbacks["monitor"].callback_time == 5000
 
 
 def test_external_scheduler_through_the_cli(external_cluster, tmp_path, inline_archives) -> None:

@@ -14,8 +14,9 @@ from distributed import get_task_stream
 from mzpeak_dask import ConvertOptions, convert, convert_many
 from mzpeak_dask.archive.parts import next_offsets
 from mzpeak_dask.batch.runner import run_batch
+from mzpeak_dask.contracts import RunPlan
 from mzpeak_dask.encode import encode_partition
-from mzpeak_dask.parallel.finish import finish_run, write_to_file
+from mzpeak_dask.parallel.finish import FinishedRun, finish_run, plan_or_finish, write_to_file
 from mzpeak_dask.partition import plan_run
 from mzpeak_dask.tables.file_metadata import file_sha256
 
@@ -25,6 +26,8 @@ from ..helpers import member_digests
 SMALL = BUNDLED / "small.mzML"
 # MS and UV spectra, and chromatograms
 UV = DATA / "HUPO-PSI_mzPeak" / "TOFsulfasMS4GHzDualMode+DADSpectra+UVSignal272-NoProfile.mzML"
+THREE = DATA / "mzdata" / "three_test_scans.mzML"  # three spectra and a TIC
+TINY = DATA / "pyteomics" / "tiny.pwiz.1.1.mzML"
 
 
 def _tasks(client, call) -> set[str]:
@@ -70,14 +73,16 @@ def _size(path: Path) -> int:
 @pytest.mark.cluster
 @pytest.mark.slow
 def test_a_batch_checks_each_run_in_the_task_that_finishes_it(local_client, tmp_path) -> None:
+    """Runs that fan out (here 3 partitions of spectra each) too."""
     source = tmp_path / "in"
     source.mkdir()
     for name in ("a", "b"):
         shutil.copy(SMALL, source / f"{name}.mzML")
     outcome: list = []
+    options = ConvertOptions(partition_items=20)
     kinds = _tasks(
         local_client,
-        lambda: outcome.append(run_batch(source, tmp_path / "out", client=local_client)),
+        lambda: outcome.append(run_batch(source, tmp_path / "out", options, client=local_client)),
     )
     assert "finish_run" in kinds
     assert "inspect_output" not in kinds  # one round trip fewer per run
@@ -114,3 +119,79 @@ def test_finishing_again_after_a_lost_worker_writes_the_same_archive(tmp_path) -
     convert(SMALL, expected, options, cluster=INLINE)
     assert member_digests(kept) == member_digests(expected)
     assert not output.exists()  # the coordinator renames it into place
+
+
+def _fanned_out(source: Path, output: Path, options: ConvertOptions, staging: Path, check: bool):
+    """The archive of ``source`` written by the tasks a larger run fans out into: the plan,
+    each partition encoded and written to a file with the offsets of those before it, then
+    the finishing task."""
+    plan = plan_run(source, staging, options)
+    offsets: dict[str, int] = {}
+    parts = []
+    for partition in plan.partitions:
+        encoded = encode_partition(partition, plan.spec)
+        parts.append(write_to_file(str(staging), encoded, offsets, plan.spec)[0])
+        offsets = next_offsets(offsets, encoded)
+    args = (str(source), str(output), options, plan, str(staging), parts, file_sha256(source))
+    return finish_run(*args, check)
+
+
+@pytest.mark.parametrize("source", [SMALL, UV, THREE], ids=["ms+tic", "ms+uv+chrom", "three"])
+def test_a_small_run_finished_in_its_plan_task_writes_the_fanned_out_bytes(
+    tmp_path, source
+) -> None:
+    """A run of at most one partition of spectra and one of chromatograms is planned,
+    encoded, written and finished (and checked, in a batch) by one task: the same archive,
+    result and inspection as the fanned-out tasks, byte for byte."""
+    options = ConvertOptions()
+    output = tmp_path / "run.mzpeak"
+    fused_staging, fanned_staging = tmp_path / "fused", tmp_path / "fanned"
+    fused_staging.mkdir()
+    fanned_staging.mkdir()
+    fused = plan_or_finish(str(source), str(output), options, str(fused_staging), True)
+    assert isinstance(fused, FinishedRun)
+    result, archive, inspection = _fanned_out(source, output, options, fanned_staging, True)
+    assert member_digests(Path(fused.archive)) == member_digests(Path(archive))
+    assert fused.result == result
+    assert fused.inspection == inspection and inspection["errors"] == []
+    items = sum(len(p.items) for p in plan_run(source, fanned_staging, options).partitions)
+    assert fused.items == items >= result.spectra + result.chromatograms  # UV spectra too
+    assert Path(fused.archive).parent.parent == fused_staging  # renamed by the coordinator
+    assert not output.exists()
+
+
+def test_a_run_of_several_partitions_of_a_kind_gets_its_plan_back(tmp_path) -> None:
+    """Larger runs fan out as before: the plan task returns the plan and writes nothing."""
+    options = ConvertOptions(partition_items=20)  # 48 spectra: 3 partitions
+    plan = plan_or_finish(str(SMALL), str(tmp_path / "small.mzpeak"), options, str(tmp_path), False)
+    assert isinstance(plan, RunPlan)
+    assert [p.items.kind for p in plan.partitions] == ["spectrum"] * 3 + ["chromatogram"]
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.cluster
+@pytest.mark.slow
+def test_a_small_run_costs_the_cluster_one_task(local_client, tmp_path) -> None:
+    """Most files of a repository: one task each, on a worker, whose archive equals the one
+    written in this process; in a batch, that task also checks it."""
+    jobs = [(s, tmp_path / f"{s.stem}.mzpeak") for s in (THREE, TINY)]
+    results: list = []
+    with get_task_stream(local_client) as stream:
+        results.extend(convert_many(jobs, ConvertOptions(), client=local_client))
+    assert sorted(key_split(t["key"]) for t in stream.data) == ["plan_or_finish"] * 2
+    for (source, output), result in zip(jobs, results, strict=True):
+        expected = tmp_path / f"inline-{output.name}"
+        convert(source, expected, cluster=INLINE)
+        assert member_digests(output) == member_digests(expected)
+        assert result.output_bytes == expected.stat().st_size and result.inspection is None
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
+    source = tmp_path / "in"
+    source.mkdir()
+    for path, _ in jobs:
+        shutil.copy(path, source / path.name)
+    with get_task_stream(local_client) as stream:
+        outcome = run_batch(source, tmp_path / "out", client=local_client)
+    assert sorted(key_split(t["key"]) for t in stream.data) == ["plan_or_finish"] * 2
+    for record in outcome.records:
+        assert record["status"] == "converted"
+        assert record["members"] == member_digests(Path(record["output"]))

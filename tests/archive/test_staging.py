@@ -1,0 +1,49 @@
+"""Staging folders that dead conversions left beside the outputs are swept with one listing of
+each output folder per call, however many runs write there."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from mzpeak_dask import ConvertOptions, convert_many
+from mzpeak_dask.archive.staging import OWNER_LOCK
+
+from ..conftest import DATA, INLINE
+
+TINY = DATA / "pyteomics" / "tiny.pwiz.1.1.mzML"
+
+
+def _dead_staging(output: Path) -> Path:
+    """A staging folder of ``output`` whose owner died: its lock file is there, unlocked."""
+    folder = output.parent / f".{output.name}.abcd1234.tmp"
+    folder.mkdir()
+    (folder / OWNER_LOCK).write_text("pid 1 on a lost node")
+    (folder / "archive.mzpeak").write_bytes(b"partial")
+    return folder
+
+
+def test_each_output_folder_is_listed_once_for_stale_staging(tmp_path, monkeypatch) -> None:
+    out, other = tmp_path / "out", tmp_path / "other"
+    out.mkdir()
+    other.mkdir()
+    jobs = [(TINY, out / f"run{k}.mzpeak") for k in range(4)] + [(TINY, other / "x.mzpeak")]
+    dead = [_dead_staging(out / "run2.mzpeak"), _dead_staging(other / "x.mzpeak")]
+    unrelated = _dead_staging(out / "not-an-output.mzpeak")  # swept by a batch, not here
+    listed: list[Path] = []
+    glob = Path.glob
+
+    def counted(self: Path, pattern: str, *args, **kwargs):
+        if pattern == ".*.tmp":
+            listed.append(self)
+        return glob(self, pattern, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "glob", counted)
+    results = convert_many(jobs, ConvertOptions(), cluster=INLINE)
+    monkeypatch.undo()
+    assert [r.spectra for r in results] == [4] * 5
+    assert sorted(listed) == [other, out]
+    assert not any(folder.exists() for folder in dead)
+    assert unrelated.exists()
+    assert sorted(p.name for p in out.iterdir()) == sorted(
+        [unrelated.name] + [f"run{k}.mzpeak" for k in range(4)]
+    )
