@@ -27,20 +27,11 @@ from .readers import (
     decompress_to,
     detect_format,
 )
+from .readers.base import sample_positions
 from .records import SignalArray
-from .storage.inputs import ranges_ahead, remote_input
+from .storage.inputs import ranges_ahead, remote_input, surveying
 from .storage.urls import is_url
 from .transforms.units import in_minutes
-
-SAMPLE_HEAD = 8
-SAMPLE_SPREAD = 8
-
-
-def sample_positions(n: int) -> list[int]:
-    """The first items and items spread evenly over the run (depends only on ``n``)."""
-    head = set(range(min(n, SAMPLE_HEAD)))
-    spread = set(np.linspace(0, n - 1, num=min(n, SAMPLE_SPREAD), dtype=np.int64).tolist())
-    return sorted(head | spread) if n else []
 
 
 def item_range(survey: Survey, kind: str, start: int, stop: int) -> ItemRange:
@@ -115,6 +106,11 @@ def _schemas(
 def plan_run(source: Path, staging_dir: Path, options: ConvertOptions) -> RunPlan:
     """Everything the coordinator decides before the workers start."""
     url = remote_input(source)  # an object read where it lies, by ranges
+    with surveying(url):  # one cache for its reads: the survey's bytes serve the sample
+        return _plan(source, url, staging_dir, options)
+
+
+def _plan(source: Path, url: str | None, staging_dir: Path, options: ConvertOptions) -> RunPlan:
     fmt = detect_format(url or str(source))
     readable = url or decompress_to(str(source), str(staging_dir))
     survey = fmt.survey(readable)

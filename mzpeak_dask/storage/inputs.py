@@ -37,8 +37,41 @@ def remote_input(path: str | os.PathLike) -> str | None:
     return origin_of(local)
 
 
+_sizes: dict[str, int] = {}  # the sizes asked while a conversion holds them
+_holders = 0
+_sizes_lock = threading.Lock()
+
+
+@contextmanager
+def sizes_held() -> Iterator[None]:
+    """Within the block, each object's size is asked of the store once: a conversion looks
+    at it several times (compression, format, survey, hash, result), one request each
+    otherwise. Outside every such block each call asks again (an object may be replaced)."""
+    global _holders
+    with _sizes_lock:
+        _holders += 1
+    try:
+        yield
+    finally:
+        with _sizes_lock:
+            _holders -= 1
+            if not _holders:
+                _sizes.clear()
+
+
 def size_of(url: str) -> int:
     """The object's size in bytes (one line naming the URL if it is missing)."""
+    known = _sizes.get(url)
+    if known is not None:
+        return known
+    size = _ask_size(url)
+    with _sizes_lock:
+        if _holders:
+            _sizes[url] = size
+    return size
+
+
+def _ask_size(url: str) -> int:
     fs, path = filesystem(url)
     try:
         return int(fs.size(path))
@@ -55,16 +88,41 @@ def input_size(path: str | os.PathLike) -> int:
 
 
 _ahead = threading.local()  # (url, start, stop) -> bytes fetched ahead on this thread
+_surveyed = threading.local()  # url -> the RangeSource of the survey under way on this thread
 
 
 def read_range(url: str, start: int, stop: int) -> bytes:
     """Bytes ``[start, stop)`` of the object at ``url``, in one ranged request (or from the
-    spans :func:`ranges_ahead` fetched)."""
+    spans :func:`ranges_ahead` fetched, or the cache of the survey under way)."""
     held = getattr(_ahead, "spans", {}).pop((url, start, stop), None)
     if held is not None:
         return held
+    source = getattr(_surveyed, "sources", {}).get(url)
+    if source is not None:
+        return source.read(start, stop - start)
     fs, path = filesystem(url)
     return fetch(fs, path, start, stop, url, TOTAL)
+
+
+@contextmanager
+def surveying(url: str | None) -> Iterator[None]:
+    """Within the block (a run's plan, on this thread), every read of ``url`` goes through
+    one :class:`RangeSource` and its cache: the bytes the survey fetched (the head, the tail
+    and index, the items whose offsets it checked) serve the detection and the sample the
+    plan reads next, without a request of their own."""
+    if url is None:
+        yield
+        return
+    sources = _surveyed.__dict__.setdefault("sources", {})
+    mine = url not in sources
+    with sizes_held():
+        if mine:
+            sources[url] = _new_source(url)
+        try:
+            yield
+        finally:
+            if mine:
+                sources.pop(url, None)
 
 
 @contextmanager
@@ -73,6 +131,11 @@ def ranges_ahead(url: str, spans: list[tuple[int, int]]) -> Iterator[None]:
     side by side on entering it (one round trip for the sample spectra a plan reads, not
     one each). A span that fails is left to be read, and to fail, on its own."""
     spans = [(a, b) for a, b in spans if b > a]
+    source = getattr(_surveyed, "sources", {}).get(url)
+    if source is not None:  # the survey's cache: what it lacks, fetched side by side
+        source.prefetch_many(spans)
+        yield
+        return
     if len(spans) < 2:
         yield
         return
@@ -87,9 +150,16 @@ def ranges_ahead(url: str, spans: list[tuple[int, int]]) -> Iterator[None]:
 
 
 def range_source(url: str) -> RangeSource:
-    """The whole object as a :class:`RangeSource` with a read-ahead fit for surveying it."""
+    """The whole object as a :class:`RangeSource` with a read-ahead fit for surveying it (the
+    survey's own, within :func:`surveying`)."""
+    source = getattr(_surveyed, "sources", {}).get(url)
+    return source if source is not None else _new_source(url)
+
+
+def _new_source(url: str) -> RangeSource:
     fs, path = filesystem(url)
-    return RangeSource(fs, path, 0, size_of(url), url, TOTAL, read_ahead=SURVEY_READ_AHEAD)
+    size = size_of(url)
+    return RangeSource(fs, path, 0, size, url, TOTAL, read_ahead=SURVEY_READ_AHEAD, tail=True)
 
 
 def url_sha256(url: str) -> str:
@@ -108,5 +178,7 @@ __all__ = [
     "read_range",
     "remote_input",
     "size_of",
+    "sizes_held",
+    "surveying",
     "url_sha256",
 ]

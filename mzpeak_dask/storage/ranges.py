@@ -92,9 +92,13 @@ class RangeSource:
         where: str,
         transfer: Transfer,
         read_ahead: int = READ_AHEAD,
+        tail: bool = False,
     ):
+        """``tail``: a miss that reads up to the end fetches the read-ahead before it too (an
+        input's index, which sits before its last bytes)."""
         self.fs, self.path, self.offset, self.size = fs, path, offset, size
         self.where, self.transfer, self.read_ahead = where, transfer, read_ahead
+        self.tail = tail
         self._spans: OrderedDict[int, bytes] = OrderedDict()
         self._held = 0
         self._lock = threading.Lock()
@@ -131,6 +135,9 @@ class RangeSource:
         if hit is not None:
             return hit
         span_stop = min(self.size, max(stop, start + self.read_ahead))
+        if self.tail and span_stop == self.size:
+            begin = max(0, min(start, self.size - self.read_ahead))
+            return self._get(begin, span_stop)[start - begin : stop - begin]
         return self._get(start, span_stop)[: stop - start]
 
     def prefetch(self, start: int, stop: int) -> None:
