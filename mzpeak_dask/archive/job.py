@@ -18,6 +18,8 @@ from ..contracts import ConversionResult, EncodedPartition, RunPlan
 from ..errors import InputError
 from ..options import ConvertOptions
 from ..storage.inputs import remote_input
+from ..storage.readahead import expect_reads, forget
+from ..storage.urls import is_url
 from ..tables.file_metadata import file_sha256
 from .container import Inputs, check_output, put_in_place
 from .staging import Staging, folder_for, sweep
@@ -68,10 +70,19 @@ class RunJob:
                 self.writer = ArchiveWriter(
                     self.source, self.output, self.options, plan, self.staging
                 )
+                self._read_in_order(plan)
         except BaseException:
             self.abort()
             raise
         self.items_total = sum(len(p.items) for p in plan.partitions)
+
+    def _read_in_order(self, plan: RunPlan) -> None:
+        """An input read by ranges whose partitions this process may parse (a conversion
+        without a cluster): each partition's bytes are fetched while the one before is parsed
+        (:mod:`..storage.readahead`; a process that parses none never reads them)."""
+        if is_url(plan.readable):
+            spans = [(p.items.byte_start, p.items.byte_stop) for p in plan.partitions]
+            expect_reads(plan.readable, [s for s in spans if s[0] is not None])
 
     @property
     def expected_sequence(self) -> int:
@@ -88,7 +99,13 @@ class RunJob:
         except BaseException:
             self.abort()
             raise
+        finally:
+            self._stop_reading()
         return self.put_in_place(result, self.writer.path)
+
+    def _stop_reading(self) -> None:
+        if self.plan is not None and is_url(self.plan.readable):
+            forget(self.plan.readable)
 
     def put_in_place(self, result: ConversionResult, archive: Path) -> ConversionResult:
         """Rename the finished ``archive`` (in the staging folder) to the output."""
@@ -110,4 +127,5 @@ class RunJob:
         """Remove everything this job wrote (nothing is left at OUTPUT)."""
         if self.writer is not None:
             self.writer.abort()
+        self._stop_reading()
         self.staging.cleanup()

@@ -20,6 +20,7 @@ from pathlib import Path
 from ..errors import InputError, StorageError
 from .origins import origin_of
 from .ranges import TOTAL, RangeSource, fetch, fetch_many
+from .readahead import taken
 from .urls import filesystem, is_url
 
 SURVEY_READ_AHEAD = 1 << 18  # a survey's reads fetch at least this much (a header, a scan)
@@ -95,6 +96,8 @@ def read_range(url: str, start: int, stop: int) -> bytes:
     """Bytes ``[start, stop)`` of the object at ``url``, in one ranged request (or from the
     spans :func:`ranges_ahead` fetched, or the cache of the survey under way)."""
     held = getattr(_ahead, "spans", {}).pop((url, start, stop), None)
+    if held is None:
+        held = taken(url, start, stop)  # a partition fetched while the one before was parsed
     if held is not None:
         return held
     source = getattr(_surveyed, "sources", {}).get(url)
