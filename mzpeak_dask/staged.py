@@ -18,13 +18,14 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from contextlib import ExitStack
 from dataclasses import replace
 from pathlib import Path
 
 from .contracts import ConversionResult
 from .errors import InputError, MzPeakDaskError, OptionsError, OutputError, StorageError
 from .readers import compression_of, detect_format
-from .storage.inputs import RANGE_FORMATS
+from .storage.inputs import RANGE_FORMATS, sizes_held
 from .storage.origins import mark_origin
 from .storage.uploads import upload_file
 from .storage.urls import basename, check_writable, filesystem, is_url, local_path
@@ -40,8 +41,11 @@ class StagedJobs:
         self.folder: Path | None = None
         self.local: list[tuple[Path, Path]] = []
         self.errors: dict[int, MzPeakDaskError] = {}
+        self._held = ExitStack()
 
     def __enter__(self) -> StagedJobs:
+        # each input's size is asked once for the whole call, not at each look at it
+        self._held.enter_context(sizes_held())
         if self.remote:
             self.folder = Path(tempfile.mkdtemp(prefix="mzpeak-dask-staging-"))
         for k, (source, output) in enumerate(self.jobs):
@@ -49,6 +53,7 @@ class StagedJobs:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self._held.close()
         if self.folder is not None:
             shutil.rmtree(self.folder, ignore_errors=True)
 

@@ -63,9 +63,7 @@ class RunJob:
         beside the conversion and returns a future (the input's SHA-256 is computed so)."""
         try:
             self.plan = plan
-            # a run of one partition finished on a worker is hashed there: one task fewer
-            single = remote and len(plan.partitions) == 1
-            self.sha256 = None if single else background(file_sha256, str(self.source))
+            self.sha256 = self._hash(plan, background, remote)
             if not remote:
                 self.writer = ArchiveWriter(
                     self.source, self.output, self.options, plan, self.staging
@@ -75,6 +73,17 @@ class RunJob:
             self.abort()
             raise
         self.items_total = sum(len(p.items) for p in plan.partitions)
+
+    def _hash(self, plan: RunPlan, background: Callable[..., Any], remote: bool) -> Any:
+        """The input's SHA-256, computed beside the conversion. A run of one partition
+        finished on a worker is hashed there (one task fewer), unless its input is in
+        storage: that stream waits on the network, so it starts at once, beside the
+        partitions, and the run's last task waits for it."""
+        if is_url(plan.readable):
+            return background(file_sha256, plan.readable, first=True)
+        if remote and len(plan.partitions) == 1:
+            return None
+        return background(file_sha256, str(self.source))
 
     def _read_in_order(self, plan: RunPlan) -> None:
         """An input read by ranges whose partitions this process may parse (a conversion

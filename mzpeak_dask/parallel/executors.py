@@ -45,7 +45,7 @@ class InlineExecutor:
     def handoff_folder(self, staging: Path) -> str | None:
         return None
 
-    def background(self, fn: Callable, *args: Any) -> Any:
+    def background(self, fn: Callable, *args: Any, first: bool = False) -> Any:
         """A thread beside the conversion (hashing releases the GIL)."""
         pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
         future = pool.submit(fn, *args)
@@ -116,9 +116,11 @@ class DaskExecutor:
             return max(1, sum(self.client.nthreads().values()))
         return 1
 
-    def background(self, fn: Callable, *args: Any) -> Any:
-        """A cluster task outside the partition window (its future has ``.result()``)."""
-        return self.client.submit(fn, *args, pure=False, priority=-1)
+    def background(self, fn: Callable, *args: Any, first: bool = False) -> Any:
+        """A cluster task outside the partition window (its future has ``.result()``): run
+        after the queued partitions, or with ``first`` before them (a stream that waits on
+        the network more than the processor, best begun early)."""
+        return self.client.submit(fn, *args, pure=False, priority=1 if first else -1)
 
     def submit(self, tag: Any, fn: Callable, *args: Any, priority: int = 0) -> Task:
         """``fn(*args)`` on the cluster; a higher ``priority`` runs before queued tasks. An
