@@ -43,13 +43,14 @@ def item_range(survey: Survey, kind: str, start: int, stop: int) -> ItemRange:
 
 def cut(survey: Survey, kind: str, options: ConvertOptions) -> list[ItemRange]:
     """Split one kind of item into ranges of at most ``partition_items`` items and about
-    ``partition_bytes`` input bytes."""
+    ``partition_bytes`` input bytes (not by bytes when the survey's hints say so: an input
+    whose offsets only locate its items, cut as it is cut without them)."""
     n = survey.count(kind)
     offsets = survey.offsets(kind)
     ranges, start = [], 0
     while start < n:
         stop = min(n, start + options.partition_items)
-        if offsets is not None:
+        if offsets is not None and survey.hints.get("cut_by_bytes", True):
             limit = offsets[start] + options.partition_bytes
             by_bytes = int(np.searchsorted(offsets, limit, side="right")) - 1
             stop = max(start + 1, min(stop, by_bytes))

@@ -1,12 +1,12 @@
 """Conversions whose input or output is a URL (``s3://``, ``gs://``, ``az://``; ``https://``
 inputs only).
 
-An uncompressed mzML or MGF input URL is read where it lies: the survey and every partition
-read their own byte ranges of the object (:mod:`.storage.inputs`); its job keeps a local path
-in the staging folder where only the URL is noted. Other input URLs (compressed ``.gz``/``.bz2``
-ones, which cannot be read from the middle; mzXML, read through pyteomics' file index; mzMLb,
-an HDF5 file) are streamed into the staging folder (compressed ones as they are: the readers
-decompress them there), converted as local files, and the staged copies deleted.
+An uncompressed mzML, MGF or mzXML input URL is read where it lies: the survey and every
+partition read their own byte ranges of the object (:mod:`.storage.inputs`); its job keeps a
+local path in the staging folder where only the URL is noted. Other input URLs (compressed
+``.gz``/``.bz2`` ones, which cannot be read from the middle; mzMLb, an HDF5 file) are streamed
+into the staging folder (compressed ones as they are: the readers decompress them there),
+converted as local files, and the staged copies deleted.
 
 An output URL gets its archive built in the staging folder, then uploaded: one PUT, or a
 multipart upload aborted on any failure or interrupt, so only a complete archive ever
@@ -145,8 +145,8 @@ class StagedJobs:
 
 
 def by_ranges(url: str) -> bool:
-    """Whether the input at ``url`` is read by ranges where it lies (uncompressed mzML or
-    MGF: the survey and each partition read their own bytes), not staged here first."""
+    """Whether the input at ``url`` is read by ranges where it lies (uncompressed mzML, MGF
+    or mzXML: the survey and each partition read their own bytes), not staged here first."""
     if compression_of(url) is not None:
         return False  # a gzip/bzip2 stream cannot be read from the middle
     return detect_format(url).name in RANGE_FORMATS

@@ -1,4 +1,4 @@
-"""Inputs read where they lie: an uncompressed mzML or MGF object in a bucket or on a web
+"""Inputs read where they lie: an uncompressed mzML, MGF or mzXML object in a bucket or on a web
 server is surveyed and read by byte ranges, by whichever process needs them (the survey where
 the run is planned, each partition's bytes on the worker that parses it), never copied whole.
 
@@ -25,7 +25,7 @@ from .urls import filesystem, is_url
 
 SURVEY_READ_AHEAD = 1 << 18  # a survey's reads fetch at least this much (a header, a scan)
 HASH_BLOCK = 16 << 20  # one ranged GET per block when the input's digest streams the object
-RANGE_FORMATS = ("mzML", "MGF")  # read by ranges; mzXML, mzMLb and compressed ones are staged
+RANGE_FORMATS = ("mzML", "MGF", "mzXML")  # read by ranges; mzMLb, compressed ones are staged
 
 
 def remote_input(path: str | os.PathLike) -> str | None:
