@@ -17,7 +17,7 @@ from typing import Any
 from ..contracts import ConversionResult, EncodedPartition, RunPlan
 from ..errors import InputError
 from ..options import ConvertOptions
-from ..storage.inputs import remote_input
+from ..storage.inputs import remote_input, size_of
 from ..storage.readahead import expect_reads, forget
 from ..storage.urls import is_url
 from ..tables.file_metadata import file_sha256
@@ -63,12 +63,14 @@ class RunJob:
         beside the conversion and returns a future (the input's SHA-256 is computed so)."""
         try:
             self.plan = plan
-            self.sha256 = self._hash(plan, background, remote)
+            # the partitions are parsed in this process (no cluster): read in order
+            here = getattr(getattr(background, "__self__", None), "runs_here", False)
+            digest = self._read_in_order(plan) if here and not remote else None
+            self.sha256 = digest or self._hash(plan, background, remote)
             if not remote:
                 self.writer = ArchiveWriter(
                     self.source, self.output, self.options, plan, self.staging
                 )
-                self._read_in_order(plan)
         except BaseException:
             self.abort()
             raise
@@ -85,13 +87,18 @@ class RunJob:
             return None
         return background(file_sha256, str(self.source))
 
-    def _read_in_order(self, plan: RunPlan) -> None:
-        """An input read by ranges whose partitions this process may parse (a conversion
+    def _read_in_order(self, plan: RunPlan) -> Any:
+        """An input read by ranges whose partitions this process parses (a conversion
         without a cluster): each partition's bytes are fetched while the one before is parsed
-        (:mod:`..storage.readahead`; a process that parses none never reads them)."""
-        if is_url(plan.readable):
-            spans = [(p.items.byte_start, p.items.byte_stop) for p in plan.partitions]
-            expect_reads(plan.readable, [s for s in spans if s[0] is not None])
+        (:mod:`..storage.readahead`). Returns the input's SHA-256 as those reads go (its
+        ``.result()``), taken instead of streaming the object once more; None for a local
+        input."""
+        if not is_url(plan.readable):
+            return None
+        spans = [(p.items.byte_start, p.items.byte_stop) for p in plan.partitions]
+        if any(a is None for a, _ in spans):
+            return None
+        return expect_reads(plan.readable, spans, size_of(plan.readable))
 
     @property
     def expected_sequence(self) -> int:

@@ -38,6 +38,7 @@ class InlineExecutor:
     dashboard_link = None
     worker_threads = 1
     client = None
+    runs_here = True  # tasks run in this process, in the order they are submitted
 
     def workers_see(self, folder: Path, probe: Path | None = None) -> bool:
         return False
@@ -83,6 +84,8 @@ class InlineExecutor:
 
 class DaskExecutor:
     """Runs tasks on a ``distributed.Client`` (results stay on workers until collected)."""
+
+    runs_here = False
 
     def __init__(self, client: Any):
         from distributed import as_completed

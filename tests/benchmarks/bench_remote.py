@@ -122,8 +122,8 @@ def convert_throughput(source: Path, bucket: str, endpoint: str, root: Path) -> 
     requests, received = TOTAL.requests - before[0], TOTAL.bytes - before[1]
     print(
         f"convert s3 -> s3 read the input by ranges: {requests} requests, {received / 1e6:.1f} MB "
-        f"for a {size / 1e6:.1f} MB object ({received / size:.2f}x: the partitions and the "
-        "SHA-256's stream)"
+        f"for a {size / 1e6:.1f} MB object ({received / size:.2f}x: the plan's reads and the "
+        "partitions, the SHA-256 taken from them)"
     )
 
 

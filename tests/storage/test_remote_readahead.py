@@ -1,15 +1,17 @@
 """A conversion in this process reads an input in storage partition after partition; each
-partition's bytes are fetched while the one before is parsed, and a process told nothing
-never reads ahead."""
+partition's bytes are fetched while the one before is parsed, its SHA-256 is taken from those
+reads, and a process told nothing never reads ahead."""
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 from collections import Counter
 
 import pytest
 
 from mzpeak_dask import ConvertOptions, convert
+from mzpeak_dask.errors import StorageError
 from mzpeak_dask.storage import readahead
 from mzpeak_dask.storage.inputs import read_range
 
@@ -67,10 +69,34 @@ def test_a_process_told_nothing_never_reads_ahead(served):
 def test_an_inline_conversion_fetches_each_partition_once(served, tmp_path):
     options = ConvertOptions(partition_items=10)  # none is a sampled span
     local = tmp_path / "local.mzpeak"
-    convert(BUNDLED / "small.mzML", local, options, cluster=INLINE)
+    expected = convert(BUNDLED / "small.mzML", local, options, cluster=INLINE)
     served.served.reset()
-    convert(f"{served.url}/small.mzML", tmp_path / "remote.mzpeak", options, cluster=INLINE)
+    url = f"{served.url}/small.mzML"
+    result = convert(url, tmp_path / "remote.mzpeak", options, cluster=INLINE)
     counts = Counter(_gets(served))
     assert counts and max(counts.values()) == 1, counts  # read ahead, never twice
     assert_same_members(local, tmp_path / "remote.mzpeak")
-    assert f"{served.url}/small.mzML" not in readahead._orders  # dropped when the run ended
+    assert url not in readahead._orders  # dropped when the run ended
+    # its SHA-256 from the partitions' reads and the bytes between them: the object is read
+    # once (and the plan's sample), not streamed once more for the digest (2.38x before)
+    assert result.input_sha256 == expected.input_sha256
+    size = (BUNDLED / "small.mzML").stat().st_size
+    assert served.served.bytes < 1.5 * size, (served.served.bytes, size)
+
+
+def test_the_digest_of_spans_read_in_order_is_the_objects_else_it_is_refused(served):
+    url = f"{served.url}/small.mzML"
+    data = (BUNDLED / "small.mzML").read_bytes()
+    spans = [(1000, 5000), (5000, 9000), (20000, 30000)]
+    try:
+        digest = readahead.expect_reads(url, spans, len(data))
+        for span in spans:
+            read_range(url, *span)
+        assert digest.result() == hashlib.sha256(data).hexdigest()
+        digest = readahead.expect_reads(url, spans, len(data))
+        for span in (spans[0], spans[2], spans[1]):  # out of order: the caller streams it
+            read_range(url, *span)
+        with pytest.raises(StorageError, match="not read once in order"):
+            digest.result()
+    finally:
+        readahead.forget(url)
