@@ -86,7 +86,7 @@ class StagedJobs:
                 )
             check_writable(output)
             fs, path = filesystem(output)
-            if fs.exists(path) and not self.options.overwrite:
+            if not self.options.overwrite and fs.exists(path):
                 raise OutputError(f"{output}: already exists (use --overwrite to replace it)")
         except MzPeakDaskError as exc:
             self.errors.setdefault(k, exc)

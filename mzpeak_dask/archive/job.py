@@ -17,7 +17,7 @@ from typing import Any
 from ..contracts import ConversionResult, EncodedPartition, RunPlan
 from ..errors import InputError
 from ..options import ConvertOptions
-from ..storage.inputs import remote_input, size_of
+from ..storage.inputs import remote_input, size_of, survey_ends
 from ..storage.readahead import expect_reads, forget
 from ..storage.urls import is_url
 from ..tables.file_metadata import file_sha256
@@ -98,7 +98,8 @@ class RunJob:
         spans = [(p.items.byte_start, p.items.byte_stop) for p in plan.partitions]
         if any(a is None for a, _ in spans):
             return None
-        return expect_reads(plan.readable, spans, size_of(plan.readable))
+        url = plan.readable
+        return expect_reads(url, spans, size_of(url), survey_ends(url))
 
     @property
     def expected_sequence(self) -> int:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import os
 import threading
+from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -125,7 +126,29 @@ def surveying(url: str | None) -> Iterator[None]:
             yield
         finally:
             if mine:
-                sources.pop(url, None)
+                _keep_ends(url, sources.pop(url))
+
+
+_ends: OrderedDict[str, list[tuple[int, bytes]]] = OrderedDict()  # the last surveys' ends
+
+
+def _keep_ends(url: str, source: RangeSource) -> None:
+    """Keep the head and the tail a survey fetched, for the run's digest (:func:`survey_ends`)."""
+    with source._lock:
+        spans = list(source._spans.items())
+    ends = [(a, data) for a, data in spans if a == 0 or a + len(data) == source.size]
+    with _sizes_lock:
+        _ends[url] = ends
+        while len(_ends) > 4:
+            _ends.popitem(last=False)
+
+
+def survey_ends(url: str) -> list[tuple[int, bytes]]:
+    """``(offset, bytes)`` of the head and tail the latest survey of ``url`` in this process
+    fetched, taken once: right after that survey, the run's digest needs them (the header and
+    the index between its partitions' spans) and fetches them no more."""
+    with _sizes_lock:
+        return _ends.pop(url, [])
 
 
 @contextmanager
@@ -182,6 +205,7 @@ __all__ = [
     "remote_input",
     "size_of",
     "sizes_held",
+    "survey_ends",
     "surveying",
     "url_sha256",
 ]

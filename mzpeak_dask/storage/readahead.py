@@ -30,13 +30,15 @@ _lock = threading.Lock()
 class _InOrder:
     """The spans of one object this process reads in order, and the one fetched ahead."""
 
-    def __init__(self, url: str, spans: list[tuple[int, int]], size: int | None):
+    def __init__(self, url: str, spans: list[tuple[int, int]], size: int | None, known: list):  # noqa: ANN001
         self.url, self.spans, self.expected = url, spans, set(spans)
         self.following = dict(zip(spans, spans[1:], strict=False))
         self.pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="read-ahead")
+        # hashing on a thread of its own (hashlib lets go of the interpreter lock): in order
+        self.hasher = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="digest")
         self.ahead: dict[tuple[int, int], concurrent.futures.Future] = {}
         self.lock = threading.Lock()
-        self.digest = _Digest(url, spans, size, self.pool)
+        self.digest = _Digest(url, spans, size, self.pool, known)
 
     def read(self, span: tuple[int, int]) -> bytes | None:
         """The span's bytes (fetched ahead, or now), None for a span not expected; reading
@@ -58,7 +60,7 @@ class _InOrder:
                 data = None
         if data is None:
             data = _fetch(self.url, *span)
-        self.digest.add(span, data)
+        self.digest.last = self.hasher.submit(self.digest.add, span, data)
         return data
 
     def close(self) -> None:
@@ -67,6 +69,7 @@ class _InOrder:
                 future.cancel()
             self.ahead.clear()
         self.pool.shutdown(wait=False)
+        self.hasher.shutdown(wait=False)
 
 
 class _Digest:
@@ -75,9 +78,11 @@ class _Digest:
     reads the object once, not once more for its digest. :meth:`result` raises if the spans
     were not all read once in order (the caller then streams the object)."""
 
-    def __init__(self, url: str, spans: list[tuple[int, int]], size: int | None, pool):  # noqa: ANN001
+    def __init__(self, url: str, spans: list[tuple[int, int]], size: int | None, pool, known):  # noqa: ANN001
+        """``known``: ``(offset, bytes)`` already fetched (the survey's head and tail)."""
         self.pieces: list[tuple[int, int, concurrent.futures.Future | None]] = []
         self.url, self.next, self.sha, self.lock = url, 0, hashlib.sha256(), threading.Lock()
+        self.last: concurrent.futures.Future | None = None  # the latest span handed to add
         ordered = all(a < b <= c for (a, b), (c, _) in zip(spans, spans[1:], strict=False))
         self.broken = size is None or not spans or not ordered
         if self.broken:  # no digest: nothing fetched for it
@@ -85,7 +90,7 @@ class _Digest:
         at = 0
         for a, b in [*spans, (size, size)]:
             if a > at:  # the bytes before a span, or after the last
-                self.pieces.append((at, a, pool.submit(_fetch, url, at, a)))
+                self.pieces.append((at, a, _gap(url, at, a, pool, known)))
             if b > a:
                 self.pieces.append((a, b, None))
             at = b
@@ -112,6 +117,8 @@ class _Digest:
 
     def result(self) -> str:
         """The hex digest, once every span was read."""
+        if self.last is not None:
+            self.last.result()
         with self.lock:
             if not self.broken:
                 self._gaps()
@@ -120,17 +127,29 @@ class _Digest:
             return self.sha.hexdigest()
 
 
+def _gap(url: str, start: int, stop: int, pool, known: list) -> concurrent.futures.Future:  # noqa: ANN001
+    """Bytes ``[start, stop)``: from ``known`` when one piece holds them, else fetched."""
+    for offset, data in known:
+        if offset <= start and stop <= offset + len(data):
+            done: concurrent.futures.Future = concurrent.futures.Future()
+            done.set_result(data[start - offset : stop - offset])
+            return done
+    return pool.submit(_fetch, url, start, stop)
+
+
 def _fetch(url: str, start: int, stop: int) -> bytes:
     fs, path = filesystem(url)
     return fetch(fs, path, start, stop, url, TOTAL)
 
 
-def expect_reads(url: str, spans: list[tuple[int, int]], size: int | None = None) -> _Digest:
+def expect_reads(
+    url: str, spans: list[tuple[int, int]], size: int | None = None, known: list | None = None
+) -> _Digest:
     """This process will read these spans of ``url``, in this order (until :func:`forget`);
-    returns the object's digest as they are read (``size``: the object's; without it the
-    digest fails)."""
+    returns the object's digest as they are read (``size``: the object's, without which the
+    digest fails; ``known``: ``(offset, bytes)`` of it already fetched)."""
     spans = [(int(a), int(b)) for a, b in spans if b > a]
-    order = _InOrder(url, spans, size)
+    order = _InOrder(url, spans, size, known or [])
     with _lock:
         old = _orders.pop(url, None)
         _orders[url] = order

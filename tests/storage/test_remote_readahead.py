@@ -12,6 +12,7 @@ import pytest
 
 from mzpeak_dask import ConvertOptions, convert
 from mzpeak_dask.errors import StorageError
+from mzpeak_dask.partition import plan_run
 from mzpeak_dask.storage import readahead
 from mzpeak_dask.storage.inputs import read_range
 
@@ -82,6 +83,14 @@ def test_an_inline_conversion_fetches_each_partition_once(served, tmp_path):
     assert result.input_sha256 == expected.input_sha256
     size = (BUNDLED / "small.mzML").stat().st_size
     assert served.served.bytes < 1.5 * size, (served.served.bytes, size)
+    # the bytes between the partitions (the header, the index), which the digest needs, come
+    # from what the plan's survey fetched: no GET of their own
+    plan = plan_run(BUNDLED / "small.mzML", tmp_path, options)
+    spans = [(p.items.byte_start, p.items.byte_stop) for p in plan.partitions]
+    assert {_header(span) for span in spans} <= set(counts)
+    edges = [0, *(x for span in spans for x in span), size]
+    gaps = {_header(g) for g in zip(edges[::2], edges[1::2], strict=True) if g[1] > g[0]}
+    assert gaps and not gaps & set(counts), sorted(gaps & set(counts))
 
 
 def test_the_digest_of_spans_read_in_order_is_the_objects_else_it_is_refused(served):
