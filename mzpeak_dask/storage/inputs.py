@@ -134,9 +134,7 @@ _ends: OrderedDict[str, list[tuple[int, bytes]]] = OrderedDict()  # the last sur
 
 def _keep_ends(url: str, source: RangeSource) -> None:
     """Keep the head and the tail a survey fetched, for the run's digest (:func:`survey_ends`)."""
-    with source._lock:
-        spans = list(source._spans.items())
-    ends = [(a, data) for a, data in spans if a == 0 or a + len(data) == source.size]
+    ends = [(a, data) for a, data in source.held() if a == 0 or a + len(data) == source.size]
     with _sizes_lock:
         _ends[url] = ends
         while len(_ends) > 4:
