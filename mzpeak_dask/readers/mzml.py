@@ -99,6 +99,8 @@ def _points_at(source: ByteSource, offsets: np.ndarray, tag: bytes) -> bool:
 def _sample_spans(source: ByteSource, offsets: np.ndarray, positions: list[int]) -> list:
     """The byte spans of the sampled items, consecutive ones together (the last item's end
     is not known yet: its span is a read-ahead's worth, which holds the list's end tag)."""
+    if not positions:
+        return []
     ends = np.append(offsets[1:], min(source.size, int(offsets[-1]) + source.read_ahead))
     spans: list[tuple[int, int]] = []
     for k in positions:

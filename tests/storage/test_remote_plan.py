@@ -8,6 +8,7 @@ from __future__ import annotations
 import shutil
 from collections import Counter
 
+import numpy as np
 import pytest
 
 from mzpeak_dask.options import ConvertOptions
@@ -47,3 +48,14 @@ def test_the_plan_of_an_indexed_mzml_in_storage_takes_few_requests(served, tmp_p
     assert plan.spec.schemas.keys() == local.spec.schemas.keys()
     for entity, schema in local.spec.schemas.items():
         assert plan.spec.schemas[entity] == schema, entity
+
+
+def test_an_index_listing_no_item_of_a_kind_is_checked_without_a_read(served):
+    """An index may list no chromatogram: no sampled item, nothing fetched, nothing wrong."""
+    from mzpeak_dask.readers.bytesource import ByteSource
+    from mzpeak_dask.readers.mzml import _points_at
+
+    with ByteSource(f"{served.url}/small.mzML") as source:
+        served.served.reset()
+        assert _points_at(source, np.array([], dtype=np.int64), b"<chromatogram")
+    assert served.served.requests == 0
