@@ -183,7 +183,33 @@ def range_source(url: str) -> RangeSource:
 def _new_source(url: str) -> RangeSource:
     fs, path = filesystem(url)
     size = size_of(url)
-    return RangeSource(fs, path, 0, size, url, TOTAL, read_ahead=SURVEY_READ_AHEAD, tail=True)
+    source = RangeSource(fs, path, 0, size, url, TOTAL, read_ahead=SURVEY_READ_AHEAD, tail=True)
+    with _sizes_lock:
+        head = _heads.get((url, size))
+    if head is not None:  # the first bytes the detection fetched: the survey reads them too
+        source.hold(0, head)
+    return source
+
+
+_heads: OrderedDict[tuple[str, int], bytes] = OrderedDict()  # (url, size) -> first bytes
+
+
+def object_head(url: str) -> bytes:
+    """The object's first bytes (a survey's read-ahead), in one ranged request, kept for the
+    last 16 objects while their size is unchanged: a conversion looks at them several times
+    (compression, format, before and in the plan, and the survey its header)."""
+    key = (url, size_of(url))
+    with _sizes_lock:
+        head = _heads.get(key)
+        if head is not None:
+            _heads.move_to_end(key)
+            return head
+    head = read_range(url, 0, min(SURVEY_READ_AHEAD, key[1]))
+    with _sizes_lock:
+        _heads[key] = head
+        while len(_heads) > 16:
+            _heads.popitem(last=False)
+    return head
 
 
 def url_sha256(url: str) -> str:
@@ -197,6 +223,7 @@ def url_sha256(url: str) -> str:
 __all__ = [
     "RANGE_FORMATS",
     "input_size",
+    "object_head",
     "range_source",
     "ranges_ahead",
     "read_range",

@@ -112,6 +112,10 @@ class RangeSource:
                     return data[start - begin : stop - begin]
         return None
 
+    def hold(self, start: int, data: bytes) -> None:
+        """Keep ``data``, the bytes from ``start``, fetched elsewhere."""
+        self._keep(start, data)
+
     def held(self) -> list[tuple[int, bytes]]:
         """The cached spans, as ``(start, bytes)``."""
         with self._lock:

@@ -1,5 +1,6 @@
 """What a conversion of an input in storage asks of the store besides its bytes: the object's
-size once per call, and its SHA-256 streamed from the start, beside the partitions."""
+size and first bytes once per call, and its SHA-256 streamed from the start, beside the
+partitions."""
 
 from __future__ import annotations
 
@@ -31,6 +32,9 @@ def test_a_conversion_asks_the_size_of_its_input_once(served, tmp_path):
     result = convert(f"{served.url}/small.mzML", tmp_path / "out.mzpeak", cluster=INLINE)
     methods = Counter(entry[0] for entry in served.served.log)
     assert methods["HEAD"] == 1, served.served.log  # 8 before: each look asked again
+    # its first bytes fetched once, for its compression and format and the plan's survey
+    heads = [e[2] for e in served.served.log if e[0] == "GET" and e[2].startswith("bytes=0-")]
+    assert len(heads) == 1, heads
     assert result.input_bytes == (BUNDLED / "small.mzML").stat().st_size
 
 
