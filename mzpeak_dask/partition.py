@@ -27,20 +27,11 @@ from .readers import (
     decompress_to,
     detect_format,
 )
+from .readers.base import sample_positions
 from .records import SignalArray
-from .storage.inputs import ranges_ahead, remote_input
+from .storage.inputs import ranges_ahead, remote_input, surveying
 from .storage.urls import is_url
 from .transforms.units import in_minutes
-
-SAMPLE_HEAD = 8
-SAMPLE_SPREAD = 8
-
-
-def sample_positions(n: int) -> list[int]:
-    """The first items and items spread evenly over the run (depends only on ``n``)."""
-    head = set(range(min(n, SAMPLE_HEAD)))
-    spread = set(np.linspace(0, n - 1, num=min(n, SAMPLE_SPREAD), dtype=np.int64).tolist())
-    return sorted(head | spread) if n else []
 
 
 def item_range(survey: Survey, kind: str, start: int, stop: int) -> ItemRange:
@@ -52,13 +43,14 @@ def item_range(survey: Survey, kind: str, start: int, stop: int) -> ItemRange:
 
 def cut(survey: Survey, kind: str, options: ConvertOptions) -> list[ItemRange]:
     """Split one kind of item into ranges of at most ``partition_items`` items and about
-    ``partition_bytes`` input bytes."""
+    ``partition_bytes`` input bytes (not by bytes when the survey's hints say so: an input
+    whose offsets only locate its items, cut as it is cut without them)."""
     n = survey.count(kind)
     offsets = survey.offsets(kind)
     ranges, start = [], 0
     while start < n:
         stop = min(n, start + options.partition_items)
-        if offsets is not None:
+        if offsets is not None and survey.hints.get("cut_by_bytes", True):
             limit = offsets[start] + options.partition_bytes
             by_bytes = int(np.searchsorted(offsets, limit, side="right")) - 1
             stop = max(start + 1, min(stop, by_bytes))
@@ -115,6 +107,11 @@ def _schemas(
 def plan_run(source: Path, staging_dir: Path, options: ConvertOptions) -> RunPlan:
     """Everything the coordinator decides before the workers start."""
     url = remote_input(source)  # an object read where it lies, by ranges
+    with surveying(url):  # one cache for its reads: the survey's bytes serve the sample
+        return _plan(source, url, staging_dir, options)
+
+
+def _plan(source: Path, url: str | None, staging_dir: Path, options: ConvertOptions) -> RunPlan:
     fmt = detect_format(url or str(source))
     readable = url or decompress_to(str(source), str(staging_dir))
     survey = fmt.survey(readable)

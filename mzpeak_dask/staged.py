@@ -1,12 +1,12 @@
 """Conversions whose input or output is a URL (``s3://``, ``gs://``, ``az://``; ``https://``
 inputs only).
 
-An uncompressed mzML or MGF input URL is read where it lies: the survey and every partition
-read their own byte ranges of the object (:mod:`.storage.inputs`); its job keeps a local path
-in the staging folder where only the URL is noted. Other input URLs (compressed ``.gz``/``.bz2``
-ones, which cannot be read from the middle; mzXML, read through pyteomics' file index; mzMLb,
-an HDF5 file) are streamed into the staging folder (compressed ones as they are: the readers
-decompress them there), converted as local files, and the staged copies deleted.
+An uncompressed mzML, MGF or mzXML input URL is read where it lies: the survey and every
+partition read their own byte ranges of the object (:mod:`.storage.inputs`); its job keeps a
+local path in the staging folder where only the URL is noted. Other input URLs (compressed
+``.gz``/``.bz2`` ones, which cannot be read from the middle; mzMLb, an HDF5 file) are streamed
+into the staging folder (compressed ones as they are: the readers decompress them there),
+converted as local files, and the staged copies deleted.
 
 An output URL gets its archive built in the staging folder, then uploaded: one PUT, or a
 multipart upload aborted on any failure or interrupt, so only a complete archive ever
@@ -18,13 +18,14 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from contextlib import ExitStack
 from dataclasses import replace
 from pathlib import Path
 
 from .contracts import ConversionResult
 from .errors import InputError, MzPeakDaskError, OptionsError, OutputError, StorageError
 from .readers import compression_of, detect_format
-from .storage.inputs import RANGE_FORMATS
+from .storage.inputs import RANGE_FORMATS, sizes_held
 from .storage.origins import mark_origin
 from .storage.uploads import upload_file
 from .storage.urls import basename, check_writable, filesystem, is_url, local_path
@@ -40,8 +41,11 @@ class StagedJobs:
         self.folder: Path | None = None
         self.local: list[tuple[Path, Path]] = []
         self.errors: dict[int, MzPeakDaskError] = {}
+        self._held = ExitStack()
 
     def __enter__(self) -> StagedJobs:
+        # each input's size is asked once for the whole call, not at each look at it
+        self._held.enter_context(sizes_held())
         if self.remote:
             self.folder = Path(tempfile.mkdtemp(prefix="mzpeak-dask-staging-"))
         for k, (source, output) in enumerate(self.jobs):
@@ -49,6 +53,7 @@ class StagedJobs:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self._held.close()
         if self.folder is not None:
             shutil.rmtree(self.folder, ignore_errors=True)
 
@@ -81,7 +86,7 @@ class StagedJobs:
                 )
             check_writable(output)
             fs, path = filesystem(output)
-            if fs.exists(path) and not self.options.overwrite:
+            if not self.options.overwrite and fs.exists(path):
                 raise OutputError(f"{output}: already exists (use --overwrite to replace it)")
         except MzPeakDaskError as exc:
             self.errors.setdefault(k, exc)
@@ -140,8 +145,8 @@ class StagedJobs:
 
 
 def by_ranges(url: str) -> bool:
-    """Whether the input at ``url`` is read by ranges where it lies (uncompressed mzML or
-    MGF: the survey and each partition read their own bytes), not staged here first."""
+    """Whether the input at ``url`` is read by ranges where it lies (uncompressed mzML, MGF
+    or mzXML: the survey and each partition read their own bytes), not staged here first."""
     if compression_of(url) is not None:
         return False  # a gzip/bzip2 stream cannot be read from the middle
     return detect_format(url).name in RANGE_FORMATS

@@ -20,6 +20,7 @@ from pathlib import Path
 from urllib.parse import unquote
 
 _RANGE = re.compile(r"bytes=(\d*)-(\d*)$")
+_COLOURS = re.compile(r"\x1b\[[0-9;]*m")  # the server's log colours a 206 answer
 
 S3_ENVIRONMENT = {
     "AWS_ACCESS_KEY_ID": "testing",
@@ -161,6 +162,33 @@ def s3_server(own_process: bool = False):
             else:
                 os.environ[key] = value
         stop()
+
+
+@contextmanager
+def moto_requests():
+    """The requests moto's server on a thread of this process answers within the block, as
+    ``(method, path, status)``: a ranged GET is answered 206, a GET of a whole object 200
+    (read from the server's log of each request, silenced otherwise)."""
+    seen: list[tuple[str, str, int]] = []
+
+    class Seen(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            args = record.args if isinstance(record.args, tuple) else ()
+            line = _COLOURS.sub("", args[0]) if args and isinstance(args[0], str) else ""
+            if len(args) >= 2 and line.count(" ") == 2:
+                method, path, _ = line.split(" ")
+                status = str(args[1])
+                seen.append((method, unquote(path.split("?", 1)[0]), int(status[:3])))
+
+    logger = logging.getLogger("werkzeug")
+    saved = logger.handlers, logger.level, logger.propagate
+    logger.handlers, logger.propagate = [Seen(logging.INFO)], False  # counted, not printed
+    logger.setLevel(logging.INFO)
+    try:
+        yield seen
+    finally:
+        logger.handlers, level, logger.propagate = saved
+        logger.setLevel(level)
 
 
 def _moto_thread():

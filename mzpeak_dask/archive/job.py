@@ -17,7 +17,9 @@ from typing import Any
 from ..contracts import ConversionResult, EncodedPartition, RunPlan
 from ..errors import InputError
 from ..options import ConvertOptions
-from ..storage.inputs import remote_input
+from ..storage.inputs import remote_input, size_of, survey_ends
+from ..storage.readahead import expect_reads, forget
+from ..storage.urls import is_url
 from ..tables.file_metadata import file_sha256
 from .container import Inputs, check_output, put_in_place
 from .staging import Staging
@@ -60,7 +62,10 @@ class RunJob:
         beside the conversion and returns a future (the input's SHA-256 is computed so)."""
         try:
             self.plan = plan
-            self.sha256 = background(file_sha256, str(self.source))
+            # the partitions are parsed in this process (no cluster): read in order
+            here = getattr(getattr(background, "__self__", None), "runs_here", False)
+            digest = self._read_in_order(plan) if here and not remote else None
+            self.sha256 = digest or self._hash(plan, background, remote)
             if not remote:
                 self.writer = ArchiveWriter(
                     self.source, self.output, self.options, plan, self.staging
@@ -69,6 +74,31 @@ class RunJob:
             self.abort()
             raise
         self.items_total = sum(len(p.items) for p in plan.partitions)
+
+    def _hash(self, plan: RunPlan, background: Callable[..., Any], remote: bool) -> Any:
+        """The input's SHA-256, computed beside the conversion. A run of one partition
+        finished on a worker is hashed there (one task fewer), unless its input is in
+        storage: that stream waits on the network, so it starts at once, beside the
+        partitions, and the run's last task waits for it."""
+        if is_url(plan.readable):
+            return background(file_sha256, plan.readable, first=True)
+        if remote and len(plan.partitions) == 1:
+            return None
+        return background(file_sha256, str(self.source))
+
+    def _read_in_order(self, plan: RunPlan) -> Any:
+        """An input read by ranges whose partitions this process parses (a conversion
+        without a cluster): each partition's bytes are fetched while the one before is parsed
+        (:mod:`..storage.readahead`). Returns the input's SHA-256 as those reads go (its
+        ``.result()``), taken instead of streaming the object once more; None for a local
+        input."""
+        if not is_url(plan.readable):
+            return None
+        spans = [(p.items.byte_start, p.items.byte_stop) for p in plan.partitions]
+        if any(a is None for a, _ in spans):
+            return None
+        url = plan.readable
+        return expect_reads(url, spans, size_of(url), survey_ends(url))
 
     @property
     def expected_sequence(self) -> int:
@@ -85,7 +115,13 @@ class RunJob:
         except BaseException:
             self.abort()
             raise
+        finally:
+            self._stop_reading()
         return self.put_in_place(result, self.writer.path)
+
+    def _stop_reading(self) -> None:
+        if self.plan is not None and is_url(self.plan.readable):
+            forget(self.plan.readable)
 
     def put_in_place(self, result: ConversionResult, archive: Path) -> ConversionResult:
         """Rename the finished ``archive`` (in the staging folder) to the output."""
@@ -107,4 +143,5 @@ class RunJob:
         """Remove everything this job wrote (nothing is left at OUTPUT)."""
         if self.writer is not None:
             self.writer.abort()
+        self._stop_reading()
         self.staging.cleanup()

@@ -4,11 +4,13 @@ manifest, converted into the same tree under an output prefix.
 The batch's state stays local (``--state-dir``; by default a folder named after the output
 prefix under ``~/.cache/mzpeak-dask/batches``): a JSON file of what each input was (ETag and
 size) and its record. ``--resume`` leaves out inputs whose ETag and size are unchanged and
-whose archive is at its key, without downloading them. The others are streamed into a local
-staging tree and run as an ordinary local batch (validation, retries, failure isolation); each
-archive is then uploaded (:mod:`..storage.uploads`: only complete objects appear), and
-``batch_report.json``, ``batch_report.html`` and ``catalog.parquet`` are written under the
-output prefix, naming the URLs.
+whose archive is at its key, without reading them. The others are run as an ordinary local
+batch (validation, retries, failure isolation) over a local staging tree, where an uncompressed
+mzML, MGF or mzXML input is only noted (its URL: the workers read it by ranges where it lies,
+as ``convert`` does, :mod:`..staged`) and the others are streamed in; each archive is then
+uploaded (:mod:`..storage.uploads`: only complete objects appear), and ``batch_report.json``,
+``batch_report.html`` and ``catalog.parquet`` are written under the output prefix, naming the
+URLs.
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ import pyarrow.parquet as pq
 
 from ..errors import InputError, MzPeakDaskError
 from ..options import BatchOptions, ClusterOptions, ConvertOptions
-from ..staged import download
+from ..staged import by_ranges, download
+from ..storage.origins import mark_origin
 from ..storage.uploads import upload_file
 from ..storage.urls import check_writable, filesystem, is_url, join, local_path
 from . import report
@@ -150,7 +153,11 @@ def _convert(todo, staging, output, options, cluster, batch, client, progress) -
     urls = {}
     for url, relative, _, _ in todo:
         target = mirror / relative
-        download(url, target)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if by_ranges(url):  # read where it lies, by the workers' ranged reads: only noted
+            mark_origin(target, url)
+        else:  # compressed, or mzMLb: streamed into the staging tree
+            download(url, target)
         urls[str(target.resolve())] = url
     outcome = run_batch(
         mirror,

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from ..convert import archive_names
 from ..errors import InputError
+from ..storage.origins import SUFFIX as ORIGIN
 
 SUFFIXES = (".mzml", ".mzxml", ".mgf", ".mzmlb")
 WRAPPERS = ("", ".gz", ".bz2")
@@ -23,6 +24,13 @@ def is_ms_file(path: Path) -> bool:
     return any(name.endswith(s + w) for s in SUFFIXES for w in WRAPPERS)
 
 
+def _inputs_named(files: list[str]) -> list[str]:
+    """The MS files among ``files``, and those whose origin marker alone is there: an input
+    in storage read where it lies is staged as that note (:mod:`..storage.origins`)."""
+    names = {f.removesuffix(ORIGIN) for f in files}
+    return sorted(n for n in names if is_ms_file(Path(n)))
+
+
 def discover(source: Path) -> tuple[Path, list[Path]]:
     """``(root, inputs)``: a folder's MS files (recursively, sorted), or a manifest's paths;
     absolute, each file once."""
@@ -31,7 +39,7 @@ def discover(source: Path) -> tuple[Path, list[Path]]:
         found = []
         for folder, dirs, files in os.walk(root):
             dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-            found += [Path(folder) / f for f in sorted(files) if is_ms_file(Path(f))]
+            found += [Path(folder) / f for f in _inputs_named(files)]
         return root, found
     if source.is_file():
         inputs = list(dict.fromkeys(read_manifest(source)))

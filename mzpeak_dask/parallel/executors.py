@@ -38,6 +38,7 @@ class InlineExecutor:
     dashboard_link = None
     worker_threads = 1
     client = None
+    runs_here = True  # tasks run in this process, in the order they are submitted
 
     def workers_see(self, folder: Path, probe: Path | None = None) -> bool:
         return False
@@ -45,7 +46,7 @@ class InlineExecutor:
     def handoff_folder(self, staging: Path) -> str | None:
         return None
 
-    def background(self, fn: Callable, *args: Any) -> Any:
+    def background(self, fn: Callable, *args: Any, first: bool = False) -> Any:
         """A thread beside the conversion (hashing releases the GIL)."""
         pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
         future = pool.submit(fn, *args)
@@ -84,6 +85,8 @@ class InlineExecutor:
 class DaskExecutor:
     """Runs tasks on a ``distributed.Client`` (results stay on workers until collected)."""
 
+    runs_here = False
+
     def __init__(self, client: Any):
         from distributed import as_completed
 
@@ -116,9 +119,11 @@ class DaskExecutor:
             return max(1, sum(self.client.nthreads().values()))
         return 1
 
-    def background(self, fn: Callable, *args: Any) -> Any:
-        """A cluster task outside the partition window (its future has ``.result()``)."""
-        return self.client.submit(fn, *args, pure=False, priority=-1)
+    def background(self, fn: Callable, *args: Any, first: bool = False) -> Any:
+        """A cluster task outside the partition window (its future has ``.result()``): run
+        after the queued partitions, or with ``first`` before them (a stream that waits on
+        the network more than the processor, best begun early)."""
+        return self.client.submit(fn, *args, pure=False, priority=1 if first else -1)
 
     def submit(self, tag: Any, fn: Callable, *args: Any, priority: int = 0) -> Task:
         """``fn(*args)`` on the cluster; a higher ``priority`` runs before queued tasks. An

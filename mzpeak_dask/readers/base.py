@@ -19,6 +19,17 @@ from ..records import ChromatogramRecord, Param, RunMetadata, SpectrumRecord
 
 SPECTRA = "spectrum"
 CHROMATOGRAMS = "chromatogram"
+SAMPLE_HEAD = 8
+SAMPLE_SPREAD = 8
+
+
+def sample_positions(n: int) -> list[int]:
+    """The items a plan samples for its data columns: the first ones and some spread evenly
+    over the run (depends only on ``n``; a survey of an object in storage fetches them whole
+    while checking its offsets, so the plan's sample costs no request more)."""
+    head = set(range(min(n, SAMPLE_HEAD)))
+    spread = set(np.linspace(0, n - 1, num=min(n, SAMPLE_SPREAD), dtype=np.int64).tolist())
+    return sorted(head | spread) if n else []
 
 
 @dataclass(frozen=True, slots=True)

@@ -56,6 +56,11 @@ class ByteSource:
     def remote(self) -> bool:
         return self._remote is not None
 
+    @property
+    def read_ahead(self) -> int:
+        """Bytes a read of an object in storage fetches at least."""
+        return self._remote.read_ahead if self._remote is not None else 0
+
     def _chunks(
         self, start: int, stop: int, overlap: int, chunk: int | None = None
     ) -> Iterator[tuple[int, bytes]]:

@@ -4,14 +4,13 @@ decompressing gzip/bzip2 inputs into a staging file that workers can seek in."""
 from __future__ import annotations
 
 import bz2
-import functools
 import gzip
 import os
 import zlib
 from pathlib import Path
 
 from ..errors import InputError, OutputError, UnsupportedFormatError
-from ..storage.inputs import read_range, size_of
+from ..storage.inputs import object_head
 from ..storage.urls import is_url
 from .base import InputFormat
 
@@ -28,7 +27,7 @@ MIN_DECOMPRESSED_LIMIT = 64 << 20
 
 def _head(path: str, n: int = _SNIFF_BYTES) -> bytes:
     if is_url(path):  # an object in storage: its first bytes
-        return _object_head(path, size_of(path))[:n]
+        return object_head(path)[:n]
     try:
         with open(path, "rb") as f:
             return f.read(n)
@@ -40,13 +39,6 @@ def _head(path: str, n: int = _SNIFF_BYTES) -> bytes:
         raise InputError(f"{path}: permission denied") from None
     except OSError as exc:
         raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
-
-
-@functools.lru_cache(maxsize=16)
-def _object_head(url: str, size: int) -> bytes:
-    """An object's first bytes, in one ranged request, kept while its size is unchanged: a
-    conversion looks at them several times (compression, format, before and in the plan)."""
-    return read_range(url, 0, min(_SNIFF_BYTES, size))
 
 
 def compression_of(path: str) -> str | None:

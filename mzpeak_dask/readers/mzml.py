@@ -17,7 +17,15 @@ import numpy as np
 from .. import vocabulary as V
 from ..filecache import per_file
 from ..records import ChromatogramRecord, Param, SpectrumRecord
-from .base import CHROMATOGRAMS, SPECTRA, InputFormat, ItemRange, Survey, input_error
+from .base import (
+    CHROMATOGRAMS,
+    SPECTRA,
+    InputFormat,
+    ItemRange,
+    Survey,
+    input_error,
+    sample_positions,
+)
 from .bytesource import ByteSource, read_bytes
 from .mzml_header import run_metadata_from_xml
 from .mzml_lean import parse_records as parse_lean
@@ -34,9 +42,6 @@ _LIST_START = {SPECTRA: b"<spectrumList", CHROMATOGRAMS: b"<chromatogramList"}
 _ITEM_TAG = {SPECTRA: b"<spectrum", CHROMATOGRAMS: b"<chromatogram"}
 _CLOSED_ROOT = re.compile(rb"</(indexedmzML|mzML)>\s*$")
 _ROOT = re.compile(rb"<(indexedmzML|mzML)[\s>]")
-# offsets of an index checked in an object in storage (each costs a request; a wrong one
-# elsewhere still fails its partition's parse, naming the file and spectrum)
-REMOTE_CHECKS = 16
 _PLURAL = {SPECTRA: "spectra", CHROMATOGRAMS: "chromatograms"}
 
 
@@ -79,16 +84,32 @@ def _points_at(source: ByteSource, offsets: np.ndarray, tag: bytes) -> bool:
     if len(offsets) and (np.any(np.diff(offsets) <= 0) or offsets[-1] >= source.size):
         return False
     n = len(tag)
-    if source.remote and len(offsets) > REMOTE_CHECKS:  # a sample: a few bytes per request
-        offsets = offsets[np.unique(np.linspace(0, len(offsets) - 1, REMOTE_CHECKS).astype(int))]
-    if source.remote:  # a request per offset, made side by side
-        heads = source.peek_many([(o, o + n + 1) for o in offsets.tolist()])
-    else:
-        heads = (source.read(o, o + n + 1) for o in offsets.tolist())
+    if source.remote:  # the sampled items only, fetched whole (a wrong offset elsewhere
+        # still fails its partition's parse, naming the file and spectrum)
+        positions = sample_positions(len(offsets))
+        source.peek_many(_sample_spans(source, offsets, positions))
+        offsets = offsets[positions]
+    heads = (source.read(o, o + n + 1) for o in offsets.tolist())
     for head in heads:
         if head[:n] != tag or head[n:] not in (b" ", b"\t", b"\r", b"\n", b">"):
             return False
     return True
+
+
+def _sample_spans(source: ByteSource, offsets: np.ndarray, positions: list[int]) -> list:
+    """The byte spans of the sampled items, consecutive ones together (the last item's end
+    is not known yet: its span is a read-ahead's worth, which holds the list's end tag)."""
+    if not positions:
+        return []
+    ends = np.append(offsets[1:], min(source.size, int(offsets[-1]) + source.read_ahead))
+    spans: list[tuple[int, int]] = []
+    for k in positions:
+        start, stop = int(offsets[k]), int(ends[k])
+        if spans and spans[-1][1] == start:
+            spans[-1] = (spans[-1][0], stop)
+        else:
+            spans.append((start, stop))
+    return spans
 
 
 def _scanned_offsets(source: ByteSource, kind: str, start: int) -> np.ndarray:

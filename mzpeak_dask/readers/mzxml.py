@@ -27,6 +27,8 @@ from ..records import (
     ScanRecord,
     SpectrumRecord,
 )
+from ..storage.urls import is_url
+from . import mzxml_ranges
 from .base import SPECTRA, InputFormat, ItemRange, Survey, input_error, spectrum_error
 from .plain_values import selected_ion, signal_arrays, spectrum_params, user_params
 
@@ -156,6 +158,8 @@ class MzXMLFormat(InputFormat):
 
     @classmethod
     def survey(cls, path: str) -> Survey:
+        if is_url(path):  # an object in storage, read by ranges (:mod:`.mzxml_ranges`)
+            return mzxml_ranges.survey(path, _metadata_from)
         try:
             reader = _reader(path)
             count = len(reader)
@@ -167,6 +171,11 @@ class MzXMLFormat(InputFormat):
     def read(
         cls, path: str, items: ItemRange, hints: dict[str, object]
     ) -> Iterator[SpectrumRecord]:
+        if is_url(path):
+            infos = mzxml_ranges.read_scans(path, items, hints)
+            for position, info in zip(range(items.start, items.stop), infos, strict=True):
+                yield _spectrum(info, position)
+            return
         reader = _reader(path)
         for position in range(items.start, items.stop):
             try:
@@ -184,7 +193,11 @@ _HEADER_END = re.compile(rb"<scan[\s>]")
 def _run_metadata(path: str) -> RunMetadata:
     """Instruments, software and parent files from the ``<msRun>`` header."""
     with open(path, "rb") as f:
-        head = f.read(1 << 20)
+        return _metadata_from(f.read(mzxml_ranges.HEADER_BYTES))
+
+
+def _metadata_from(head: bytes) -> RunMetadata:
+    """The run's metadata from the document's first bytes."""
     m = _HEADER_END.search(head)
     text = head[: m.start()] if m else head
     parser = etree.XMLParser(recover=True, huge_tree=True)

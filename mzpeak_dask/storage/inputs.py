@@ -1,4 +1,4 @@
-"""Inputs read where they lie: an uncompressed mzML or MGF object in a bucket or on a web
+"""Inputs read where they lie: an uncompressed mzML, MGF or mzXML object in a bucket or on a web
 server is surveyed and read by byte ranges, by whichever process needs them (the survey where
 the run is planned, each partition's bytes on the worker that parses it), never copied whole.
 
@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import os
 import threading
+from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -20,11 +21,12 @@ from pathlib import Path
 from ..errors import InputError, StorageError
 from .origins import origin_of
 from .ranges import TOTAL, RangeSource, fetch, fetch_many
+from .readahead import taken
 from .urls import filesystem, is_url
 
 SURVEY_READ_AHEAD = 1 << 18  # a survey's reads fetch at least this much (a header, a scan)
 HASH_BLOCK = 16 << 20  # one ranged GET per block when the input's digest streams the object
-RANGE_FORMATS = ("mzML", "MGF")  # read by ranges; mzXML, mzMLb and compressed ones are staged
+RANGE_FORMATS = ("mzML", "MGF", "mzXML")  # read by ranges; mzMLb, compressed ones are staged
 
 
 def remote_input(path: str | os.PathLike) -> str | None:
@@ -37,8 +39,41 @@ def remote_input(path: str | os.PathLike) -> str | None:
     return origin_of(local)
 
 
+_sizes: dict[str, int] = {}  # the sizes asked while a conversion holds them
+_holders = 0
+_sizes_lock = threading.Lock()
+
+
+@contextmanager
+def sizes_held() -> Iterator[None]:
+    """Within the block, each object's size is asked of the store once: a conversion looks
+    at it several times (compression, format, survey, hash, result), one request each
+    otherwise. Outside every such block each call asks again (an object may be replaced)."""
+    global _holders
+    with _sizes_lock:
+        _holders += 1
+    try:
+        yield
+    finally:
+        with _sizes_lock:
+            _holders -= 1
+            if not _holders:
+                _sizes.clear()
+
+
 def size_of(url: str) -> int:
     """The object's size in bytes (one line naming the URL if it is missing)."""
+    known = _sizes.get(url)
+    if known is not None:
+        return known
+    size = _ask_size(url)
+    with _sizes_lock:
+        if _holders:
+            _sizes[url] = size
+    return size
+
+
+def _ask_size(url: str) -> int:
     fs, path = filesystem(url)
     try:
         return int(fs.size(path))
@@ -55,16 +90,63 @@ def input_size(path: str | os.PathLike) -> int:
 
 
 _ahead = threading.local()  # (url, start, stop) -> bytes fetched ahead on this thread
+_surveyed = threading.local()  # url -> the RangeSource of the survey under way on this thread
 
 
 def read_range(url: str, start: int, stop: int) -> bytes:
     """Bytes ``[start, stop)`` of the object at ``url``, in one ranged request (or from the
-    spans :func:`ranges_ahead` fetched)."""
+    spans :func:`ranges_ahead` fetched, or the cache of the survey under way)."""
     held = getattr(_ahead, "spans", {}).pop((url, start, stop), None)
+    if held is None:
+        held = taken(url, start, stop)  # a partition fetched while the one before was parsed
     if held is not None:
         return held
+    source = getattr(_surveyed, "sources", {}).get(url)
+    if source is not None:
+        return source.read(start, stop - start)
     fs, path = filesystem(url)
     return fetch(fs, path, start, stop, url, TOTAL)
+
+
+@contextmanager
+def surveying(url: str | None) -> Iterator[None]:
+    """Within the block (a run's plan, on this thread), every read of ``url`` goes through
+    one :class:`RangeSource` and its cache: the bytes the survey fetched (the head, the tail
+    and index, the items whose offsets it checked) serve the detection and the sample the
+    plan reads next, without a request of their own."""
+    if url is None:
+        yield
+        return
+    sources = _surveyed.__dict__.setdefault("sources", {})
+    mine = url not in sources
+    with sizes_held():
+        if mine:
+            sources[url] = _new_source(url)
+        try:
+            yield
+        finally:
+            if mine:
+                _keep_ends(url, sources.pop(url))
+
+
+_ends: OrderedDict[str, list[tuple[int, bytes]]] = OrderedDict()  # the last surveys' ends
+
+
+def _keep_ends(url: str, source: RangeSource) -> None:
+    """Keep the head and the tail a survey fetched, for the run's digest (:func:`survey_ends`)."""
+    ends = [(a, data) for a, data in source.held() if a == 0 or a + len(data) == source.size]
+    with _sizes_lock:
+        _ends[url] = ends
+        while len(_ends) > 4:
+            _ends.popitem(last=False)
+
+
+def survey_ends(url: str) -> list[tuple[int, bytes]]:
+    """``(offset, bytes)`` of the head and tail the latest survey of ``url`` in this process
+    fetched, taken once: right after that survey, the run's digest needs them (the header and
+    the index between its partitions' spans) and fetches them no more."""
+    with _sizes_lock:
+        return _ends.pop(url, [])
 
 
 @contextmanager
@@ -73,6 +155,11 @@ def ranges_ahead(url: str, spans: list[tuple[int, int]]) -> Iterator[None]:
     side by side on entering it (one round trip for the sample spectra a plan reads, not
     one each). A span that fails is left to be read, and to fail, on its own."""
     spans = [(a, b) for a, b in spans if b > a]
+    source = getattr(_surveyed, "sources", {}).get(url)
+    if source is not None:  # the survey's cache: what it lacks, fetched side by side
+        source.prefetch_many(spans)
+        yield
+        return
     if len(spans) < 2:
         yield
         return
@@ -87,9 +174,42 @@ def ranges_ahead(url: str, spans: list[tuple[int, int]]) -> Iterator[None]:
 
 
 def range_source(url: str) -> RangeSource:
-    """The whole object as a :class:`RangeSource` with a read-ahead fit for surveying it."""
+    """The whole object as a :class:`RangeSource` with a read-ahead fit for surveying it (the
+    survey's own, within :func:`surveying`)."""
+    source = getattr(_surveyed, "sources", {}).get(url)
+    return source if source is not None else _new_source(url)
+
+
+def _new_source(url: str) -> RangeSource:
     fs, path = filesystem(url)
-    return RangeSource(fs, path, 0, size_of(url), url, TOTAL, read_ahead=SURVEY_READ_AHEAD)
+    size = size_of(url)
+    source = RangeSource(fs, path, 0, size, url, TOTAL, read_ahead=SURVEY_READ_AHEAD, tail=True)
+    with _sizes_lock:
+        head = _heads.get((url, size))
+    if head is not None:  # the first bytes the detection fetched: the survey reads them too
+        source.hold(0, head)
+    return source
+
+
+_heads: OrderedDict[tuple[str, int], bytes] = OrderedDict()  # (url, size) -> first bytes
+
+
+def object_head(url: str) -> bytes:
+    """The object's first bytes (a survey's read-ahead), in one ranged request, kept for the
+    last 16 objects while their size is unchanged: a conversion looks at them several times
+    (compression, format, before and in the plan, and the survey its header)."""
+    key = (url, size_of(url))
+    with _sizes_lock:
+        head = _heads.get(key)
+        if head is not None:
+            _heads.move_to_end(key)
+            return head
+    head = read_range(url, 0, min(SURVEY_READ_AHEAD, key[1]))
+    with _sizes_lock:
+        _heads[key] = head
+        while len(_heads) > 16:
+            _heads.popitem(last=False)
+    return head
 
 
 def url_sha256(url: str) -> str:
@@ -103,10 +223,14 @@ def url_sha256(url: str) -> str:
 __all__ = [
     "RANGE_FORMATS",
     "input_size",
+    "object_head",
     "range_source",
     "ranges_ahead",
     "read_range",
     "remote_input",
     "size_of",
+    "sizes_held",
+    "survey_ends",
+    "surveying",
     "url_sha256",
 ]

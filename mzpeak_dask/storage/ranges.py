@@ -92,9 +92,13 @@ class RangeSource:
         where: str,
         transfer: Transfer,
         read_ahead: int = READ_AHEAD,
+        tail: bool = False,
     ):
+        """``tail``: a miss that reads up to the end fetches the read-ahead before it too (an
+        input's index, which sits before its last bytes)."""
         self.fs, self.path, self.offset, self.size = fs, path, offset, size
         self.where, self.transfer, self.read_ahead = where, transfer, read_ahead
+        self.tail = tail
         self._spans: OrderedDict[int, bytes] = OrderedDict()
         self._held = 0
         self._lock = threading.Lock()
@@ -107,6 +111,15 @@ class RangeSource:
                     self._spans.move_to_end(begin)
                     return data[start - begin : stop - begin]
         return None
+
+    def hold(self, start: int, data: bytes) -> None:
+        """Keep ``data``, the bytes from ``start``, fetched elsewhere."""
+        self._keep(start, data)
+
+    def held(self) -> list[tuple[int, bytes]]:
+        """The cached spans, as ``(start, bytes)``."""
+        with self._lock:
+            return list(self._spans.items())
 
     def _keep(self, begin: int, data: bytes) -> None:
         with self._lock:
@@ -131,6 +144,9 @@ class RangeSource:
         if hit is not None:
             return hit
         span_stop = min(self.size, max(stop, start + self.read_ahead))
+        if self.tail and span_stop == self.size:
+            begin = max(0, min(start, self.size - self.read_ahead))
+            return self._get(begin, span_stop)[start - begin : stop - begin]
         return self._get(start, span_stop)[: stop - start]
 
     def prefetch(self, start: int, stop: int) -> None:

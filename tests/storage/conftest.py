@@ -4,6 +4,7 @@ real servers on loopback that the real clients (s3fs, fsspec's HTTP filesystem) 
 from __future__ import annotations
 
 import shutil
+import tempfile
 
 import pytest
 
@@ -20,6 +21,16 @@ def _threads_here():
 
     with dask.config.set(scheduler="threads"):
         yield
+
+
+@pytest.fixture
+def staging(tmp_path, monkeypatch):
+    """The folder the staging folders are made in (the system's temporary folder, here one of
+    the test's own, so that what a conversion puts there can be looked at)."""
+    folder = tmp_path / "tmp"
+    folder.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(folder))
+    return folder
 
 
 @pytest.fixture(scope="session")

@@ -11,9 +11,12 @@ import os
 import pyarrow.parquet as pq
 import pytest
 
-from ..conftest import BUNDLED, DATA
+from mzpeak_dask import convert
+
+from ..conftest import BUNDLED, DATA, INLINE
 from ..helpers import run_cli
-from ..servers import s3_client
+from ..servers import moto_requests, s3_client
+from .test_remote_ranges import assert_same_members
 
 pytestmark = pytest.mark.slow
 
@@ -79,3 +82,34 @@ def test_batch_from_a_prefix_with_a_bad_file_then_resume(s3_endpoint, bucket, tm
         f"s3://{bucket}/raw/b/broken.mzML": "failed",
         f"s3://{bucket}/raw/b/faims.mzML": "skipped",  # same ETag and size
     }
+
+
+def test_a_batch_reads_uncompressed_inputs_by_ranges_where_they_lie(s3_endpoint, bucket, tmp_path):
+    """Uncompressed inputs of a batch from a prefix are read by ranged GETs, never whole (a
+    compressed one is still streamed into the staging tree), and converted as locally."""
+    client = s3_client(s3_endpoint)
+    inputs = {
+        "raw/a/small.mzML": BUNDLED / "small.mzML",
+        "raw/b/small.mgf": DATA / "mzdata" / "small.mgf",
+        "raw/b/zipped.mzML.gz": DATA / "mzdata" / "small.mzML.gz",
+    }
+    for key, path in inputs.items():
+        client.upload_file(str(path), bucket, key)
+    command = ["batch", f"s3://{bucket}/raw", f"s3://{bucket}/mzpeak", "--cluster", "inline"]
+    with moto_requests() as seen:
+        done = run_cli(*command, "--state-dir", str(tmp_path / "state"), env=os.environ.copy())
+    assert done.returncode == 0, done.stderr
+    gets = {}
+    for method, path, status in seen:
+        if method == "GET" and "/raw/" in path:
+            gets.setdefault(path.split("/raw/", 1)[1], []).append(status)
+    for name in ("a/small.mzML", "b/small.mgf"):
+        assert gets[name] and set(gets[name]) == {206}, (name, gets[name])  # ranges only
+    assert 200 in gets["b/zipped.mzML.gz"]  # a gzip stream cannot be read from the middle
+    for key, path in inputs.items():
+        name = key.removeprefix("raw/").split(".")[0] + ".mzpeak"
+        local = tmp_path / f"local-{name.replace('/', '-')}"
+        convert(path, local, cluster=INLINE)
+        back = tmp_path / f"back-{name.replace('/', '-')}"
+        client.download_file(bucket, f"mzpeak/{name}", str(back))
+        assert_same_members(local, back)

@@ -5,7 +5,6 @@ it in the staging folder; the archive equals a local conversion's and names the 
 from __future__ import annotations
 
 import shutil
-import tempfile
 import zipfile
 
 import pyarrow.parquet as pq
@@ -31,16 +30,6 @@ def inputs(tmp_path_factory):
         shutil.copy(source, root / source.name)
     with range_server(root) as server:
         yield server
-
-
-@pytest.fixture
-def staging(tmp_path, monkeypatch):
-    """The folder the staging folders are made in (the system's temporary folder, here one of
-    the test's own, so that what a conversion puts there can be looked at)."""
-    folder = tmp_path / "tmp"
-    folder.mkdir()
-    monkeypatch.setattr(tempfile, "tempdir", str(folder))
-    return folder
 
 
 def tables(archive) -> dict[str, object]:

@@ -1,0 +1,176 @@
+"""Reading an input's partitions one after another in this process, each fetched while the one
+before it is parsed.
+
+When one process converts every partition of an input read by ranges (a conversion run in
+this process, without a cluster), it reads their byte spans in order, one ranged request
+each; waiting for each request in turn leaves the processor idle for a round trip per
+partition. :func:`expect_reads` tells this process the spans it is going to read: a read of
+one of them starts fetching the next beside it, so at most one span is held ahead. The
+object's SHA-256 is then taken from those reads and the few bytes between them (its header
+and index), so the object is read once, not once more for its digest. Processes that were
+told nothing (the workers of a cluster, each reading the partitions Dask gives it) never read
+ahead, and never fetch a byte they do not use.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import hashlib
+import threading
+from typing import Any
+
+from ..errors import StorageError
+from .ranges import TOTAL, fetch
+from .urls import filesystem
+
+_orders: dict[str, _InOrder] = {}
+_lock = threading.Lock()
+
+
+class _InOrder:
+    """The spans of one object this process reads in order, and the one fetched ahead."""
+
+    def __init__(self, url: str, spans: list[tuple[int, int]], size: int | None, known: list):  # noqa: ANN001
+        self.url, self.spans, self.expected = url, spans, set(spans)
+        self.following = dict(zip(spans, spans[1:], strict=False))
+        self.pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="read-ahead")
+        # hashing on a thread of its own (hashlib lets go of the interpreter lock): in order
+        self.hasher = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="digest")
+        self.ahead: dict[tuple[int, int], concurrent.futures.Future] = {}
+        self.lock = threading.Lock()
+        self.digest = _Digest(url, spans, size, self.pool, known)
+
+    def read(self, span: tuple[int, int]) -> bytes | None:
+        """The span's bytes (fetched ahead, or now), None for a span not expected; reading
+        one starts fetching the next."""
+        if span not in self.expected:
+            return None
+        with self.lock:
+            future = self.ahead.pop(span, None)
+            after = self.following.get(span)
+            if after is not None and after not in self.ahead:
+                for stale in self.ahead.values():  # a span skipped: at most one is held
+                    stale.cancel()
+                self.ahead = {after: self.pool.submit(_fetch, self.url, *after)}
+        data = None
+        if future is not None:
+            try:
+                data = future.result()
+            except Exception:  # noqa: BLE001 - read again here, failing with its own line
+                data = None
+        if data is None:
+            data = _fetch(self.url, *span)
+        self.digest.last = self.hasher.submit(self.digest.add, span, data)
+        return data
+
+    def close(self) -> None:
+        with self.lock:
+            for future in self.ahead.values():
+                future.cancel()
+            self.ahead.clear()
+        self.pool.shutdown(wait=False)
+        self.hasher.shutdown(wait=False)
+
+
+class _Digest:
+    """The object's SHA-256 from the spans as they are read, in order, and the bytes between
+    them (the header, the index: fetched at once, small), so that a conversion in this process
+    reads the object once, not once more for its digest. :meth:`result` raises if the spans
+    were not all read once in order (the caller then streams the object)."""
+
+    def __init__(self, url: str, spans: list[tuple[int, int]], size: int | None, pool, known):  # noqa: ANN001
+        """``known``: ``(offset, bytes)`` already fetched (the survey's head and tail)."""
+        self.pieces: list[tuple[int, int, concurrent.futures.Future | None]] = []
+        self.url, self.next, self.sha, self.lock = url, 0, hashlib.sha256(), threading.Lock()
+        self.last: concurrent.futures.Future | None = None  # the latest span handed to add
+        ordered = all(a < b <= c for (a, b), (c, _) in zip(spans, spans[1:], strict=False))
+        self.broken = size is None or not spans or not ordered
+        if self.broken:  # no digest: nothing fetched for it
+            return
+        at = 0
+        for a, b in [*spans, (size, size)]:
+            if a > at:  # the bytes before a span, or after the last
+                self.pieces.append((at, a, _gap(url, at, a, pool, known)))
+            if b > a:
+                self.pieces.append((a, b, None))
+            at = b
+
+    def _gaps(self) -> None:
+        while self.next < len(self.pieces) and self.pieces[self.next][2] is not None:
+            self.sha.update(self.pieces[self.next][2].result())
+            self.next += 1
+
+    def add(self, span: tuple[int, int], data: bytes) -> None:
+        with self.lock:
+            if self.broken:
+                return
+            try:
+                self._gaps()
+            except Exception:  # noqa: BLE001 - a gap that failed: the object is streamed
+                self.broken = True
+                return
+            if self.next < len(self.pieces) and self.pieces[self.next][:2] == span:
+                self.sha.update(data)
+                self.next += 1
+            else:  # read twice, or out of order
+                self.broken = True
+
+    def result(self) -> str:
+        """The hex digest, once every span was read."""
+        if self.last is not None:
+            self.last.result()
+        with self.lock:
+            if not self.broken:
+                self._gaps()
+            if self.broken or self.next < len(self.pieces):
+                raise StorageError(f"{self.url}: not read once in order, to be hashed")
+            return self.sha.hexdigest()
+
+
+def _gap(url: str, start: int, stop: int, pool, known: list) -> concurrent.futures.Future:  # noqa: ANN001
+    """Bytes ``[start, stop)``: from ``known`` when one piece holds them, else fetched."""
+    for offset, data in known:
+        if offset <= start and stop <= offset + len(data):
+            done: concurrent.futures.Future = concurrent.futures.Future()
+            done.set_result(data[start - offset : stop - offset])
+            return done
+    return pool.submit(_fetch, url, start, stop)
+
+
+def _fetch(url: str, start: int, stop: int) -> bytes:
+    fs, path = filesystem(url)
+    return fetch(fs, path, start, stop, url, TOTAL)
+
+
+def expect_reads(
+    url: str, spans: list[tuple[int, int]], size: int | None = None, known: list | None = None
+) -> _Digest:
+    """This process will read these spans of ``url``, in this order (until :func:`forget`);
+    returns the object's digest as they are read (``size``: the object's, without which the
+    digest fails; ``known``: ``(offset, bytes)`` of it already fetched)."""
+    spans = [(int(a), int(b)) for a, b in spans if b > a]
+    order = _InOrder(url, spans, size, known or [])
+    with _lock:
+        old = _orders.pop(url, None)
+        _orders[url] = order
+    if old is not None:
+        old.close()
+    return order.digest
+
+
+def forget(url: str) -> None:
+    """Stop reading ahead in ``url`` (its run ended), dropping what was fetched ahead."""
+    with _lock:
+        order = _orders.pop(url, None)
+    if order is not None:
+        order.close()
+
+
+def taken(url: str, start: int, stop: int) -> bytes | None:
+    """Bytes ``[start, stop)`` of ``url`` when this process expected to read them (fetched
+    ahead, or now), else None; a read of an expected span starts fetching the next one."""
+    order: Any = _orders.get(url)
+    return None if order is None else order.read((start, stop))
+
+
+__all__ = ["expect_reads", "forget", "taken"]

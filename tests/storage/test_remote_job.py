@@ -1,0 +1,74 @@
+"""What a conversion of an input in storage asks of the store besides its bytes: the object's
+size and first bytes once per call, and its SHA-256 streamed from the start, beside the
+partitions."""
+
+from __future__ import annotations
+
+import shutil
+from collections import Counter
+
+import pytest
+
+from mzpeak_dask import ConvertOptions, convert
+from mzpeak_dask.archive.job import RunJob
+from mzpeak_dask.partition import plan_run
+from mzpeak_dask.storage.origins import mark_origin
+from mzpeak_dask.tables.file_metadata import file_sha256
+
+from ..conftest import BUNDLED, INLINE
+from ..servers import range_server
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    root = tmp_path_factory.mktemp("job-inputs")
+    shutil.copy(BUNDLED / "small.mzML", root / "small.mzML")
+    with range_server(root) as server:
+        yield server
+
+
+def test_a_conversion_asks_the_size_of_its_input_once(served, tmp_path):
+    served.served.reset()
+    result = convert(f"{served.url}/small.mzML", tmp_path / "out.mzpeak", cluster=INLINE)
+    methods = Counter(entry[0] for entry in served.served.log)
+    assert methods["HEAD"] == 1, served.served.log  # 8 before: each look asked again
+    # its first bytes fetched once, for its compression and format and the plan's survey
+    heads = [e[2] for e in served.served.log if e[0] == "GET" and e[2].startswith("bytes=0-")]
+    assert len(heads) == 1, heads
+    assert result.input_bytes == (BUNDLED / "small.mzML").stat().st_size
+
+
+def test_an_input_in_storage_is_hashed_from_the_start_even_in_one_partition(served, tmp_path):
+    """A run of one partition finished on a worker hashes a local input in that last task;
+    an input in storage is streamed at once, first, beside the partition (the last task
+    waits for it instead of streaming the whole object after the encode)."""
+    url = f"{served.url}/small.mzML"
+    staged = tmp_path / "in" / "small.mzML"
+    staged.parent.mkdir()
+    mark_origin(staged, url)
+    plan = plan_run(staged, tmp_path, ConvertOptions(partition_items=10**6))
+    assert len(plan.partitions) == 2  # the spectra, the chromatograms
+    plan.partitions = plan.partitions[:1]
+    started = []
+
+    def background(fn, *args, first=False):
+        started.append((fn, args, first))
+        return None
+
+    job = RunJob(staged, tmp_path / "out.mzpeak", ConvertOptions())
+    try:
+        job.start(plan, background, remote=True)
+    finally:
+        job.abort()
+    assert started == [(file_sha256, (url,), True)]
+    local = tmp_path / "local.mzML"
+    shutil.copy(BUNDLED / "small.mzML", local)
+    plan = plan_run(local, tmp_path, ConvertOptions(partition_items=10**6))
+    plan.partitions = plan.partitions[:1]
+    started.clear()
+    job = RunJob(local, tmp_path / "local.mzpeak", ConvertOptions())
+    try:
+        job.start(plan, background, remote=True)
+    finally:
+        job.abort()
+    assert started == []  # a local input's one partition: hashed by the task finishing it
