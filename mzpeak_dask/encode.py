@@ -23,18 +23,17 @@ from .errors import InputError, NumpressEncodeError
 from .layouts import layout_of, point
 from .layouts.schema import PreparedSignal, SignalSchema
 from .options import ConvertOptions
+from .prepared import prepared_together
 from .readers import CHROMATOGRAMS, FORMATS
 from .records import ChromatogramRecord, SignalArray, SpectrumRecord
 from .tables.chromatogram_metadata import ChromatogramTables
 from .tables.spectrum_metadata import SpectrumTables
 from .transforms.delta_models import fit_delta_models
 from .transforms.null_marking import fit_delta_model, verified_null_mask
-from .transforms.null_masks import verified_null_masks
 from .transforms.peak_picking import pick_peaks
-from .transforms.runs import owners, run_any, split_runs
-from .transforms.sorting import is_sorted, runs_sorted, sort_order
+from .transforms.sorting import is_sorted, sort_order
 from .transforms.units import in_minutes
-from .transforms.zero_runs import zero_run_keep_mask, zero_run_keep_masks
+from .transforms.zero_runs import zero_run_keep_mask
 
 
 def _castable(values: np.ndarray, dtype: np.dtype) -> np.ndarray | None:
@@ -171,7 +170,7 @@ def prepare_signals(
     """:func:`prepare_signal` of many items ``(index, arrays, profile)``, bit for bit, with the
     work done once over the concatenated arrays: the spacing models
     (:func:`~mzpeak_dask.transforms.delta_models.fit_delta_models`), zero-run stripping, null
-    marking and the order check (:func:`_prepared_together`)."""
+    marking and the order check (:func:`~mzpeak_dask.prepared.prepared_together`)."""
     routed = [_routed(schema, arrays, options, None) for _, arrays, _ in items]
     inputs = [
         _model_inputs(schema, columns, n, profile)
@@ -183,82 +182,8 @@ def prepare_signals(
         found = fit_delta_models([inputs[k][0] for k in fitted], [inputs[k][1] for k in fitted])
         for k, model in zip(fitted, found, strict=True):
             models[k] = model
-    signals = _prepared_together(schema, items, routed, inputs, models, options)
+    signals = prepared_together(schema, items, routed, inputs, models, options)
     return [(signal, auxiliary) for signal, (_, auxiliary, _) in zip(signals, routed, strict=True)]
-
-
-def _prepared_together(
-    schema: SignalSchema,
-    items: list[tuple[int, list[SignalArray], bool]],
-    routed: list[tuple[dict[str, np.ndarray], list[SignalArray], int]],
-    inputs: list[tuple[np.ndarray, np.ndarray] | None],
-    models: list[list[float] | None],
-    options: ConvertOptions,
-) -> list[PreparedSignal]:
-    """:func:`_signal` of every item: items with the same data columns are stripped, marked
-    and checked together (profile items with a model's inputs), or checked together."""
-    columns = [c for c, _, _ in routed]
-    lengths = [n for _, _, n in routed]
-    valid: list[np.ndarray | None] = [None] * len(items)
-    ordered = [True] * len(items)
-    groups: dict[tuple[bool, tuple[str, ...]], list[int]] = {}
-    for k, found in enumerate(columns):
-        if schema.main.name in found:
-            groups.setdefault((inputs[k] is not None, tuple(found)), []).append(k)
-    for (profile_inputs, names), members in groups.items():
-        concatenated = {name: np.concatenate([columns[k][name] for k in members]) for name in names}
-        sizes = np.array([lengths[k] for k in members], dtype=np.int64)
-        mask = None
-        if profile_inputs:
-            concatenated, sizes, mask = _strip_and_mark(
-                schema, concatenated, sizes, [models[k] for k in members], options
-            )
-            pieces = {name: split_runs(values, sizes) for name, values in concatenated.items()}
-            has_null = (
-                run_any(mask, owners(sizes), len(members))
-                if mask is not None
-                else np.zeros(len(members), bool)
-            )
-            validity = split_runs(~mask, sizes) if mask is not None else None
-            for j, k in enumerate(members):
-                columns[k] = {name: pieces[name][j] for name in names}
-                lengths[k] = int(sizes[j])
-                valid[k] = validity[j] if has_null[j] else None
-        main_valid = None if mask is None else ~mask
-        in_order = runs_sorted(concatenated[schema.main.name], main_valid, sizes)
-        for j, k in enumerate(members):
-            ordered[k] = bool(in_order[j])
-    return [
-        PreparedSignal(index, columns[k], valid[k], lengths[k], profile, models[k], ordered[k])
-        for k, (index, _, profile) in enumerate(items)
-    ]
-
-
-def _strip_and_mark(
-    schema: SignalSchema,
-    columns: dict[str, np.ndarray],
-    lengths: np.ndarray,
-    models: list[list[float] | None],
-    options: ConvertOptions,
-) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray | None]:
-    """Zero-run stripping and null marking of concatenated profile items: the stripped
-    columns, their lengths, and the null mask (None without null marking)."""
-    intensity_name = schema.intensity.name
-    if options.strip_zero_runs:
-        keep = zero_run_keep_masks(columns[intensity_name], lengths)
-        if not keep.all():
-            columns = {name: values[keep] for name, values in columns.items()}
-            lengths = np.bincount(owners(lengths)[keep], minlength=len(lengths))
-    mask = None
-    if options.null_marking:
-        mask = verified_null_masks(
-            columns[schema.main.name],
-            columns[intensity_name],
-            lengths,
-            models,
-            options.null_marking_ppm,
-        )
-    return columns, lengths, mask
 
 
 def _peak_list(schema: SignalSchema, index: int, arrays: list[SignalArray]) -> PreparedSignal:
