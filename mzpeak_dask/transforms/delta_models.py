@@ -47,6 +47,8 @@ def _weights(intensities: list[np.ndarray | None], lengths: np.ndarray) -> np.nd
         with np.errstate(invalid="ignore", divide="ignore"):
             computed = np.sqrt(np.log(values + 1)).astype(np.float64)
         computed = np.where(np.isfinite(computed), computed, 0.0)
+        if len(members) == len(intensities):  # one precision for all: already in place
+            return computed
         member_lengths = lengths[members]
         positions = np.repeat(
             starts[members] - (np.cumsum(member_lengths) - member_lengths), member_lengths
@@ -81,7 +83,10 @@ def fit_delta_models(
     x = mz_all[1:][usable]
     w = weights[1:][usable]
     with np.errstate(invalid="ignore", over="ignore"):
-        design = np.stack([np.ones_like(x), x, x**2], axis=1) * w[:, None]
+        design = np.empty((x.shape[0], 3))  # rows (1, x, x**2) weighted by w
+        design[:, 0] = w  # 1.0 * w
+        np.multiply(x, w, out=design[:, 1])
+        np.multiply(x**2, w, out=design[:, 2])
         rhs = deltas[usable] * w
     constants = second_medians(deltas, starts, spans)
     models: list[list[float]] = [[c] for c in constants.tolist()]
