@@ -210,6 +210,8 @@ class PrecursorTables:
     )
     # the spectrumRef of each selected ion's precursor, resolved to an index by the coordinator
     selected_ion_refs: list[str | None] = field(default_factory=list)
+    _activation: ParamLists = field(default_factory=ParamLists)
+    _ion_parameters: ParamLists = field(default_factory=ParamLists)
 
     def add(self, source_index: int, precursors: list[PrecursorRecord]) -> None:
         for prec in precursors:
@@ -220,15 +222,26 @@ class PrecursorTables:
                     "source_index": source_index,
                     "precursor_id": prec.spectrum_ref,
                     "isolation_window": window,
-                    "activation": {"parameters": param_rows(prec.activation)},
                 }
             )
+            self._activation.add(prec.activation)
             for ion in prec.selected_ions:
                 mobility, ion_params = split_ion_mobility(ion.params)
                 row, rest = promote(ion_params, _SELECTED_ION_PROMOTED)
-                row.update(mobility, source_index=source_index, parameters=param_rows(rest))
+                row.update(mobility, source_index=source_index)
                 self.selected_ion.append(row)
+                self._ion_parameters.add(rest)
                 self.selected_ion_refs.append(prec.spectrum_ref)
+
+    def finish(self) -> dict[str, pa.StructArray]:
+        """The ``precursor`` and ``selected_ion`` tables."""
+        activation = pa.StructArray.from_arrays(
+            [self._activation.finish()], fields=list(PRECURSOR_TYPE_STRUCT["activation"].type)
+        )
+        return {
+            "precursor": self.precursor.finish({"activation": activation}),
+            "selected_ion": self.selected_ion.finish({"parameters": self._ion_parameters.finish()}),
+        }
 
 
 @dataclass
@@ -309,8 +322,7 @@ class SpectrumTables:
                 }
             ),
             "scan": self.scan.finish({"parameters": self._scan_parameters.finish()}),
-            "precursor": self.precursors.precursor.finish(),
-            "selected_ion": self.precursors.selected_ion.finish(),
+            **self.precursors.finish(),
         }
 
 
