@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .null_marking import _segment_second_medians, verified_null_mask
+from .null_marking import segment_second_medians, verified_null_mask
 from .runs import owners, run_any, run_edges, run_starts
 
 __all__ = ["null_pair_masks", "verified_null_masks"]
@@ -93,7 +93,7 @@ def _rebuilt_nulls(
     starts_segment[1:] |= valid_run[1:] != valid_run[:-1]
     segment = np.cumsum(starts_segment) - 1
     n_segments = int(segment[-1]) + 1
-    delta = _segment_second_medians(values, valid_index, segment, n_segments)
+    delta = segment_second_medians(values, valid_index, segment, n_segments)
     single = np.isnan(delta)
     if single.any():
         lone = valid_index[starts_segment][single]
