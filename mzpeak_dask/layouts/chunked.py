@@ -27,7 +27,7 @@ from .. import vocabulary as V
 from ..codecs import basic, delta, numpress
 from ..errors import ArchiveError, NumpressEncodeError
 from ..options import ConvertOptions
-from ..transforms.chunking import chunk_boundaries, chunk_bounds
+from ..transforms.chunking import chunk_boundaries_of_runs, chunk_bounds
 from ..transforms.null_marking import fill_nulls
 from .array_index import ArrayIndexEntry, ArrayView, field_metadata
 from .arrow import Pair, concat, flat, list_array, lists
@@ -142,20 +142,49 @@ def _encode_axis(
     return V.NO_COMPRESSION, (out, out_valid), None
 
 
+def _chunks(
+    schema: SignalSchema, items: list[PreparedSignal], options: ConvertOptions
+) -> list[tuple[np.ndarray, np.ndarray, np.ndarray] | None]:
+    """Each item's chunk offsets and chunk bounds (None for an item without points), found
+    for all items at once over their concatenated main axes."""
+    chosen = [k for k, it in enumerate(items) if it.length and schema.main.name in it.values]
+    out: list[tuple[np.ndarray, np.ndarray, np.ndarray] | None] = [None] * len(items)
+    if not chosen:
+        return out
+    mains = [items[k].values[schema.main.name].astype(np.float64, copy=False) for k in chosen]
+    valids = [_valid(items[k]) for k in chosen]
+    values, valid = np.concatenate(mains), np.concatenate(valids)
+    lengths = np.array([len(m) for m in mains], dtype=np.int64)
+    offsets = chunk_boundaries_of_runs(values, valid, lengths, options.chunk_width, min_points=2)
+    starts = np.cumsum(lengths) - lengths
+    everywhere = np.concatenate([o[:-1] + s for o, s in zip(offsets, starts, strict=True)])
+    first, last = chunk_bounds(values, valid, np.append(everywhere, values.shape[0]))
+    at = 0
+    for k, item_offsets in zip(chosen, offsets, strict=True):
+        n = len(item_offsets) - 1
+        out[k] = (item_offsets, first[at : at + n], last[at : at + n])
+        at += n
+    return out
+
+
+def _valid(item: PreparedSignal) -> np.ndarray:
+    return item.valid if item.valid is not None else np.ones(item.length, dtype=bool)
+
+
 def _encode_item(
     item: PreparedSignal,
     schema: SignalSchema,
     options: ConvertOptions,
     rows: _Rows,
     fields: list[tuple[str, str]],
+    chunks: tuple[np.ndarray, np.ndarray, np.ndarray] | None,
 ) -> None:
-    main = item.values.get(schema.main.name)
-    if main is None or item.length == 0:
+    if chunks is None:
         return
-    main = main.astype(np.float64, copy=False)
-    valid = item.valid if item.valid is not None else np.ones(item.length, dtype=bool)
-    offsets = chunk_boundaries(main, valid, options.chunk_width, min_points=2)
-    starts, ends = chunk_bounds(main, valid, offsets)
+    main = item.values[schema.main.name].astype(np.float64, copy=False)
+    valid = _valid(item)
+    offsets, starts, ends = chunks
+    starts, ends = starts.copy(), ends.copy()
     encoding = ENCODINGS[options.chunk_encoding] if item.profile else V.NO_COMPRESSION
     filled_bounds = None
     if encoding == V.NUMPRESS_LINEAR and item.valid is not None:
@@ -209,8 +238,8 @@ def encode(schema: SignalSchema, items: list[PreparedSignal], options: ConvertOp
         {n: [] for n, r in fields if r == V.CHUNK_SECONDARY},
         {n: [] for n, r in fields[4:] if r not in (V.CHUNK_SECONDARY, V.NUMPRESS_LINEAR)},
     )
-    for item in items:
-        _encode_item(item, schema, options, rows, fields)
+    for item, chunks in zip(items, _chunks(schema, items, options), strict=True):
+        _encode_item(item, schema, options, rows, fields, chunks)
     stype = struct_type(schema, options)
     children = {schema.index_column: pa.array(rows.index, pa.uint64())}
     axis = schema.main.name
