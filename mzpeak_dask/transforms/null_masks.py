@@ -6,20 +6,24 @@ and :func:`verified_null_masks` give, over the concatenation of many spectra (se
 
 Segments of non-null values end where a spectrum ends, a null is rebuilt only from segments of
 its own spectrum, and each spectrum's rounds of checking stop when the single-spectrum check
-stops. The spacing of a segment is a median of its own values, so sorting every segment of the
-partition at once finds the same medians. A spectrum with a non-finite m/z (where the
-single-spectrum medians depend on how NaN sorts next to other segments) or without a spacing
-model is checked on its own.
+stops. The spacing of a segment is a median of its own values, so sorting the segments'
+spacings as the rows of one matrix per length class finds the same medians. A spectrum with a non-finite m/z (where the
+single-spectrum medians depend on how NaN sorts next to other segments), without a spacing
+model, or longer than :data:`ALONE_POINTS` is checked on its own.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from .null_marking import segment_second_medians, verified_null_mask
+from .null_marking import verified_null_mask
 from .runs import owners, run_any, run_edges, run_starts
 
-__all__ = ["null_pair_masks", "verified_null_masks"]
+__all__ = ["ALONE_POINTS", "null_pair_masks", "verified_null_masks"]
+
+# Spectra longer than this are checked one at a time: their own arrays stay in cache through
+# the check's passes, and the per-call overhead a partition-wide pass saves is negligible there.
+ALONE_POINTS = 4096
 
 
 def null_pair_masks(intensity: np.ndarray, lengths: np.ndarray) -> np.ndarray:
@@ -49,7 +53,7 @@ def verified_null_masks(
     mask = null_pair_masks(intensity, lengths)
     run = owners(lengths)
     no_model = np.array([m is None or len(m) == 0 for m in models], dtype=bool)
-    alone = run_any(~np.isfinite(mz), run, count) | no_model
+    alone = run_any(~np.isfinite(mz), run, count) | no_model | (lengths > ALONE_POINTS)
     starts = run_starts(lengths)
     for k in np.flatnonzero(alone).tolist():
         span = slice(starts[k], starts[k] + lengths[k])
@@ -93,12 +97,41 @@ def _rebuilt_nulls(
     starts_segment[1:] |= valid_run[1:] != valid_run[:-1]
     segment = np.cumsum(starts_segment) - 1
     n_segments = int(segment[-1]) + 1
-    delta = segment_second_medians(values, valid_index, segment, n_segments)
+    delta = _second_medians(values, valid_index, segment, n_segments)
     single = np.isnan(delta)
     if single.any():
         lone = valid_index[starts_segment][single]
         delta[single] = _predict(models, run[lone], values[lone])
     return nulls, _extrapolated(values, nulls, valid_index, segment, delta, run)
+
+
+def _second_medians(
+    values: np.ndarray, valid_index: np.ndarray, segment: np.ndarray, n_segments: int
+) -> np.ndarray:
+    """``segment_second_medians`` of null marking, bit for bit (its arithmetic on each
+    segment's sorted spacings), the segments sorted as the rows of one matrix per length class
+    (padded with +inf) rather than by one sort of the whole partition."""
+    same = segment[1:] == segment[:-1]
+    deltas = (values[valid_index[1:]] - values[valid_index[:-1]])[same]
+    counts = np.bincount(segment[1:][same], minlength=n_segments)
+    starts = np.cumsum(counts) - counts
+    result = np.full(n_segments, np.nan)
+    present = np.flatnonzero(counts)
+    if present.size == 0:
+        return result
+    length_class = np.ceil(np.log2(counts[present])).astype(np.int64)
+    for cls in np.unique(length_class).tolist():
+        rows = present[length_class == cls]
+        size = counts[rows]
+        column = np.arange(int(size.max()))
+        real = column < size[:, None]
+        block = np.where(real, deltas[np.where(real, starts[rows, None] + column, 0)], np.inf)
+        block.sort(axis=1)
+        at = np.arange(rows.shape[0])
+        first = (block[at, (size - 1) // 2] + block[at, size // 2]) / 2
+        below = np.count_nonzero(real & (block <= first[:, None]), axis=1)
+        result[rows] = (block[at, (below - 1) // 2] + block[at, below // 2]) / 2
+    return result
 
 
 def _predict(models: list[list[float] | None], runs: np.ndarray, x: np.ndarray) -> np.ndarray:
