@@ -127,7 +127,7 @@ def chunk_boundaries_of_runs(
     lengths = np.asarray(lengths, dtype=np.int64)
     starts = run_starts(lengths)
     run = owners(lengths)
-    cuts = _cuts_of_runs(values, valid, run, starts + lengths, width)
+    cuts = _cuts_of_runs(values, valid, run, starts, starts + lengths, width)
     counts = np.concatenate(([0], np.cumsum(valid)))
     by_run = np.searchsorted(cuts, starts + lengths)
     out, first = [], 0
@@ -147,7 +147,12 @@ def chunk_boundaries_of_runs(
 
 
 def _cuts_of_runs(
-    values: np.ndarray, valid: np.ndarray, run: np.ndarray, ends: np.ndarray, width: float
+    values: np.ndarray,
+    valid: np.ndarray,
+    run: np.ndarray,
+    starts: np.ndarray,
+    ends: np.ndarray,
+    width: float,
 ) -> np.ndarray:
     """Every run's candidate cuts (see :func:`chunk_boundaries`), as ascending positions in
     the concatenation, none at a run's first point or end."""
@@ -173,8 +178,7 @@ def _cuts_of_runs(
     next_in_run &= valid_run[following] == owner
     run_end = np.where(next_in_run, valid_index[following] - 1, end)
     cuts = np.where(null_before, triggers - 1, np.where(null_after, run_end, triggers))
-    run_start = end - np.bincount(run, minlength=ends.shape[0])[owner]
-    return np.unique(cuts[(cuts > run_start) & (cuts < end)])
+    return np.unique(cuts[(cuts > starts[owner]) & (cuts < end)])
 
 
 def chunk_bounds(

@@ -7,9 +7,9 @@ and :func:`verified_null_masks` give, over the concatenation of many spectra (se
 Segments of non-null values end where a spectrum ends, a null is rebuilt only from segments of
 its own spectrum, and each spectrum's rounds of checking stop when the single-spectrum check
 stops. The spacing of a segment is a median of its own values, so sorting the segments'
-spacings as the rows of one matrix per length class finds the same medians. A spectrum with a non-finite m/z (where the
-single-spectrum medians depend on how NaN sorts next to other segments), without a spacing
-model, or longer than :data:`ALONE_POINTS` is checked on its own.
+spacings as the rows of one matrix per length class finds the same medians. A spectrum with a
+non-finite m/z (where the single-spectrum medians depend on how NaN sorts next to other
+segments), without a spacing model, or longer than :data:`ALONE_POINTS` is checked on its own.
 """
 
 from __future__ import annotations
