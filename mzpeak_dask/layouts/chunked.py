@@ -27,10 +27,11 @@ from .. import vocabulary as V
 from ..codecs import basic, delta, numpress
 from ..errors import ArchiveError, NumpressEncodeError
 from ..options import ConvertOptions
-from ..transforms.chunking import chunk_boundaries_of_runs, chunk_bounds
+from ..transforms.chunking import chunk_bounds
 from ..transforms.null_marking import fill_nulls
 from .array_index import ArrayIndexEntry, ArrayView, field_metadata
 from .arrow import Pair, concat, flat, list_array, lists
+from .chunk_plan import ItemChunks, item_valid, plan_chunks
 from .schema import PreparedSignal, SignalColumn, SignalSchema
 
 PREFIX = "chunk"
@@ -142,33 +143,9 @@ def _encode_axis(
     return V.NO_COMPRESSION, (out, out_valid), None
 
 
-def _chunks(
-    schema: SignalSchema, items: list[PreparedSignal], options: ConvertOptions
-) -> list[tuple[np.ndarray, np.ndarray, np.ndarray] | None]:
-    """Each item's chunk offsets and chunk bounds (None for an item without points), found
-    for all items at once over their concatenated main axes."""
-    chosen = [k for k, it in enumerate(items) if it.length and schema.main.name in it.values]
-    out: list[tuple[np.ndarray, np.ndarray, np.ndarray] | None] = [None] * len(items)
-    if not chosen:
-        return out
-    mains = [items[k].values[schema.main.name].astype(np.float64, copy=False) for k in chosen]
-    valids = [_valid(items[k]) for k in chosen]
-    values, valid = np.concatenate(mains), np.concatenate(valids)
-    lengths = np.array([len(m) for m in mains], dtype=np.int64)
-    offsets = chunk_boundaries_of_runs(values, valid, lengths, options.chunk_width, min_points=2)
-    starts = np.cumsum(lengths) - lengths
-    everywhere = np.concatenate([o[:-1] + s for o, s in zip(offsets, starts, strict=True)])
-    first, last = chunk_bounds(values, valid, np.append(everywhere, values.shape[0]))
-    at = 0
-    for k, item_offsets in zip(chosen, offsets, strict=True):
-        n = len(item_offsets) - 1
-        out[k] = (item_offsets, first[at : at + n], last[at : at + n])
-        at += n
-    return out
-
-
-def _valid(item: PreparedSignal) -> np.ndarray:
-    return item.valid if item.valid is not None else np.ones(item.length, dtype=bool)
+def _encoding(item: PreparedSignal, options: ConvertOptions) -> str:
+    """The main-axis encoding an item's chunks try: the selected one for profile items."""
+    return ENCODINGS[options.chunk_encoding] if item.profile else V.NO_COMPRESSION
 
 
 def _encode_item(
@@ -177,16 +154,18 @@ def _encode_item(
     options: ConvertOptions,
     rows: _Rows,
     fields: list[tuple[str, str]],
-    chunks: tuple[np.ndarray, np.ndarray, np.ndarray] | None,
+    chunks: ItemChunks | None,
 ) -> None:
     if chunks is None:
         return
     main = item.values[schema.main.name].astype(np.float64, copy=False)
-    valid = _valid(item)
-    offsets, starts, ends = chunks
-    starts, ends = starts.copy(), ends.copy()
-    encoding = ENCODINGS[options.chunk_encoding] if item.profile else V.NO_COMPRESSION
+    valid = item_valid(item)
+    offsets, starts, ends = chunks.offsets, chunks.starts.copy(), chunks.ends.copy()
+    encoding = _encoding(item, options)
     filled_bounds = None
+    null_marked: dict[str, bool] = {}
+    for c in schema.columns:  # the first column of a name, as a search would find it
+        null_marked.setdefault(c.name, c.null_marked)
     if encoding == V.NUMPRESS_LINEAR and item.valid is not None:
         # Numpress has no nulls: store the reconstructed positions (as the reference does), so
         # the predictor sees a smooth axis; the intensity there stays 0. Such a chunk's bounds
@@ -195,8 +174,11 @@ def _encode_item(
         filled_bounds = chunk_bounds(main, np.ones(len(main), bool), offsets)
     for k in range(len(offsets) - 1):
         a, b = int(offsets[k]), int(offsets[k + 1])
-        chunk_valid = valid[a:b] if encoding != V.NUMPRESS_LINEAR else np.ones(b - a, bool)
-        curie, stored, packed = _encode_axis(main[a:b], chunk_valid, encoding)
+        if chunks.axis is not None:  # encoded with every other chunk of the partition
+            (curie, stored), packed = chunks.axis[k], None
+        else:
+            chunk_valid = valid[a:b] if encoding != V.NUMPRESS_LINEAR else np.ones(b - a, bool)
+            curie, stored, packed = _encode_axis(main[a:b], chunk_valid, encoding)
         if packed is None and encoding == V.NUMPRESS_LINEAR:  # a one-point fallback chunk
             curie, stored, packed = _encode_axis(main[a:b], valid[a:b], V.DELTA_ENCODING)
         elif packed is not None and filled_bounds is not None:
@@ -214,8 +196,7 @@ def _encode_item(
             values = item.values.get(column)
             part = None if values is None else values[a:b]
             if role == V.CHUNK_SECONDARY:
-                null_marked = next(c for c in schema.columns if c.name == column).null_marked
-                part_valid = valid[a:b] if null_marked else None
+                part_valid = valid[a:b] if null_marked[column] else None
                 rows.secondary[name].append(None if part is None else (part, part_valid))
             else:
                 encoded = (
@@ -238,7 +219,8 @@ def encode(schema: SignalSchema, items: list[PreparedSignal], options: ConvertOp
         {n: [] for n, r in fields if r == V.CHUNK_SECONDARY},
         {n: [] for n, r in fields[4:] if r not in (V.CHUNK_SECONDARY, V.NUMPRESS_LINEAR)},
     )
-    for item, chunks in zip(items, _chunks(schema, items, options), strict=True):
+    encodings = [_encoding(item, options) for item in items]
+    for item, chunks in zip(items, plan_chunks(schema, items, options, encodings), strict=True):
         _encode_item(item, schema, options, rows, fields, chunks)
     stype = struct_type(schema, options)
     children = {schema.index_column: pa.array(rows.index, pa.uint64())}
