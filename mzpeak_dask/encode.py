@@ -12,7 +12,7 @@ from __future__ import annotations
 import gc
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pyarrow as pa
@@ -21,8 +21,9 @@ from . import vocabulary as V
 from .contracts import PEAKS, EncodedPartition, EncodeSpec, Partition
 from .errors import InputError, NumpressEncodeError
 from .layouts import layout_of, point
-from .layouts.schema import PreparedSignal, SignalSchema
+from .layouts.schema import PreparedSignal, SignalColumn, SignalSchema, array_key
 from .options import ConvertOptions
+from .prepared import prepared_together
 from .readers import CHROMATOGRAMS, FORMATS
 from .records import ChromatogramRecord, SignalArray, SpectrumRecord
 from .tables.chromatogram_metadata import ChromatogramTables
@@ -48,12 +49,39 @@ def _castable(values: np.ndarray, dtype: np.dtype) -> np.ndarray | None:
     return cast if same else None
 
 
+@dataclass(frozen=True, slots=True)
+class Routes:
+    """What routing an item's arrays looks up in a schema, worked out once for many items: the
+    column of each array key (the first column with that key, as ``column_for`` finds it), each
+    column's dtype, the main and intensity columns."""
+
+    by_key: dict[tuple[str, str, str | None], SignalColumn]
+    dtypes: dict[str, np.dtype]
+    main: SignalColumn
+    intensity: str | None
+
+    @classmethod
+    def of(cls, schema: SignalSchema) -> Routes:
+        by_key: dict[tuple[str, str, str | None], SignalColumn] = {}
+        for c in schema.columns:
+            by_key.setdefault(c.key, c)
+        intensity = schema.intensity
+        return cls(
+            by_key,
+            {c.name: np.dtype(c.dtype) for c in schema.columns},
+            schema.main,
+            intensity.name if intensity is not None else None,
+        )
+
+
 def route_arrays(
-    schema: SignalSchema, arrays: list[SignalArray]
+    schema: SignalSchema, arrays: list[SignalArray], routes: Routes | None = None
 ) -> tuple[dict[str, np.ndarray], list[SignalArray], int]:
     """Assign arrays to data columns; the rest become auxiliary. Returns (columns, aux, n)."""
-    found = [(a, schema.column_for(a)) for a in arrays]
-    main_column = schema.main
+    routes = routes or Routes.of(schema)
+    by_key = routes.by_key
+    found = [(a, by_key.get(array_key(a.array_type, a.name, a.unit))) for a in arrays]
+    main_column = routes.main
     main = next((a for a, column in found if column is main_column), None)
     n = len(main.values) if main is not None else 0
     columns: dict[str, np.ndarray] = {}
@@ -62,7 +90,7 @@ def route_arrays(
         column = column if main is not None else None
         values = None
         if column is not None and column.name not in columns and len(a.values) == n:
-            values = _castable(np.asarray(a.values), np.dtype(column.dtype))
+            values = _castable(np.asarray(a.values), routes.dtypes[column.name])
         if values is None:
             auxiliary.append(a)
         else:
@@ -88,23 +116,29 @@ def _in_axis_order(
 
 
 def _routed(
-    schema: SignalSchema, arrays: list[SignalArray], options: ConvertOptions, sort: bool | None
+    schema: SignalSchema,
+    arrays: list[SignalArray],
+    options: ConvertOptions,
+    sort: bool | None,
+    routes: Routes | None = None,
 ) -> tuple[dict[str, np.ndarray], list[SignalArray], int]:
     """Time arrays in minutes, routed to columns, in main-axis order (``sort``; by default in the
     chunked layout, which needs it, see :mod:`~mzpeak_dask.transforms.sorting`)."""
-    columns, auxiliary, n = route_arrays(schema, in_minutes(arrays))
+    columns, auxiliary, n = route_arrays(schema, in_minutes(arrays), routes)
     if layout_of(options).SORTS_ITEMS if sort is None else sort:
         columns, auxiliary = _in_axis_order(schema, columns, auxiliary, n)
     return columns, auxiliary, n
 
 
 def _model_inputs(
-    schema: SignalSchema, columns: dict[str, np.ndarray], n: int, profile: bool
+    routes: Routes, columns: dict[str, np.ndarray], n: int, profile: bool
 ) -> tuple[np.ndarray, np.ndarray] | None:
     """The (main axis, intensity) a profile item's spacing model is fitted on, if it has both."""
-    intensity = columns.get(schema.intensity.name) if schema.intensity else None
-    main_values = columns.get(schema.main.name)
-    if profile and intensity is not None and main_values is not None and n > 0:
+    if not profile or n <= 0:
+        return None
+    intensity = columns.get(routes.intensity) if routes.intensity is not None else None
+    main_values = columns.get(routes.main.name)
+    if intensity is not None and main_values is not None:
         return main_values, intensity
     return None
 
@@ -122,7 +156,7 @@ def _signal(
     """Zero-run stripping and null marking (profile spectra only), per format doc 5.1-5.2,
     given the item's spacing model (fitted before stripping)."""
     valid = None
-    if _model_inputs(schema, columns, n, profile) is not None:
+    if _model_inputs(Routes.of(schema), columns, n, profile) is not None:
         intensity_name = schema.intensity.name
         if options.strip_zero_runs:
             keep = zero_run_keep_mask(columns[intensity_name])
@@ -152,8 +186,9 @@ def prepare_signal(
     sort: bool | None = None,
 ) -> tuple[PreparedSignal, list[SignalArray]]:
     """One item's :func:`_routed` columns, spacing model and :func:`_signal`."""
-    columns, auxiliary, n = _routed(schema, arrays, options, sort)
-    inputs = _model_inputs(schema, columns, n, profile)
+    routes = Routes.of(schema)
+    columns, auxiliary, n = _routed(schema, arrays, options, sort, routes)
+    inputs = _model_inputs(routes, columns, n, profile)
     model = None
     if inputs is not None and options.null_marking:
         model = fit_delta_model(*inputs).tolist()
@@ -166,12 +201,14 @@ def prepare_signals(
     items: list[tuple[int, list[SignalArray], bool]],
     options: ConvertOptions,
 ) -> list[tuple[PreparedSignal, list[SignalArray]]]:
-    """:func:`prepare_signal` of many items ``(index, arrays, profile)``, their spacing models
-    fitted together (:func:`~mzpeak_dask.transforms.delta_models.fit_delta_models`, the same
-    models bit for bit)."""
-    routed = [_routed(schema, arrays, options, None) for _, arrays, _ in items]
+    """:func:`prepare_signal` of many items ``(index, arrays, profile)``, bit for bit, with the
+    work done once over the concatenated arrays: the spacing models
+    (:func:`~mzpeak_dask.transforms.delta_models.fit_delta_models`), zero-run stripping, null
+    marking and the order check (:func:`~mzpeak_dask.prepared.prepared_together`)."""
+    routes = Routes.of(schema)
+    routed = [_routed(schema, arrays, options, None, routes) for _, arrays, _ in items]
     inputs = [
-        _model_inputs(schema, columns, n, profile)
+        _model_inputs(routes, columns, n, profile)
         for (_, _, profile), (columns, _, n) in zip(items, routed, strict=True)
     ]
     models: list[list[float] | None] = [None] * len(items)
@@ -180,15 +217,8 @@ def prepare_signals(
         found = fit_delta_models([inputs[k][0] for k in fitted], [inputs[k][1] for k in fitted])
         for k, model in zip(fitted, found, strict=True):
             models[k] = model
-    return [
-        (
-            _signal(schema, index, columns, n, profile=profile, options=options, model=model),
-            auxiliary,
-        )
-        for (index, _, profile), (columns, auxiliary, n), model in zip(
-            items, routed, models, strict=True
-        )
-    ]
+    signals = prepared_together(schema, items, routed, inputs, models, options)
+    return [(signal, auxiliary) for signal, (_, auxiliary, _) in zip(signals, routed, strict=True)]
 
 
 def _peak_list(schema: SignalSchema, index: int, arrays: list[SignalArray]) -> PreparedSignal:

@@ -24,7 +24,7 @@ import numpy as np
 
 from .basic import first_valid_value, starts_with_start_point
 
-__all__ = ["decode", "decode_chunks", "encode", "round_trips"]
+__all__ = ["decode", "decode_chunks", "encode", "encode_chunks", "round_trips"]
 
 
 def _clean(values: np.ndarray, valid: np.ndarray) -> np.ndarray:
@@ -145,3 +145,37 @@ def round_trips(values: np.ndarray, valid: np.ndarray) -> bool:
     with np.errstate(over="ignore", invalid="ignore"):
         rebuilt = a + (b - a)
     return bool(np.array_equal(rebuilt.view(np.int64), b.view(np.int64)))
+
+
+def encode_chunks(
+    values: np.ndarray, valid: np.ndarray, offsets: np.ndarray, try_delta: np.ndarray
+) -> tuple[np.ndarray, list[tuple[np.ndarray, np.ndarray]]]:
+    """Many chunks ``values[offsets[k] : offsets[k + 1]]`` encoded at once, bit for bit as one
+    at a time: :func:`encode` where ``try_delta[k]`` and :func:`round_trips` holds, else the
+    basic encoding (:func:`mzpeak_dask.codecs.basic.encode`, in float64). Returns whether each
+    chunk is delta encoded, and each chunk's stored ``(values, valid)`` (views)."""
+    valid = np.asarray(valid, dtype=bool)
+    x = _clean(values, valid)
+    offsets = np.asarray(offsets, dtype=np.int64)
+    sizes = np.diff(offsets)
+    chunk = np.repeat(np.arange(sizes.shape[0]), sizes)
+    with np.errstate(over="ignore", invalid="ignore"):
+        step = x[1:] - x[:-1]
+        rebuilt = x[:-1] + step
+    pairs = valid[1:] & valid[:-1] & (chunk[1:] == chunk[:-1])
+    broken = pairs & (rebuilt.view(np.int64) != x[1:].view(np.int64))
+    bad = np.bincount(chunk[1:][broken], minlength=sizes.shape[0])
+    bad += np.bincount(chunk[~np.isfinite(x)], minlength=sizes.shape[0])
+    is_delta = np.asarray(try_delta, dtype=bool) & (bad == 0)
+    body = np.zeros_like(x)
+    body[1:] = np.where(valid[1:], step, 0.0)
+    heads = offsets[:-1][sizes > 0]
+    body[heads] = 0.0  # a null first element is stored as a null; a valid one is left out
+    skip = np.zeros(sizes.shape[0], dtype=np.int64)
+    skip[sizes > 0] = valid[heads]
+    stored = []
+    for delta_encoded, a, b in zip(
+        is_delta.tolist(), (offsets[:-1] + skip).tolist(), offsets[1:].tolist(), strict=True
+    ):
+        stored.append(((body if delta_encoded else x)[a:b], valid[a:b]))
+    return is_delta, stored

@@ -27,10 +27,11 @@ from .. import vocabulary as V
 from ..codecs import basic, delta, numpress
 from ..errors import ArchiveError, NumpressEncodeError
 from ..options import ConvertOptions
-from ..transforms.chunking import chunk_boundaries, chunk_bounds
+from ..transforms.chunking import chunk_bounds
 from ..transforms.null_marking import fill_nulls
 from .array_index import ArrayIndexEntry, ArrayView, field_metadata
 from .arrow import Pair, concat, flat, list_array, lists
+from .chunk_plan import ItemChunks, item_valid, plan_chunks
 from .schema import PreparedSignal, SignalColumn, SignalSchema
 
 PREFIX = "chunk"
@@ -142,22 +143,29 @@ def _encode_axis(
     return V.NO_COMPRESSION, (out, out_valid), None
 
 
+def _encoding(item: PreparedSignal, options: ConvertOptions) -> str:
+    """The main-axis encoding an item's chunks try: the selected one for profile items."""
+    return ENCODINGS[options.chunk_encoding] if item.profile else V.NO_COMPRESSION
+
+
 def _encode_item(
     item: PreparedSignal,
     schema: SignalSchema,
     options: ConvertOptions,
     rows: _Rows,
     fields: list[tuple[str, str]],
+    chunks: ItemChunks | None,
 ) -> None:
-    main = item.values.get(schema.main.name)
-    if main is None or item.length == 0:
+    if chunks is None:
         return
-    main = main.astype(np.float64, copy=False)
-    valid = item.valid if item.valid is not None else np.ones(item.length, dtype=bool)
-    offsets = chunk_boundaries(main, valid, options.chunk_width, min_points=2)
-    starts, ends = chunk_bounds(main, valid, offsets)
-    encoding = ENCODINGS[options.chunk_encoding] if item.profile else V.NO_COMPRESSION
+    main = item.values[schema.main.name].astype(np.float64, copy=False)
+    valid = item_valid(item)
+    offsets, starts, ends = chunks.offsets, chunks.starts.copy(), chunks.ends.copy()
+    encoding = _encoding(item, options)
     filled_bounds = None
+    null_marked: dict[str, bool] = {}
+    for c in schema.columns:  # the first column of a name, as a search would find it
+        null_marked.setdefault(c.name, c.null_marked)
     if encoding == V.NUMPRESS_LINEAR and item.valid is not None:
         # Numpress has no nulls: store the reconstructed positions (as the reference does), so
         # the predictor sees a smooth axis; the intensity there stays 0. Such a chunk's bounds
@@ -166,8 +174,11 @@ def _encode_item(
         filled_bounds = chunk_bounds(main, np.ones(len(main), bool), offsets)
     for k in range(len(offsets) - 1):
         a, b = int(offsets[k]), int(offsets[k + 1])
-        chunk_valid = valid[a:b] if encoding != V.NUMPRESS_LINEAR else np.ones(b - a, bool)
-        curie, stored, packed = _encode_axis(main[a:b], chunk_valid, encoding)
+        if chunks.axis is not None:  # encoded with every other chunk of the partition
+            (curie, stored), packed = chunks.axis[k], None
+        else:
+            chunk_valid = valid[a:b] if encoding != V.NUMPRESS_LINEAR else np.ones(b - a, bool)
+            curie, stored, packed = _encode_axis(main[a:b], chunk_valid, encoding)
         if packed is None and encoding == V.NUMPRESS_LINEAR:  # a one-point fallback chunk
             curie, stored, packed = _encode_axis(main[a:b], valid[a:b], V.DELTA_ENCODING)
         elif packed is not None and filled_bounds is not None:
@@ -185,8 +196,7 @@ def _encode_item(
             values = item.values.get(column)
             part = None if values is None else values[a:b]
             if role == V.CHUNK_SECONDARY:
-                null_marked = next(c for c in schema.columns if c.name == column).null_marked
-                part_valid = valid[a:b] if null_marked else None
+                part_valid = valid[a:b] if null_marked[column] else None
                 rows.secondary[name].append(None if part is None else (part, part_valid))
             else:
                 encoded = (
@@ -209,8 +219,9 @@ def encode(schema: SignalSchema, items: list[PreparedSignal], options: ConvertOp
         {n: [] for n, r in fields if r == V.CHUNK_SECONDARY},
         {n: [] for n, r in fields[4:] if r not in (V.CHUNK_SECONDARY, V.NUMPRESS_LINEAR)},
     )
-    for item in items:
-        _encode_item(item, schema, options, rows, fields)
+    encodings = [_encoding(item, options) for item in items]
+    for item, chunks in zip(items, plan_chunks(schema, items, options, encodings), strict=True):
+        _encode_item(item, schema, options, rows, fields, chunks)
     stype = struct_type(schema, options)
     children = {schema.index_column: pa.array(rows.index, pa.uint64())}
     axis = schema.main.name

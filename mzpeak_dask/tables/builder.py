@@ -17,14 +17,14 @@ class StructBuilder:
 
     def __init__(self, type: pa.StructType):
         self.type = type
-        self._names = [f.name for f in type]
-        self._data: dict[str, list[Any]] = {n: [] for n in self._names}
+        self._columns: list[tuple[str, list[Any]]] = [(f.name, []) for f in type]
+        self._data: dict[str, list[Any]] = dict(self._columns)
         self.length = 0
 
     def append(self, row: dict[str, Any]) -> None:
         get = row.get
-        for name in self._names:
-            self._data[name].append(get(name))
+        for name, values in self._columns:
+            values.append(get(name))
         self.length += 1
 
     def finish(self, prebuilt: dict[str, pa.Array] | None = None) -> pa.StructArray:

@@ -89,7 +89,6 @@ class ChromatogramTables:
             "chromatogram": self.chromatogram.finish(
                 {"auxiliary_arrays": auxiliary_column(self._auxiliary)}
             ),
-            "precursor": self.precursors.precursor.finish(),
-            "selected_ion": self.precursors.selected_ion.finish(),
+            **self.precursors.finish(),
             "product": self.product.finish(),
         }

@@ -122,9 +122,14 @@ class ValueColumn:
         """The converted value when ``param`` fits this column, else ``_REJECT``."""
         if param.unit is not None and param.unit != self.unit:
             return _REJECT
-        value = self._convert(param.value)
-        if value is None:
-            return _REJECT
+        value = param.value
+        kind = type(value)
+        if kind is float and self.kind == "float":
+            return value  # what _to_float gives a float; float columns have no bounds
+        if kind is not int or self.kind != "int":
+            value = self._convert(value)
+            if value is None:
+                return _REJECT
         bounds = self._bounds
         if bounds is not None and not bounds[0] <= value <= bounds[1]:
             return _REJECT
@@ -177,13 +182,16 @@ def promote(
     rest: list[Param] = []
     for p in params:
         acc = p.accession
-        col = value_columns.get(acc) if acc else None
-        if col is not None and col.column not in values:
+        if not acc:  # a userParam
+            rest.append(p)
+            continue
+        col = value_columns.get(acc)
+        if col is not None and col._column not in values:
             v = col.accepts(p)
             if v is not _REJECT:
-                values[col.column] = v
+                values[col._column] = v
                 continue
-        if acc and p.value in (None, ""):
+        if term_columns and (p.value is None or p.value == ""):
             term = _term_column_for(acc, term_columns)
             if term is not None and term.column not in values:
                 values[term.column] = term.encode(acc)

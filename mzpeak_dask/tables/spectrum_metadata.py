@@ -17,7 +17,7 @@ from ..records import Param, PrecursorRecord, ScanRecord, SpectrumRecord
 from .auxiliary import AUXILIARY_LIST_TYPE, auxiliary_column
 from .builder import StructBuilder
 from .columns import TermColumn, ValueColumn, fields, promote
-from .params import PARAM_LIST_TYPE, param_rows
+from .params import PARAM_LIST_TYPE, ParamLists, param_rows
 
 # -- spectrum -------------------------------------------------------------------------------------
 MS_LEVEL = ValueColumn(V.MS_LEVEL, "ms level", None, pa.uint8(), "int")
@@ -210,6 +210,8 @@ class PrecursorTables:
     )
     # the spectrumRef of each selected ion's precursor, resolved to an index by the coordinator
     selected_ion_refs: list[str | None] = field(default_factory=list)
+    _activation: ParamLists = field(default_factory=ParamLists)
+    _ion_parameters: ParamLists = field(default_factory=ParamLists)
 
     def add(self, source_index: int, precursors: list[PrecursorRecord]) -> None:
         for prec in precursors:
@@ -220,15 +222,26 @@ class PrecursorTables:
                     "source_index": source_index,
                     "precursor_id": prec.spectrum_ref,
                     "isolation_window": window,
-                    "activation": {"parameters": param_rows(prec.activation)},
                 }
             )
+            self._activation.add(prec.activation)
             for ion in prec.selected_ions:
                 mobility, ion_params = split_ion_mobility(ion.params)
                 row, rest = promote(ion_params, _SELECTED_ION_PROMOTED)
-                row.update(mobility, source_index=source_index, parameters=param_rows(rest))
+                row.update(mobility, source_index=source_index)
                 self.selected_ion.append(row)
+                self._ion_parameters.add(rest)
                 self.selected_ion_refs.append(prec.spectrum_ref)
+
+    def finish(self) -> dict[str, pa.StructArray]:
+        """The ``precursor`` and ``selected_ion`` tables."""
+        activation = pa.StructArray.from_arrays(
+            [self._activation.finish()], fields=list(PRECURSOR_TYPE_STRUCT["activation"].type)
+        )
+        return {
+            "precursor": self.precursor.finish({"activation": activation}),
+            "selected_ion": self.selected_ion.finish({"parameters": self._ion_parameters.finish()}),
+        }
 
 
 @dataclass
@@ -241,6 +254,8 @@ class SpectrumTables:
     scan: StructBuilder = field(default_factory=lambda: StructBuilder(SCAN_TYPE_STRUCT))
     precursors: PrecursorTables = field(default_factory=PrecursorTables)
     _auxiliary: list = field(default_factory=list)
+    _parameters: ParamLists = field(default_factory=ParamLists)  # of the spectrum rows
+    _scan_parameters: ParamLists = field(default_factory=ParamLists)
 
     def add(
         self,
@@ -265,13 +280,13 @@ class SpectrumTables:
             data_processing_ref=own_data_processing(
                 record.data_processing_ref, self.default_data_processing
             ),
-            parameters=param_rows(rest),
             number_of_auxiliary_arrays=len(auxiliary),
             mz_delta_model=mz_delta_model,
         )
         row[NUMBER_OF_DATA_POINTS] = number_of_data_points
         row[NUMBER_OF_PEAKS] = number_of_peaks
         self.spectrum.append(row)
+        self._parameters.add(rest)
         self._auxiliary.append(auxiliary)
         self.precursors.add(index, record.precursors)
 
@@ -289,10 +304,10 @@ class SpectrumTables:
             instrument_configuration_ref=self.instrument_ids.get(
                 scan.instrument_configuration_ref or ""
             ),
-            parameters=param_rows(rest),
             scan_windows=windows,
         )
         self.scan.append(row)
+        self._scan_parameters.add(rest)
 
     @property
     def selected_ion_refs(self) -> list[str | None]:
@@ -301,11 +316,13 @@ class SpectrumTables:
     def finish(self) -> dict[str, pa.StructArray]:
         return {
             "spectrum": self.spectrum.finish(
-                {"auxiliary_arrays": auxiliary_column(self._auxiliary)}
+                {
+                    "parameters": self._parameters.finish(),
+                    "auxiliary_arrays": auxiliary_column(self._auxiliary),
+                }
             ),
-            "scan": self.scan.finish(),
-            "precursor": self.precursors.precursor.finish(),
-            "selected_ion": self.precursors.selected_ion.finish(),
+            "scan": self.scan.finish({"parameters": self._scan_parameters.finish()}),
+            **self.precursors.finish(),
         }
 
 

@@ -34,11 +34,12 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import OptionsError
+from .runs import owners, run_starts
 
-__all__ = ["chunk_boundaries", "chunk_bounds"]
+__all__ = ["chunk_boundaries", "chunk_boundaries_of_runs", "chunk_bounds"]
 
 
-def _bins(values: np.ndarray, start: float, width: float) -> np.ndarray:
+def _bins(values: np.ndarray, start: float | np.ndarray, width: float) -> np.ndarray:
     """Smallest ``k >= 1`` with ``value <= start + k*width``, with float rounding corrected."""
     k = np.maximum(np.ceil((values - start) / width), 1.0)
     k = np.where(values > start + k * width, k + 1, k)
@@ -61,10 +62,9 @@ def _candidate_cuts(valid: np.ndarray, triggers: np.ndarray) -> np.ndarray:
     return np.where(null_before, triggers - 1, np.where(null_after, run_end, triggers))
 
 
-def _enforce_min_points(cuts: np.ndarray, valid: np.ndarray, min_points: int) -> list[int]:
+def _enforce_min_points(cuts: np.ndarray, counts: np.ndarray, min_points: int) -> list[int]:
     """Greedily drop cuts that would close a chunk with fewer than ``min_points`` non-null
-    values; a loop over chunks, not points."""
-    counts = np.concatenate(([0], np.cumsum(valid)))
+    values (``counts[i]``: non-null values before point i); a loop over chunks, not points."""
     total = int(counts[-1])
     kept = [0]
     for cut in cuts.tolist():
@@ -84,10 +84,7 @@ def chunk_boundaries(
     ``array([0])``; an array without any non-null value, or with fewer than ``min_points``, is one
     chunk. Raises :class:`~mzpeak_dask.errors.OptionsError` for a non-positive width.
     """
-    if not (np.isfinite(width) and width > 0):
-        raise OptionsError(f"chunk width must be a positive number, got {width!r}")
-    if min_points < 1:
-        raise OptionsError(f"min_points must be at least 1, got {min_points!r}")
+    _check(width, min_points)
     values = np.asarray(values, dtype=np.float64)
     valid = np.asarray(valid, dtype=bool)
     n = values.shape[0]
@@ -101,8 +98,87 @@ def chunk_boundaries(
     triggers = valid_index[1:][bins[1:] > bins[:-1]]
     cuts = _candidate_cuts(valid, triggers)
     cuts = np.unique(cuts[(cuts > 0) & (cuts < n)])
-    kept = _enforce_min_points(cuts, valid, min_points)
+    kept = _enforce_min_points(cuts, np.concatenate(([0], np.cumsum(valid))), min_points)
     return np.array([*kept, n], dtype=np.int64)
+
+
+def _check(width: float, min_points: int) -> None:
+    if not (np.isfinite(width) and width > 0):
+        raise OptionsError(f"chunk width must be a positive number, got {width!r}")
+    if min_points < 1:
+        raise OptionsError(f"min_points must be at least 1, got {min_points!r}")
+
+
+def chunk_boundaries_of_runs(
+    values: np.ndarray,
+    valid: np.ndarray,
+    lengths: np.ndarray,
+    width: float,
+    *,
+    min_points: int = 2,
+) -> list[np.ndarray]:
+    """:func:`chunk_boundaries` of every run of a concatenation (see
+    :mod:`~mzpeak_dask.transforms.runs`), each run's offsets local to it: the bins, triggers
+    and candidate cuts of all runs at once; only the greedy minimum-points pass walks the cuts,
+    run by run."""
+    _check(width, min_points)
+    values = np.asarray(values, dtype=np.float64)
+    valid = np.asarray(valid, dtype=bool)
+    lengths = np.asarray(lengths, dtype=np.int64)
+    starts = run_starts(lengths)
+    run = owners(lengths)
+    cuts = _cuts_of_runs(values, valid, run, starts, starts + lengths, width)
+    counts = np.concatenate(([0], np.cumsum(valid)))
+    by_run = np.searchsorted(cuts, starts + lengths)
+    out, first = [], 0
+    for k, n in enumerate(lengths.tolist()):
+        last = int(by_run[k])
+        if n == 0:
+            out.append(np.zeros(1, dtype=np.int64))
+        elif first == last:
+            out.append(np.array([0, n], dtype=np.int64))
+        else:
+            start = int(starts[k])
+            local = counts[start : start + n + 1] - counts[start]
+            kept = _enforce_min_points(cuts[first:last] - start, local, min_points)
+            out.append(np.array([*kept, n], dtype=np.int64))
+        first = last
+    return out
+
+
+def _cuts_of_runs(
+    values: np.ndarray,
+    valid: np.ndarray,
+    run: np.ndarray,
+    starts: np.ndarray,
+    ends: np.ndarray,
+    width: float,
+) -> np.ndarray:
+    """Every run's candidate cuts (see :func:`chunk_boundaries`), as ascending positions in
+    the concatenation, none at a run's first point or end."""
+    valid_index = np.flatnonzero(valid)
+    if valid_index.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    valid_run = run[valid_index]
+    opens = np.concatenate(([True], valid_run[1:] != valid_run[:-1]))
+    sizes = np.diff(np.concatenate((np.flatnonzero(opens), [valid_index.size])))
+    valid_values = values[valid_index]
+    start = np.repeat(valid_values[opens], sizes)
+    bins = _bins(valid_values, start, width)
+    rising = (bins[1:] > bins[:-1]) & ~opens[1:]
+    triggers = valid_index[1:][rising]
+    owner = run[triggers]
+    end = ends[owner]
+    null_before = ~valid[triggers - 1]
+    after = np.minimum(triggers + 1, valid.shape[0] - 1)
+    null_after = (triggers + 1 < end) & ~valid[after]
+    following = np.searchsorted(valid_index, triggers, side="right")
+    next_in_run = following < valid_index.size
+    following = np.minimum(following, valid_index.size - 1)
+    next_in_run &= valid_run[following] == owner
+    run_end = np.where(next_in_run, valid_index[following] - 1, end)
+    cuts = np.where(null_before, triggers - 1, np.where(null_after, run_end, triggers))
+    return np.unique(cuts[(cuts > starts[owner]) & (cuts < end)])
 
 
 def chunk_bounds(

@@ -35,6 +35,7 @@ __all__ = [
     "null_pair_mask",
     "predict_delta",
     "second_median",
+    "segment_second_medians",
     "verified_null_mask",
 ]
 
@@ -141,7 +142,7 @@ def fit_delta_model(mz: np.ndarray, intensity: np.ndarray | None = None) -> np.n
     return beta
 
 
-def _segment_second_medians(
+def segment_second_medians(
     values: np.ndarray, valid_index: np.ndarray, segment: np.ndarray, n_segments: int
 ) -> np.ndarray:
     """Second median of the spacing inside each segment (NaN for one-point segments)."""
@@ -189,7 +190,7 @@ def fill_nulls(values: np.ndarray, valid: np.ndarray, model: np.ndarray | None) 
     starts_segment = np.diff(valid_index, prepend=-2) != 1
     segment = np.cumsum(starts_segment) - 1
     n_segments = int(segment[-1]) + 1
-    delta = _segment_second_medians(values, valid_index, segment, n_segments)
+    delta = segment_second_medians(values, valid_index, segment, n_segments)
     single = np.isnan(delta)
     if single.any():
         lone_values = values[valid_index[starts_segment]][single]

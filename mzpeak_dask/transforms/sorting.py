@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["is_sorted", "sort_order"]
+from .runs import owners
+
+__all__ = ["is_sorted", "runs_sorted", "sort_order"]
 
 
 def is_sorted(values: np.ndarray, valid: np.ndarray | None = None) -> bool:
@@ -27,6 +29,19 @@ def is_sorted(values: np.ndarray, valid: np.ndarray | None = None) -> bool:
     if valid is not None:
         values = values[np.asarray(valid, dtype=bool)]
     return bool(np.all(values[1:] >= values[:-1]))
+
+
+def runs_sorted(values: np.ndarray, valid: np.ndarray | None, lengths: np.ndarray) -> np.ndarray:
+    """:func:`is_sorted` of every run of a concatenation (see
+    :mod:`~mzpeak_dask.transforms.runs`) at once: one bool per run."""
+    values = np.asarray(values)
+    run = owners(lengths)
+    if valid is not None:
+        valid = np.asarray(valid, dtype=bool)
+        values, run = values[valid], run[valid]
+    # a pair across two runs orders nothing; a NaN fails its comparison, as in is_sorted
+    broken = ~(values[1:] >= values[:-1]) & (run[1:] == run[:-1])
+    return np.bincount(run[1:][broken], minlength=len(lengths)) == 0
 
 
 def sort_order(values: np.ndarray) -> np.ndarray | None:

@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["apply_keep_mask", "strip_zero_runs", "zero_run_keep_mask"]
+from .runs import run_edges
+
+__all__ = ["apply_keep_mask", "strip_zero_runs", "zero_run_keep_mask", "zero_run_keep_masks"]
 
 
 def zero_run_keep_mask(intensity: np.ndarray) -> np.ndarray:
@@ -55,3 +57,16 @@ def strip_zero_runs(
     keep = zero_run_keep_mask(intensity)
     stripped = apply_keep_mask(keep, intensity, *arrays)
     return stripped[0], stripped[1:]
+
+
+def zero_run_keep_masks(intensity: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """:func:`zero_run_keep_mask` of every run of a concatenation (see
+    :mod:`~mzpeak_dask.transforms.runs`) in one pass; a run's first and last points are its
+    ends, whatever its neighbours in the concatenation hold."""
+    is_zero = np.asarray(intensity) == 0
+    first, last = run_edges(lengths)
+    after_zero = first.copy()
+    after_zero[1:] |= is_zero[:-1]
+    before_zero = last.copy()
+    before_zero[:-1] |= is_zero[1:]
+    return ~(is_zero & after_zero & before_zero)

@@ -286,3 +286,31 @@ def test_reference_chunks_decode_to_source() -> None:
         worst_ppm = max(worst_ppm, np.max(np.abs(filled - source_mz) / source_mz) * 1e6)
     assert sum(p[0].size for p in decoded[0]) == 13589
     assert worst_ppm < 0.02
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.floats(-1e3, 1e3) | st.sampled_from([0.0, -0.0, np.inf, -np.inf, np.nan, 1e308]),
+        max_size=40,
+    ),
+    st.lists(st.booleans(), min_size=40, max_size=40),
+    st.lists(st.integers(0, 40), max_size=5),
+    st.lists(st.booleans(), min_size=46, max_size=46),
+)
+def test_chunks_encoded_at_once_are_each_chunk_encoded_alone(values, valid, cuts, tried) -> None:
+    """Delta where asked and where it round-trips, else basic; empty chunks, null heads,
+    signed zeros, infinities and NaN included."""
+    x = np.sort(np.array(values, dtype=np.float64))
+    ok = np.array(valid[: len(x)], dtype=bool)
+    offsets = np.array(sorted({0, len(x), *[c for c in cuts if c <= len(x)]}), dtype=np.int64)
+    offsets = np.insert(offsets, 1, 0)  # an empty first chunk
+    try_delta = np.array(tried[: len(offsets) - 1], dtype=bool)
+    is_delta, stored = delta.encode_chunks(x, ok, offsets, try_delta)
+    for k in range(len(offsets) - 1):
+        chunk, chunk_ok = x[offsets[k] : offsets[k + 1]], ok[offsets[k] : offsets[k + 1]]
+        alone = try_delta[k] and delta.round_trips(chunk, chunk_ok)
+        _, values_alone, valid_alone = (delta if alone else basic).encode(chunk, chunk_ok)
+        assert bool(is_delta[k]) == alone
+        assert stored[k][0].tobytes() == values_alone.tobytes()
+        assert stored[k][1].tolist() == valid_alone.tolist()

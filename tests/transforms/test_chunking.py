@@ -14,7 +14,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mzpeak_dask.errors import OptionsError
-from mzpeak_dask.transforms.chunking import chunk_boundaries, chunk_bounds
+from mzpeak_dask.transforms.chunking import (
+    chunk_boundaries,
+    chunk_boundaries_of_runs,
+    chunk_bounds,
+)
 from mzpeak_dask.transforms.null_marking import null_pair_mask
 from mzpeak_dask.transforms.zero_runs import zero_run_keep_mask
 
@@ -180,3 +184,42 @@ def test_boundaries_match_reference_archive() -> None:
         assert np.array_equal(end[~single], ref_end[rows][~single])
         assert np.array_equal(end[single], start[single])
     assert 0 < merged_tails < 20
+
+
+@given(
+    st.lists(marked_spectra() | arbitrary_masks(), max_size=6),
+    widths,
+    st.sampled_from([1, 2, 3]),
+)
+@settings(max_examples=200, deadline=None)
+def test_boundaries_of_runs_are_each_runs_boundaries(
+    spectra, width: float, min_points: int
+) -> None:
+    """A partition's spectra cut at once, over their concatenation, are cut where each is cut
+    alone (empty spectra, spectra without a non-null value and all-null runs at the ends
+    included); their chunk bounds too."""
+    spectra = [*spectra, (np.zeros(0), np.zeros(0, dtype=bool))]
+    values = np.concatenate([mz for mz, _ in spectra])
+    valid = np.concatenate([ok for _, ok in spectra])
+    lengths = np.array([len(mz) for mz, _ in spectra], dtype=np.int64)
+    together = chunk_boundaries_of_runs(values, valid, lengths, width, min_points=min_points)
+    assert len(together) == len(spectra)
+    starts = np.cumsum(lengths) - lengths
+    everywhere = [o[:-1] + s for o, s in zip(together, starts, strict=True)]
+    first, last = chunk_bounds(values, valid, np.append(np.concatenate(everywhere), len(values)))
+    at = 0
+    for (mz, ok), offsets in zip(spectra, together, strict=True):
+        alone = chunk_boundaries(mz, ok, width, min_points=min_points)
+        assert offsets.tolist() == alone.tolist()
+        n = len(offsets) - 1
+        alone_first, alone_last = chunk_bounds(mz, ok, alone)
+        assert np.array_equal(first[at : at + n], alone_first, equal_nan=True)
+        assert np.array_equal(last[at : at + n], alone_last, equal_nan=True)
+        at += n
+
+
+def test_boundaries_of_runs_reject_what_boundaries_reject() -> None:
+    with pytest.raises(OptionsError):
+        chunk_boundaries_of_runs(np.zeros(2), np.ones(2, bool), np.array([2]), 0.0)
+    with pytest.raises(OptionsError):
+        chunk_boundaries_of_runs(np.zeros(2), np.ones(2, bool), np.array([2]), 1.0, min_points=0)

@@ -15,7 +15,11 @@ from mzpeak_dask import vocabulary as V
 from mzpeak_dask.errors import InputError
 from mzpeak_dask.readers import SPECTRA, MzMLFormat
 from mzpeak_dask.readers.base import ItemRange
-from mzpeak_dask.transforms.delta_models import fit_delta_models, second_medians
+from mzpeak_dask.transforms.delta_models import (
+    constant_preferred,
+    fit_delta_models,
+    second_medians,
+)
 from mzpeak_dask.transforms.null_marking import fit_delta_model, second_median
 
 from ..helpers import PROFILE_RUNS
@@ -108,3 +112,51 @@ def test_second_medians_are_numpys_on_hostile_runs(runs) -> None:
     batched = second_medians(deltas, starts, spans)
     for k, run in enumerate(runs):
         assert _bits([batched[k]]) == _bits([second_median(np.array(run, dtype=np.float64))])
+
+
+def _numpy_decision(constant: np.ndarray, quadratic: np.ndarray) -> bool:
+    return bool(np.sum(constant) < np.sum(quadratic) / 10.0)
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.lists(st.floats(0, 1e6) | st.sampled_from([0.0, np.inf, np.nan]), min_size=1),
+            st.sampled_from(["random", "tie", "near", "scaled"]),
+        ),
+        min_size=1,
+        max_size=8,
+    ),
+    st.integers(0, 3),
+)
+def test_constant_preference_is_decided_as_numpys_sums_decide(runs, seed: int) -> None:
+    """The quick sequential sums decide only where rounding cannot flip the comparison: ties,
+    near ties, long runs of values summed in another order, NaN and infinity all give
+    the pairwise sums' answer."""
+    rng = np.random.default_rng(seed)
+    constants, quadratics = [], []
+    for values, kind in runs:
+        constant = np.array(values, dtype=np.float64) ** 2
+        if kind == "tie":  # equal sums: the constant is not below
+            quadratic = constant * 10.0
+        elif kind == "near":  # equal but for the summation order's rounding
+            quadratic = rng.permutation(constant) * 10.0
+        elif kind == "scaled":  # long runs, sums within a few ulps
+            constant = np.repeat(rng.random(len(values)) * 1e-3, 300)
+            quadratic = rng.permutation(constant) * (10.0 + 1e-14)
+        else:
+            quadratic = rng.random(len(values)) * 10 * constant.mean()
+        constants.append(constant)
+        quadratics.append(quadratic)
+    spans = np.array([len(c) for c in constants], dtype=np.int64)
+    gap = 5  # runs lie apart, as a partition's spectra (the spacing between them belongs to none)
+    starts = np.cumsum(spans + gap) - spans
+    total = int(starts[-1] + spans[-1] + gap)
+    constant_all, quadratic_all = np.full(total, 7.0), np.full(total, 0.5)
+    for k in range(len(constants)):
+        constant_all[starts[k] : starts[k] + spans[k]] = constants[k]
+        quadratic_all[starts[k] : starts[k] + spans[k]] = quadratics[k]
+    decided = constant_preferred(constant_all, quadratic_all, starts, spans)
+    expected = [_numpy_decision(c, q) for c, q in zip(constants, quadratics, strict=True)]
+    assert decided.tolist() == expected

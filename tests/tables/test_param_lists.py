@@ -1,0 +1,78 @@
+"""Parameter lists gathered column by column are the arrays row-by-row conversion builds, on
+the params of real runs and on every kind of value (and the Parquet bytes written from them are
+the same)."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from mzpeak_dask.readers import SPECTRA, MzMLFormat
+from mzpeak_dask.readers.base import ItemRange
+from mzpeak_dask.records import Param
+from mzpeak_dask.tables.params import PARAM_LIST_TYPE, ParamLists, param_rows
+
+from ..helpers import DATA, SMALL_MZML
+
+HOSTILE = [
+    [],
+    [Param("none")],
+    [Param("flag", "MS:1", True), Param("off", None, False, "UO:1")],
+    [Param("int", "MS:2", 7), Param("huge", "MS:3", 2**70), Param("negative", "MS:4", -(2**63))],
+    [Param("float", "MS:5", 1.5, "MS:1000040"), Param("numpy float", "MS:6", np.float64(2.5))],
+    [Param("numpy int", "MS:7", np.int64(3)), Param("text", "MS:8", "abc"), Param("", "", "")],
+    [Param(None, None, None, None)],
+    [],
+]
+
+
+def _parquet(array: pa.Array) -> bytes:
+    sink = io.BytesIO()
+    pq.write_table(pa.table({"parameters": array}), sink)
+    return sink.getvalue()
+
+
+def _assert_same(rows: list[list[Param]]) -> None:
+    gathered = ParamLists()
+    for params in rows:
+        gathered.add(params)
+    built = gathered.finish()
+    expected = pa.array([param_rows(params) for params in rows], PARAM_LIST_TYPE)
+    assert built.type == expected.type
+    assert built.to_pylist() == expected.to_pylist()
+    assert built.equals(expected)
+    assert _parquet(built) == _parquet(expected)
+
+
+def _run_params(path: Path) -> list[list[Param]]:
+    survey = MzMLFormat.survey(str(path))
+    offsets = survey.spectrum_offsets
+    items = ItemRange(SPECTRA, 0, survey.spectrum_count, int(offsets[0]), int(offsets[-1]))
+    rows = []
+    for record in MzMLFormat.read(str(path), items, survey.hints):
+        rows.append(record.params)
+        rows.extend(scan.params for scan in record.scans)
+        for precursor in record.precursors:
+            rows += [precursor.isolation_window, precursor.activation]
+            rows.extend(ion.params for ion in precursor.selected_ions)
+    return rows
+
+
+@pytest.mark.parametrize(
+    "path", [SMALL_MZML, DATA / "openms" / "MS3_nonHierarchical.mzML"], ids=lambda p: p.name
+)
+def test_param_lists_equal_row_by_row_conversion_on_real_runs(path: Path) -> None:
+    rows = _run_params(path)
+    assert sum(map(len, rows)) > 100
+    _assert_same(rows)
+
+
+def test_param_lists_equal_row_by_row_conversion_on_every_kind_of_value() -> None:
+    _assert_same(HOSTILE)
+    _assert_same([[]])
+    _assert_same([])
