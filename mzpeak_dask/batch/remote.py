@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import shutil
 import tempfile
@@ -35,7 +36,9 @@ from ..storage.urls import check_writable, filesystem, is_url, join, local_path
 from . import report
 from .runner import BatchOutcome, run_batch
 from .sources import is_ms_file
-from .state import CONVERTED, SKIPPED
+from .state import CONVERTED, SKIPPED, STATE_FILE, BatchState
+
+log = logging.getLogger(__name__)
 
 STATE = "remote_state.json"
 
@@ -111,16 +114,24 @@ def run_remote_batch(
     listing = list_inputs(str(source))
     keep, todo = _resume(listing, state, output) if batch.resume else ({}, listing)
     staging = Path(tempfile.mkdtemp(prefix="batch-", dir=work))
-    try:
-        outcome = _convert(todo, staging, output, options, cluster, batch, client, progress)
-        records = {r["input"]: r for r in outcome.records}
+
+    def remember(records: list[dict[str, Any]]) -> None:
+        """Keep what each input of ``records`` was and became (saved at once)."""
+        by_input = {r["input"]: r for r in records}
         for url, _, etag, size in todo:
-            if url in records:
-                state[url] = {"etag": etag, "size": size, "record": records[url]}
+            if url in by_input:
+                state[url] = {"etag": etag, "size": size, "record": by_input[url]}
+        _save(work / STATE, state)
+
+    try:
+        outcome = _convert(
+            todo, staging, output, options, cluster, batch, client, progress, remember
+        )
+        remember(outcome.records)
+        records = {r["input"]: r for r in outcome.records}
         for url, entry in keep.items():
             records[url] = {**entry["record"], "status": SKIPPED}
         outcome.records = [records[url] for url, *_ in listing if url in records]
-        _save(work / STATE, state)
         _reports(staging / "out", output, outcome, batch)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
@@ -146,8 +157,12 @@ def _resume(listing, state, output) -> tuple[dict, list]:
     return keep, todo
 
 
-def _convert(todo, staging, output, options, cluster, batch, client, progress) -> BatchOutcome:
-    """The local batch of the inputs to do, its archives uploaded, its records naming URLs."""
+def _convert(
+    todo, staging, output, options, cluster, batch, client, progress, remember
+) -> BatchOutcome:
+    """The local batch of the inputs to do, its archives uploaded, its records naming URLs.
+    A batch stopped early (Ctrl-C, SIGTERM at a wall-time limit) still uploads and
+    ``remember``s the archives finished before the stop, so a resume skips them."""
     mirror, local_out = staging / "in", staging / "out"
     mirror.mkdir()
     urls = {}
@@ -159,16 +174,45 @@ def _convert(todo, staging, output, options, cluster, batch, client, progress) -
         else:  # compressed, or mzMLb: streamed into the staging tree
             download(url, target)
         urls[str(target.resolve())] = url
-    outcome = run_batch(
-        mirror,
-        local_out,
-        options,
-        cluster,
-        batch.updated(resume=False),
-        client=client,
-        progress=progress,
-    )
-    for record in outcome.records:
+    try:
+        outcome = run_batch(
+            mirror,
+            local_out,
+            options,
+            cluster,
+            batch.updated(resume=False),
+            client=client,
+            progress=progress,
+        )
+    except BaseException:
+        _keep_finished(local_out, urls, output, remember)
+        raise
+    _publish(outcome.records, urls, local_out, output)
+    return outcome
+
+
+def _keep_finished(local_out: Path, urls: dict[str, str], output: str, remember) -> None:
+    """After a stop: the archives the local batch recorded as converted are uploaded and
+    remembered. A failure here is logged: it must not replace what stopped the batch."""
+    try:
+        if not (local_out / STATE_FILE).is_file():
+            return
+        local = BatchState(local_out)
+        try:
+            finished = [r for r in local.all() if r["status"] == CONVERTED]
+        finally:
+            local.close()
+        _publish(finished, urls, local_out, output)
+        remember(finished)
+    except Exception as exc:  # noqa: BLE001 - see above
+        log.warning("%s: the archives finished before the stop were not kept (%s)", output, exc)
+
+
+def _publish(
+    records: list[dict[str, Any]], urls: dict[str, str], local_out: Path, output: str
+) -> None:
+    """Rewrite ``records`` to name URLs, uploading each converted archive to its key."""
+    for record in records:
         local_archive, local_input = Path(record["output"]), record["input"]
         record["output"] = join(output, local_archive.relative_to(local_out).as_posix())
         record["input"] = urls.get(str(Path(local_input).resolve()), local_input)
@@ -177,7 +221,6 @@ def _convert(todo, staging, output, options, cluster, batch, client, progress) -
         if record.get("error"):  # the URLs, not the staged copies
             error = record["error"].replace(local_input, record["input"])
             record["error"] = error.replace(str(local_archive), record["output"])
-    return outcome
 
 
 def _reports(local_out: Path, output: str, outcome: BatchOutcome, batch: BatchOptions) -> None:

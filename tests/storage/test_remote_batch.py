@@ -113,3 +113,42 @@ def test_a_batch_reads_uncompressed_inputs_by_ranges_where_they_lie(s3_endpoint,
         back = tmp_path / f"back-{name.replace('/', '-')}"
         client.download_file(bucket, f"mzpeak/{name}", str(back))
         assert_same_members(local, back)
+
+
+class _StopAfterFirst:
+    """A progress display interrupted (as by Ctrl-C) once one input has finished."""
+
+    def __init__(self):
+        self.finished: set[str] = set()
+
+    def __call__(self, source: str, done: int, total: int) -> None:
+        if done == total:
+            self.finished.add(source)
+        if len(self.finished) > 1:
+            raise KeyboardInterrupt
+
+
+def test_a_stopped_batch_keeps_what_it_finished_for_the_resume(s3_endpoint, bucket, tmp_path):
+    from mzpeak_dask.batch.remote import run_remote_batch
+    from mzpeak_dask.options import BatchOptions
+
+    client = s3_client(s3_endpoint)
+    for k in range(3):
+        client.upload_file(str(BUNDLED / "small.mzML"), bucket, f"raw/run{k}.mzML")
+    source, output, state = f"s3://{bucket}/raw", f"s3://{bucket}/mzpeak", tmp_path / "state"
+    with pytest.raises(KeyboardInterrupt):
+        run_remote_batch(
+            source, output, cluster=INLINE, progress=_StopAfterFirst(), state_dir=state
+        )
+    listed = client.list_objects_v2(Bucket=bucket, Prefix="mzpeak/").get("Contents", [])
+    kept = [k["Key"] for k in listed]
+    assert len(kept) == 1 and kept[0].endswith(".mzpeak"), kept  # the one finished archive
+    assert client.list_multipart_uploads(Bucket=bucket).get("Uploads", []) == []
+    resumed = run_remote_batch(
+        source, output, cluster=INLINE, batch=BatchOptions(resume=True), state_dir=state
+    )
+    status = {r["input"].rsplit("/", 1)[1]: r["status"] for r in resumed.records}
+    finished = kept[0].rsplit("/", 1)[1].replace(".mzpeak", ".mzML")
+    assert status == {
+        f"run{k}.mzML": "skipped" if f"run{k}.mzML" == finished else "converted" for k in range(3)
+    }
