@@ -1,12 +1,12 @@
 """Conversions whose input or output is a URL (``s3://``, ``gs://``, ``az://``; ``https://``
 inputs only).
 
-An uncompressed mzML, MGF or mzXML input URL is read where it lies: the survey and every
-partition read their own byte ranges of the object (:mod:`.storage.inputs`); its job keeps a
-local path in the staging folder where only the URL is noted. Other input URLs (compressed
-``.gz``/``.bz2`` ones, which cannot be read from the middle; mzMLb, an HDF5 file) are streamed
-into the staging folder (compressed ones as they are: the readers decompress them there),
-converted as local files, and the staged copies deleted.
+An uncompressed mzML, MGF, mzXML or mzMLb input URL is read where it lies: the survey and
+every partition read their own byte ranges of the object (:mod:`.storage.inputs`); its job
+keeps a local path in the staging folder where only the URL is noted. Compressed input URLs
+(``.gz``/``.bz2``, which cannot be read from the middle) are streamed into the staging folder
+as they are (the readers decompress them there), converted as local files, and the staged
+copies deleted.
 
 An output URL gets its archive built in the staging folder, then uploaded: one PUT, or a
 multipart upload aborted on any failure or interrupt, so only a complete archive ever

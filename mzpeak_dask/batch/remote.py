@@ -6,7 +6,7 @@ prefix under ``~/.cache/mzpeak-dask/batches``): a JSON file of what each input w
 size) and its record. ``--resume`` leaves out inputs whose ETag and size are unchanged and
 whose archive is at its key, without reading them. The others are run as an ordinary local
 batch (validation, retries, failure isolation) over a local staging tree, where an uncompressed
-mzML, MGF or mzXML input is only noted (its URL: the workers read it by ranges where it lies,
+mzML, MGF, mzXML or mzMLb input is only noted (its URL: the workers read it by ranges where it lies,
 as ``convert`` does, :mod:`..staged`) and the others are streamed in; each archive is then
 uploaded (:mod:`..storage.uploads`: only complete objects appear), and ``batch_report.json``,
 ``batch_report.html`` and ``catalog.parquet`` are written under the output prefix, naming the
@@ -171,7 +171,7 @@ def _convert(
         target.parent.mkdir(parents=True, exist_ok=True)
         if by_ranges(url):  # read where it lies, by the workers' ranged reads: only noted
             mark_origin(target, url)
-        else:  # compressed, or mzMLb: streamed into the staging tree
+        else:  # compressed: streamed into the staging tree
             download(url, target)
         urls[str(target.resolve())] = url
     try:

@@ -16,6 +16,7 @@ import numpy as np
 from .. import vocabulary as V
 from ..filecache import per_file
 from ..records import ChromatogramRecord, Param, SpectrumRecord
+from ..storage.inputs import range_file, remote_input
 from .base import CHROMATOGRAMS, SPECTRA, InputFormat, ItemRange, Survey, input_error
 from .bytesource import ByteSource
 from .detect import HDF5_MAGIC
@@ -25,10 +26,13 @@ _INDEX = {SPECTRA: "mzML_spectrumIndex", CHROMATOGRAMS: "mzML_chromatogramIndex"
 
 
 def _open(path: str) -> h5py.File:
+    """The HDF5 file at ``path``; an input read by ranges is opened over its object, so HDF5
+    reads its structure and each partition the chunks it needs by ranged GETs."""
+    url = remote_input(path)
     try:
-        return h5py.File(path, "r")
+        return h5py.File(range_file(url) if url else path, "r")
     except OSError as exc:
-        raise input_error(path, f"cannot open as HDF5 ({exc})") from None
+        raise input_error(url or path, f"cannot open as HDF5 ({exc})") from None
 
 
 @per_file(4)

@@ -1,6 +1,7 @@
-"""Inputs read where they lie: an uncompressed mzML, MGF or mzXML object in a bucket or on a web
-server is surveyed and read by byte ranges, by whichever process needs them (the survey where
-the run is planned, each partition's bytes on the worker that parses it), never copied whole.
+"""Inputs read where they lie: an uncompressed mzML, MGF, mzXML or mzMLb object in a bucket or
+on a web server is surveyed and read by byte ranges, by whichever process needs them (the
+survey where the run is planned, each partition's bytes on the worker that parses it), never
+copied whole.
 
 A job keeps a local path for its input (:mod:`mzpeak_dask.staged`): for an input read by
 ranges nothing is written at that path, only the origin marker beside it
@@ -20,13 +21,13 @@ from pathlib import Path
 
 from ..errors import InputError, StorageError
 from .origins import origin_of
-from .ranges import TOTAL, RangeSource, fetch, fetch_many
+from .ranges import TOTAL, RangeFile, RangeSource, fetch, fetch_many
 from .readahead import taken
 from .urls import filesystem, is_url
 
 SURVEY_READ_AHEAD = 1 << 18  # a survey's reads fetch at least this much (a header, a scan)
 HASH_BLOCK = 16 << 20  # one ranged GET per block when the input's digest streams the object
-RANGE_FORMATS = ("mzML", "MGF", "mzXML")  # read by ranges; mzMLb, compressed ones are staged
+RANGE_FORMATS = ("mzML", "MGF", "mzXML", "mzMLb")  # read by ranges; compressed ones are staged
 
 
 def remote_input(path: str | os.PathLike) -> str | None:
@@ -180,6 +181,13 @@ def range_source(url: str) -> RangeSource:
     return source if source is not None else _new_source(url)
 
 
+def range_file(url: str) -> RangeFile:
+    """The whole object as a seekable read-only file whose reads are ranged GETs through a
+    read-ahead cache (an HDF5 library reads mzMLb so: its superblock, B-trees and the chunks
+    a partition needs, never the whole object)."""
+    return RangeFile(range_source(url))
+
+
 def _new_source(url: str) -> RangeSource:
     fs, path = filesystem(url)
     size = size_of(url)
@@ -222,6 +230,7 @@ def url_sha256(url: str) -> str:
 
 __all__ = [
     "RANGE_FORMATS",
+    "range_file",
     "input_size",
     "object_head",
     "range_source",

@@ -19,6 +19,7 @@ from ..servers import range_server, s3_client
 from .test_remote_read import assert_same
 
 CORRUPT = DATA / "openms" / "FileFilter_39_input_corrupt.mzML"
+MZMLB = DATA / "mzdata" / "small.mzMLb"  # HDF5: read through a ranged file object
 # partitions of a few spectra: each worker task reads its own ranges of the object
 SMALL_PARTS = ConvertOptions(partition_items=8)
 
@@ -26,7 +27,7 @@ SMALL_PARTS = ConvertOptions(partition_items=8)
 @pytest.fixture(scope="module")
 def inputs(tmp_path_factory):
     root = tmp_path_factory.mktemp("inputs")
-    for source in (BUNDLED / "small.mzML", DATA / "mzdata" / "small.mgf", CORRUPT):
+    for source in (BUNDLED / "small.mzML", DATA / "mzdata" / "small.mgf", MZMLB, CORRUPT):
         shutil.copy(source, root / source.name)
     with range_server(root) as server:
         yield server
@@ -55,7 +56,7 @@ def files_in(folder) -> list[str]:
     return sorted(p.name for p in folder.rglob("*") if p.is_file())
 
 
-@pytest.mark.parametrize("name", ["small.mzML", "small.mgf"])
+@pytest.mark.parametrize("name", ["small.mzML", "small.mgf", "small.mzMLb"])
 def test_https_input_is_converted_by_ranged_reads_on_the_workers(
     inputs, staging, tmp_path, local_client, name
 ):
