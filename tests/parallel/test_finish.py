@@ -99,13 +99,7 @@ def test_finishing_again_after_a_lost_worker_writes_the_same_archive(tmp_path) -
     options = ConvertOptions(partition_items=9)
     staging = tmp_path / "staging"
     staging.mkdir()
-    plan = plan_run(SMALL, staging, options)
-    offsets: dict[str, int] = {}
-    parts = []
-    for partition in plan.partitions:
-        encoded = encode_partition(partition, plan.spec)
-        parts.append(write_to_file(str(staging), encoded, offsets, plan.spec)[0])
-        offsets = next_offsets(offsets, encoded)
+    plan, parts = _written_parts(SMALL, options, staging)
     output = tmp_path / "small.mzpeak"
     args = (str(SMALL), str(output), options, plan, str(staging), parts, file_sha256(SMALL))
     first, archive, inspection = finish_run(*args, True)
@@ -125,6 +119,14 @@ def _fanned_out(source: Path, output: Path, options: ConvertOptions, staging: Pa
     """The archive of ``source`` written by the tasks a larger run fans out into: the plan,
     each partition encoded and written to a file with the offsets of those before it, then
     the finishing task."""
+    plan, parts = _written_parts(source, options, staging)
+    args = (str(source), str(output), options, plan, str(staging), parts, file_sha256(source))
+    return finish_run(*args, check)
+
+
+def _written_parts(source: Path, options: ConvertOptions, staging: Path) -> tuple:
+    """The plan of ``source`` and its partitions' part files, each encoded and written with the
+    offsets of those before it, as the fanned-out tasks write them."""
     plan = plan_run(source, staging, options)
     offsets: dict[str, int] = {}
     parts = []
@@ -132,8 +134,7 @@ def _fanned_out(source: Path, output: Path, options: ConvertOptions, staging: Pa
         encoded = encode_partition(partition, plan.spec)
         parts.append(write_to_file(str(staging), encoded, offsets, plan.spec)[0])
         offsets = next_offsets(offsets, encoded)
-    args = (str(source), str(output), options, plan, str(staging), parts, file_sha256(source))
-    return finish_run(*args, check)
+    return plan, parts
 
 
 @pytest.mark.parametrize("source", [SMALL, UV, THREE], ids=["ms+tic", "ms+uv+chrom", "three"])

@@ -23,6 +23,15 @@ def _threads_here():
         yield
 
 
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    """A Range-capable HTTP server, one per test module, serving a copy of small.mzML."""
+    root = tmp_path_factory.mktemp("served")
+    shutil.copy(BUNDLED / "small.mzML", root / "small.mzML")
+    with range_server(root) as server:
+        yield server
+
+
 @pytest.fixture
 def staging(tmp_path, monkeypatch):
     """The folder the staging folders are made in (the system's temporary folder, here one of

@@ -7,8 +7,6 @@ from __future__ import annotations
 import shutil
 from collections import Counter
 
-import pytest
-
 from mzpeak_dask import ConvertOptions, convert
 from mzpeak_dask.archive.job import RunJob
 from mzpeak_dask.partition import plan_run
@@ -16,15 +14,6 @@ from mzpeak_dask.storage.origins import mark_origin
 from mzpeak_dask.tables.file_metadata import file_sha256
 
 from ..conftest import BUNDLED, INLINE
-from ..servers import range_server
-
-
-@pytest.fixture(scope="module")
-def served(tmp_path_factory):
-    root = tmp_path_factory.mktemp("job-inputs")
-    shutil.copy(BUNDLED / "small.mzML", root / "small.mzML")
-    with range_server(root) as server:
-        yield server
 
 
 def test_a_conversion_asks_the_size_of_its_input_once(served, tmp_path):

@@ -6,13 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from mzpeak_dask import ConvertOptions, convert, convert_many
+from mzpeak_dask import ConvertOptions
 from mzpeak_dask.readers.mzxml_ranges import balanced
-from mzpeak_dask.storage.origins import SUFFIX
 
-from ..conftest import DATA, INLINE
-from ..servers import moto_requests, s3_client
-from .test_remote_ranges import assert_same_members, files_in
+from ..conftest import DATA
+from .test_remote_ranges import assert_converted_by_ranges
 
 CASES = {
     # Fusion SPS-MS3 with an index, in partitions of 3 scans
@@ -28,25 +26,7 @@ def test_an_mzxml_in_a_bucket_is_converted_by_ranges_as_locally(
 ):
     source, items = CASES[name]
     options = ConvertOptions(partition_items=items)
-    client = s3_client(s3_endpoint)
-    client.upload_file(str(source), bucket, f"in/{name}")
-    local = tmp_path / "local.mzpeak"
-    expected = convert(source, local, options, cluster=INLINE)
-    seen = []
-    with moto_requests() as requests:
-        [result] = convert_many(
-            [(f"s3://{bucket}/in/{name}", f"s3://{bucket}/out/run.mzpeak")],
-            options,
-            cluster=INLINE,
-            on_result=lambda k, outcome: seen.append(files_in(staging)),
-        )
-    assert not isinstance(result, BaseException), result
-    assert (result.spectra, result.input_sha256) == (expected.spectra, expected.input_sha256)
-    assert seen == [[name + SUFFIX]]  # only the URL's note: no copy of the input
-    gets = [status for method, path, status in requests if method == "GET" and "/in/" in path]
-    assert gets and set(gets) == {206}, gets  # ranged GETs only, never the whole object
-    client.download_file(bucket, "out/run.mzpeak", str(tmp_path / "back.mzpeak"))
-    assert_same_members(local, tmp_path / "back.mzpeak")
+    assert_converted_by_ranges(s3_endpoint, bucket, staging, tmp_path, source, options)
 
 
 def test_a_span_cut_inside_nested_scans_is_balanced():

@@ -5,26 +5,15 @@ sample costs no request of its own."""
 
 from __future__ import annotations
 
-import shutil
 from collections import Counter
 
 import numpy as np
-import pytest
 
 from mzpeak_dask.options import ConvertOptions
 from mzpeak_dask.partition import plan_run
 from mzpeak_dask.storage.origins import mark_origin
 
 from ..conftest import BUNDLED
-from ..servers import range_server
-
-
-@pytest.fixture(scope="module")
-def served(tmp_path_factory):
-    root = tmp_path_factory.mktemp("plan-inputs")
-    shutil.copy(BUNDLED / "small.mzML", root / "small.mzML")
-    with range_server(root) as server:
-        yield server
 
 
 def test_the_plan_of_an_indexed_mzml_in_storage_takes_few_requests(served, tmp_path):

@@ -15,7 +15,7 @@ from mzpeak_dask.errors import MzPeakDaskError
 from mzpeak_dask.storage.origins import SUFFIX
 
 from ..conftest import BUNDLED, DATA, INLINE
-from ..servers import range_server, s3_client
+from ..servers import moto_requests, range_server, s3_client
 from .test_remote_read import assert_same
 
 CORRUPT = DATA / "openms" / "FileFilter_39_input_corrupt.mzML"
@@ -54,6 +54,36 @@ def assert_same_members(local, remote) -> None:
 
 def files_in(folder) -> list[str]:
     return sorted(p.name for p in folder.rglob("*") if p.is_file())
+
+
+def assert_converted_by_ranges(s3_endpoint, bucket, staging, tmp_path, source, options) -> None:
+    """``source`` uploaded to the bucket and converted s3 -> s3 in this process: the same
+    result and Parquet members as its local conversion, staging holding only the URL's note
+    (no copy of the input), and only ranged GETs of the object (never the whole of it)."""
+    name = source.name
+    client = s3_client(s3_endpoint)
+    client.upload_file(str(source), bucket, f"in/{name}")
+    local = tmp_path / "local.mzpeak"
+    expected = convert(source, local, options, cluster=INLINE)
+    seen = []
+    with moto_requests() as requests:
+        [result] = convert_many(
+            [(f"s3://{bucket}/in/{name}", f"s3://{bucket}/out/run.mzpeak")],
+            options,
+            cluster=INLINE,
+            on_result=lambda k, outcome: seen.append(files_in(staging)),
+        )
+    assert not isinstance(result, BaseException), result
+    assert (result.spectra, result.points, result.input_sha256) == (
+        expected.spectra,
+        expected.points,
+        expected.input_sha256,
+    )
+    assert seen == [[name + SUFFIX]]
+    gets = [status for method, path, status in requests if method == "GET" and "/in/" in path]
+    assert gets and set(gets) == {206}, gets
+    client.download_file(bucket, "out/run.mzpeak", str(tmp_path / "back.mzpeak"))
+    assert_same_members(local, tmp_path / "back.mzpeak")
 
 
 @pytest.mark.parametrize("name", ["small.mzML", "small.mgf", "small.mzMLb"])

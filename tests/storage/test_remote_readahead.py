@@ -5,7 +5,6 @@ reads, and a process told nothing never reads ahead."""
 from __future__ import annotations
 
 import hashlib
-import shutil
 from collections import Counter
 
 import pytest
@@ -17,16 +16,7 @@ from mzpeak_dask.storage import readahead
 from mzpeak_dask.storage.inputs import read_range
 
 from ..conftest import BUNDLED, INLINE
-from ..servers import range_server
 from .test_remote_ranges import assert_same_members
-
-
-@pytest.fixture(scope="module")
-def served(tmp_path_factory):
-    root = tmp_path_factory.mktemp("readahead-inputs")
-    shutil.copy(BUNDLED / "small.mzML", root / "small.mzML")
-    with range_server(root) as server:
-        yield server
 
 
 def _gets(server) -> list[str]:
