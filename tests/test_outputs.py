@@ -132,7 +132,8 @@ def test_a_killed_conversion_leaves_staging_the_next_one_removes(tmp_path: Path)
 
 def test_a_live_conversion_keeps_its_staging(tmp_path: Path) -> None:
     source = tmp_path / "big.mzML"
-    replicate(SMALL, source, copies=16)
+    # long enough to still be converting after a second conversion has run, even when loaded
+    replicate(SMALL, source, copies=32)
     out = tmp_path / "out"
     out.mkdir()
     live = _convert(source, out / "run.mzpeak", "--cluster", "inline", "-q", "--overwrite")
@@ -146,7 +147,7 @@ def test_a_live_conversion_keeps_its_staging(tmp_path: Path) -> None:
     assert live.returncode == 0, stderr
     assert still_running, "the first conversion ended too early to check its staging"
     with open_archive(out / "run.mzpeak") as archive:
-        assert len(archive) == 16 * 48
+        assert len(archive) == 32 * 48
     assert not staging.exists()
     assert_clean(out, out / "run.mzpeak")
 
