@@ -21,6 +21,7 @@ import logging
 import os
 import shutil
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -114,25 +115,32 @@ def run_remote_batch(
     listing = list_inputs(str(source))
     keep, todo = _resume(listing, state, output) if batch.resume else ({}, listing)
     staging = Path(tempfile.mkdtemp(prefix="batch-", dir=work))
+    started = time.perf_counter()
 
-    def remember(records: list[dict[str, Any]]) -> None:
-        """Keep what each input of ``records`` was and became (saved at once)."""
+    def finished(records: list[dict[str, Any]], interrupted: bool = False) -> BatchOutcome:
+        """Keep what each input of ``records`` was and became (saved at once), and write the
+        reports of the whole batch, the inputs a resume left out included."""
         by_input = {r["input"]: r for r in records}
         for url, _, etag, size in todo:
             if url in by_input:
                 state[url] = {"etag": etag, "size": size, "record": by_input[url]}
         _save(work / STATE, state)
+        for url, entry in keep.items():
+            by_input[url] = {**entry["record"], "status": SKIPPED}
+        outcome = BatchOutcome(
+            records=[by_input[url] for url, *_ in listing if url in by_input],
+            seconds=time.perf_counter() - started,
+            interrupted=interrupted,
+        )
+        _reports(staging / "out", output, outcome, batch)
+        return outcome
 
     try:
-        outcome = _convert(
-            todo, staging, output, options, cluster, batch, client, progress, remember
+        outcome = finished(
+            _convert(
+                todo, staging, output, options, cluster, batch, client, progress, finished
+            ).records
         )
-        remember(outcome.records)
-        records = {r["input"]: r for r in outcome.records}
-        for url, entry in keep.items():
-            records[url] = {**entry["record"], "status": SKIPPED}
-        outcome.records = [records[url] for url, *_ in listing if url in records]
-        _reports(staging / "out", output, outcome, batch)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return outcome
@@ -158,11 +166,12 @@ def _resume(listing, state, output) -> tuple[dict, list]:
 
 
 def _convert(
-    todo, staging, output, options, cluster, batch, client, progress, remember
+    todo, staging, output, options, cluster, batch, client, progress, finished
 ) -> BatchOutcome:
     """The local batch of the inputs to do, its archives uploaded, its records naming URLs.
-    A batch stopped early (Ctrl-C, SIGTERM at a wall-time limit) still uploads and
-    ``remember``s the archives finished before the stop, so a resume skips them."""
+    A batch stopped early (Ctrl-C, SIGTERM at a wall-time limit) still uploads the archives
+    finished before the stop and hands every record to ``finished`` (kept, so a resume skips
+    them, and reported, the others as pending)."""
     mirror, local_out = staging / "in", staging / "out"
     mirror.mkdir()
     urls = {}
@@ -184,26 +193,29 @@ def _convert(
             client=client,
             progress=progress,
         )
-    except BaseException:
-        _keep_finished(local_out, urls, output, remember)
+    except BaseException as exc:
+        _keep_finished(local_out, urls, output, finished, isinstance(exc, KeyboardInterrupt))
         raise
     _publish(outcome.records, urls, local_out, output)
     return outcome
 
 
-def _keep_finished(local_out: Path, urls: dict[str, str], output: str, remember) -> None:
-    """After a stop: the archives the local batch recorded as converted are uploaded and
-    remembered. A failure here is logged: it must not replace what stopped the batch."""
+def _keep_finished(
+    local_out: Path, urls: dict[str, str], output: str, finished, interrupted: bool
+) -> None:
+    """After a stop: the archives the local batch recorded as converted are uploaded, and
+    every record it left (the others pending) is kept and reported by ``finished``. A
+    failure here is logged: it must not replace what stopped the batch."""
     try:
         if not (local_out / STATE_FILE).is_file():
             return
         local = BatchState(local_out)
         try:
-            finished = [r for r in local.all() if r["status"] == CONVERTED]
+            records = local.all()
         finally:
             local.close()
-        _publish(finished, urls, local_out, output)
-        remember(finished)
+        _publish(records, urls, local_out, output)
+        finished(records, interrupted)
     except Exception as exc:  # noqa: BLE001 - see above
         log.warning("%s: the archives finished before the stop were not kept (%s)", output, exc)
 
@@ -226,7 +238,9 @@ def _publish(
 def _reports(local_out: Path, output: str, outcome: BatchOutcome, batch: BatchOptions) -> None:
     """The reports of the whole batch, naming URLs, under the output prefix."""
     local_out.mkdir(parents=True, exist_ok=True)
-    names = [report.write_json(local_out, outcome.records, outcome.seconds, False).name]
+    names = [
+        report.write_json(local_out, outcome.records, outcome.seconds, outcome.interrupted).name
+    ]
     if batch.reports:
         names.append(report.write_html(local_out, outcome.records, outcome.seconds).name)
         catalog = local_out / report.CATALOG

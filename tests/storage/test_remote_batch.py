@@ -141,9 +141,19 @@ def test_a_stopped_batch_keeps_what_it_finished_for_the_resume(s3_endpoint, buck
             source, output, cluster=INLINE, progress=_StopAfterFirst(), state_dir=state
         )
     listed = client.list_objects_v2(Bucket=bucket, Prefix="mzpeak/").get("Contents", [])
-    kept = [k["Key"] for k in listed]
-    assert len(kept) == 1 and kept[0].endswith(".mzpeak"), kept  # the one finished archive
+    kept = [k["Key"] for k in listed if k["Key"].endswith(".mzpeak")]
+    assert len(kept) == 1, listed  # the one finished archive
     assert client.list_multipart_uploads(Bucket=bucket).get("Uploads", []) == []
+    doc = json.loads(
+        client.get_object(Bucket=bucket, Key="mzpeak/batch_report.json")["Body"].read()
+    )
+    assert doc["interrupted"] is True
+    reported = sorted((f["input"].rsplit("/", 1)[1], f["status"]) for f in doc["files"])
+    stopped_name = kept[0].rsplit("/", 1)[1].replace(".mzpeak", ".mzML")
+    assert reported == sorted(
+        (f"run{k}.mzML", "converted" if f"run{k}.mzML" == stopped_name else "pending")
+        for k in range(3)
+    )
     resumed = run_remote_batch(
         source, output, cluster=INLINE, batch=BatchOptions(resume=True), state_dir=state
     )
