@@ -26,6 +26,22 @@ from .staging import Staging
 from .writer import ArchiveWriter
 
 
+def read_in_order(plan: RunPlan) -> Any:
+    """An input read by ranges whose partitions one process parses, in order (a conversion
+    without a cluster, or a small run converted in its plan's task): each partition's bytes
+    are fetched while the one before is parsed (:mod:`..storage.readahead`). Returns the
+    input's SHA-256 as those reads go (its ``.result()``, which raises if the reads did not
+    cover the object in order), taken instead of streaming the object once more; None for a
+    local input. :func:`~..storage.readahead.forget` the input once its run has ended."""
+    if not is_url(plan.readable):
+        return None
+    spans = [(p.items.byte_start, p.items.byte_stop) for p in plan.partitions]
+    if any(a is None for a, _ in spans):
+        return None
+    url = plan.readable
+    return expect_reads(url, spans, size_of(url), survey_ends(url))
+
+
 def check_input(source: Path) -> None:
     if remote_input(source):
         return  # read by ranges from storage, where it was found
@@ -87,18 +103,7 @@ class RunJob:
         return background(file_sha256, str(self.source))
 
     def _read_in_order(self, plan: RunPlan) -> Any:
-        """An input read by ranges whose partitions this process parses (a conversion
-        without a cluster): each partition's bytes are fetched while the one before is parsed
-        (:mod:`..storage.readahead`). Returns the input's SHA-256 as those reads go (its
-        ``.result()``), taken instead of streaming the object once more; None for a local
-        input."""
-        if not is_url(plan.readable):
-            return None
-        spans = [(p.items.byte_start, p.items.byte_stop) for p in plan.partitions]
-        if any(a is None for a, _ in spans):
-            return None
-        url = plan.readable
-        return expect_reads(url, spans, size_of(url), survey_ends(url))
+        return read_in_order(plan)
 
     @property
     def expected_sequence(self) -> int:

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..archive.job import read_in_order
 from ..archive.parts import next_offsets, write_partition
 from ..archive.staging import Folder
 from ..archive.writer import ArchiveWriter
@@ -38,6 +39,7 @@ from ..encode import encode_partition
 from ..options import ConvertOptions
 from ..partition import plan_run
 from ..read.inspection import inspect_output
+from ..storage.readahead import forget
 from ..tables.file_metadata import file_sha256
 from . import handoff
 
@@ -79,14 +81,30 @@ def plan_or_finish(
     plan = plan_run(Path(source), Path(staging), options)
     if not small(plan):
         return plan
-    offsets: dict[str, int] = {}
-    parts = []
-    for partition in plan.partitions:
-        encoded = encode_partition(partition, plan.spec)
-        parts.append(write_partition(encoded, offsets, plan.spec))
-        offsets = next_offsets(offsets, encoded)
-    finished = finish_run(source, output, options, plan, staging, parts, None, check)
+    digest = read_in_order(plan)  # an input in storage: its digest taken as it is read
+    try:
+        offsets: dict[str, int] = {}
+        parts = []
+        for partition in plan.partitions:
+            encoded = encode_partition(partition, plan.spec)
+            parts.append(write_partition(encoded, offsets, plan.spec))
+            offsets = next_offsets(offsets, encoded)
+        sha256 = _result_or_none(digest)
+    finally:
+        if digest is not None:
+            forget(plan.readable)
+    finished = finish_run(source, output, options, plan, staging, parts, sha256, check)
     return FinishedRun(*finished, items=sum(len(p.items) for p in plan.partitions))
+
+
+def _result_or_none(digest: Any) -> str | None:
+    """The digest taken as the input was read; None (hash it anew) if it could not be."""
+    if digest is None:
+        return None
+    try:
+        return digest.result()
+    except Exception:  # noqa: BLE001 - e.g. spans not covering the object in order
+        return None
 
 
 def finish_run(
