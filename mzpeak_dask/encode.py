@@ -152,11 +152,13 @@ def _signal(
     profile: bool,
     options: ConvertOptions,
     model: list[float] | None,
+    marked: bool,
 ) -> PreparedSignal:
-    """Zero-run stripping and null marking (profile spectra only), per format doc 5.1-5.2,
-    given the item's spacing model (fitted before stripping)."""
+    """Zero-run stripping and null marking (``marked``: a profile item with both axes, see
+    :func:`_model_inputs`), per format doc 5.1-5.2, given the item's spacing model (fitted
+    before stripping)."""
     valid = None
-    if _model_inputs(Routes.of(schema), columns, n, profile) is not None:
+    if marked:
         intensity_name = schema.intensity.name
         if options.strip_zero_runs:
             keep = zero_run_keep_mask(columns[intensity_name])
@@ -192,7 +194,16 @@ def prepare_signal(
     model = None
     if inputs is not None and options.null_marking:
         model = fit_delta_model(*inputs).tolist()
-    signal = _signal(schema, index, columns, n, profile=profile, options=options, model=model)
+    signal = _signal(
+        schema,
+        index,
+        columns,
+        n,
+        profile=profile,
+        options=options,
+        model=model,
+        marked=inputs is not None,
+    )
     return signal, auxiliary
 
 
