@@ -72,15 +72,22 @@ class RunJob:
         self.writer: ArchiveWriter | None = None
         self.items_total = self.items_done = 0
 
-    def start(self, plan: RunPlan, background: Callable[..., Any], remote: bool = False) -> None:
+    def start(
+        self,
+        plan: RunPlan,
+        background: Callable[..., Any],
+        remote: bool = False,
+        in_order: bool = False,
+    ) -> None:
         """Open the archive for ``plan`` (see :func:`~mzpeak_dask.partition.plan_run`), here
         unless a worker finishes the run (``remote``). ``background(fn, *args)`` runs ``fn``
-        beside the conversion and returns a future (the input's SHA-256 is computed so)."""
+        beside the conversion and returns a future (the input's SHA-256 is computed so);
+        ``in_order``: this process parses the partitions one after another (no cluster), so an
+        input in storage is read ahead and hashed as it is read (:func:`read_in_order`)."""
         try:
             self.plan = plan
-            # the partitions are parsed in this process (no cluster): read in order
-            here = getattr(getattr(background, "__self__", None), "runs_here", False)
-            digest = self._read_in_order(plan) if here and not remote else None
+            # the partitions are parsed in this process, in order (no cluster)
+            digest = read_in_order(plan) if in_order and not remote else None
             self.sha256 = digest or self._hash(plan, background, remote)
             if not remote:
                 self.writer = ArchiveWriter(
@@ -101,9 +108,6 @@ class RunJob:
         if remote and len(plan.partitions) == 1:
             return None
         return background(file_sha256, str(self.source))
-
-    def _read_in_order(self, plan: RunPlan) -> Any:
-        return read_in_order(plan)
 
     @property
     def expected_sequence(self) -> int:

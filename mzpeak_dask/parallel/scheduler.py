@@ -301,7 +301,12 @@ class Coordinator:
 
     def _planned(self, active: _Active, plan: Any, results: list) -> None:
         try:
-            active.job.start(plan, self.executor.background, remote=active.remote)
+            active.job.start(
+                plan,
+                self.executor.background,
+                remote=active.remote,
+                in_order=self.executor.runs_here,
+            )
         except Exception as exc:  # noqa: BLE001 - one run's failure, never the whole call
             self._fail(active, _describe_failure(active.job, PLAN, exc), results)
             return
