@@ -18,6 +18,9 @@ from typing import IO
 from ..errors import OutputError
 from .staging import Staging
 
+ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)  # every member's date: the earliest a ZIP entry can hold
+COPY_BLOCK = 1 << 20
+
 
 def check_output(output: Path, overwrite: bool, inputs: Inputs | None = None) -> None:
     """Fail early when the output is one of ``inputs`` (or a link to one, or a folder that
@@ -90,7 +93,7 @@ class Container:
                 yield f
             self.members.append((name, (self._dir / name).stat().st_size))
         else:
-            with self._zip.open(name, "w", force_zip64=True) as f:
+            with self._zip.open(_entry(name), "w", force_zip64=True) as f:
                 yield f
             self.members.append((name, self._zip.getinfo(name).file_size))
 
@@ -98,7 +101,8 @@ class Container:
         if self._zip is None:
             os.replace(path, self._dir / name)
         else:
-            self._zip.write(path, name)
+            with open(path, "rb") as src, self._zip.open(_entry(name), "w", force_zip64=True) as f:
+                shutil.copyfileobj(src, f, COPY_BLOCK)
             path.unlink()
         self.members.append((name, self._size(name)))
 
@@ -106,7 +110,7 @@ class Container:
         if self._zip is None:
             (self._dir / name).write_bytes(data)
         else:
-            self._zip.writestr(zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0)), data)
+            self._zip.writestr(_entry(name), data)
         self.members.append((name, len(data)))
 
     def _size(self, name: str) -> int:
@@ -132,6 +136,14 @@ class Container:
         if self._zip is not None:
             with contextlib.suppress(Exception):
                 self._zip.close()
+
+
+def _entry(name: str) -> zipfile.ZipInfo:
+    """A stored member's ZIP entry, dated 1980-01-01 (the earliest DOS time) rather than when it
+    was written, so that the same run converted twice gives the same bytes."""
+    info = zipfile.ZipInfo(name, date_time=ZIP_EPOCH)
+    info.external_attr = 0o644 << 16
+    return info
 
 
 def put_in_place(archive: Path, output: Path, overwrite: bool) -> None:
