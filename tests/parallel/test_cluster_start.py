@@ -1,0 +1,66 @@
+"""How a LocalCluster started here starts and stops: workers forked from the coordinator (no
+new interpreter importing everything again), none left behind once the conversion is over."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from mzpeak_dask import ClusterOptions
+from mzpeak_dask.parallel.cluster import cluster_client
+
+from ..conftest import BUNDLED
+
+pytestmark = [pytest.mark.cluster, pytest.mark.slow]
+# set at run time in the coordinator: a forked worker has it, a spawned one imports this module
+# afresh and does not
+COORDINATOR_STATE: dict[str, int] = {}
+
+
+def _inherited() -> int | None:
+    return COORDINATOR_STATE.get("pid")
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="workers are forked on Linux only")
+def test_local_workers_are_forked_from_the_coordinator_and_gone_after_it_closes() -> None:
+    COORDINATOR_STATE["pid"] = os.getpid()
+    with cluster_client(ClusterOptions(workers=2, dashboard=False)) as client:
+        seen = client.run(_inherited)
+        workers = list(client.run(os.getpid).values())
+    assert list(seen.values()) == [os.getpid()] * 2
+    assert len(set(workers)) == 2 and os.getpid() not in workers
+    assert not [pid for pid in workers if psutil.pid_exists(pid)]
+
+
+def _processes_naming(text: str) -> list[int]:
+    found = []
+    for process in psutil.process_iter(["pid", "cmdline"]):
+        with_text = any(text in part for part in process.info["cmdline"] or ())
+        if with_text and process.info["pid"] != os.getpid():
+            found.append(process.info["pid"])
+    return found
+
+
+def test_a_cold_convert_on_a_local_cluster_leaves_no_process_behind(tmp_path: Path) -> None:
+    """A forked worker carries the coordinator's command line: once ``convert`` has exited,
+    no process naming its output may remain."""
+    output = tmp_path / "left-behind-probe.mzpeak"
+    done = subprocess.run(
+        [sys.executable, "-m", "mzpeak_dask", "convert", str(BUNDLED / "small.mzML"), str(output)]
+        + ["--workers", "2", "--no-dashboard", "-q", "--partition-items", "5"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert output.is_file()
+    deadline = time.monotonic() + 5  # a process being reaped may linger an instant
+    while (left := _processes_naming(str(output))) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert left == []
