@@ -6,8 +6,9 @@ pair with fresh page faults: encoding runs about 1.45x slower (measured: 5.30 s 
 for the same partitions). Raising ``MALLOC_MMAP_THRESHOLD_`` alongside keeps the trimming and
 restores the speed (3.66 s). A worker forked from the coordinator (a LocalCluster on Linux,
 see :class:`~mzpeak_dask.parallel.cluster.LocalKind`) keeps the coordinator's allocator as it
-is: glibc reads these variables when a process starts. Dask's statistical profiler is turned off in workers as well: it
-samples the worker's stacks every 10 ms, which costs the GIL in a CPU-bound task.
+is: glibc reads these variables when a process starts. Dask's statistical profiler is turned
+off in workers as well: it samples the worker's stacks every 10 ms, which costs the GIL in a
+CPU-bound task.
 
 For workers started elsewhere (``--scheduler``), put the same variables in their environment.
 
