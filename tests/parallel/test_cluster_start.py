@@ -13,6 +13,7 @@ import psutil
 import pytest
 
 from mzpeak_dask import ClusterOptions
+from mzpeak_dask.locks import try_lock
 from mzpeak_dask.parallel.cluster import cluster_client
 
 from ..conftest import BUNDLED
@@ -36,6 +37,24 @@ def test_local_workers_are_forked_from_the_coordinator_and_gone_after_it_closes(
     assert list(seen.values()) == [os.getpid()] * 2
     assert len(set(workers)) == 2 and os.getpid() not in workers
     assert not [pid for pid in workers if psutil.pid_exists(pid)]
+
+
+def test_a_lock_held_when_the_workers_fork_is_released_when_its_owner_releases_it(
+    tmp_path: Path,
+) -> None:
+    """A forked worker gets a copy of every descriptor, a lock's too (a batch holds its
+    folder's lock while its cluster runs): the copies are closed in the worker, so the lock
+    ends with its owner's release, not with the last worker."""
+    path = tmp_path / "held.lock"
+    lock = try_lock(path)
+    assert lock is not None
+    with cluster_client(ClusterOptions(workers=2, dashboard=False)) as client:
+        assert len(client.run(os.getpid)) == 2
+        assert try_lock(path) is None
+        lock.release()
+        again = try_lock(path)
+        assert again is not None
+        again.release()
 
 
 def _processes_naming(text: str) -> list[int]:
