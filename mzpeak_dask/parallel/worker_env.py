@@ -63,9 +63,13 @@ def worker_settings() -> Iterator[None]:
 
 
 def dask_setup(worker: Any) -> None:
-    """Run by each local worker as it starts: Ctrl-C is the coordinator's to handle."""
+    """Run by each local worker as it starts: Ctrl-C is the coordinator's to handle, and
+    SIGTERM ends the worker as it ends a spawned one (a forked worker inherits the command's
+    handler, which turns SIGTERM into an interruption: the nanny, stopping a worker over its
+    memory limit, would then wait for a replacement that never comes)."""
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def quiet_dask_logs() -> None:

@@ -4,6 +4,7 @@ new interpreter importing everything again), none left behind once the conversio
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -55,6 +56,33 @@ def test_a_lock_held_when_the_workers_fork_is_released_when_its_owner_releases_i
         again = try_lock(path)
         assert again is not None
         again.release()
+
+
+def _sigterm_handler() -> object:
+    return signal.getsignal(signal.SIGTERM)
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def test_forked_workers_end_on_sigterm_whatever_the_coordinator_does_with_it() -> None:
+    """The command turns SIGTERM (a time limit) into an interruption of the coordinator; its
+    forked workers must still die of it, as the nanny expects of a worker it terminates."""
+    before = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        with cluster_client(ClusterOptions(workers=2, dashboard=False)) as client:
+            handlers = client.run(_sigterm_handler)
+            pid = next(iter(client.run(os.getpid).values()))
+            os.kill(pid, signal.SIGTERM)
+            deadline = time.monotonic() + 30
+            while psutil.pid_exists(pid) and psutil.Process(pid).status() != "zombie":
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
+            client.wait_for_workers(2, timeout=60)  # the nanny started another
+    finally:
+        signal.signal(signal.SIGTERM, before)
+    assert set(handlers.values()) == {signal.SIG_DFL}
 
 
 def _processes_naming(text: str) -> list[int]:
