@@ -12,10 +12,15 @@ UTF-8 bytes, structs and lists from their children. ``pa.scalar()`` asks the sam
 
 from __future__ import annotations
 
+import operator
+from itertools import repeat
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
+
+_ARROW: dict[np.dtype, pa.DataType] = {}  # numpy dtype -> its Arrow type
+_NUMPY: dict[int, np.dtype] = {}  # a numeric Arrow type's id -> its numpy dtype
 
 
 def _bitmap(valid: np.ndarray) -> pa.Buffer:
@@ -42,7 +47,9 @@ def from_numpy(
     ``valid`` is False. A different ``type`` is reached by Arrow's (safe) cast, as
     ``pa.array(values, type)`` reaches it."""
     values = np.ascontiguousarray(values)
-    own = pa.from_numpy_dtype(values.dtype)
+    own = _ARROW.get(values.dtype)
+    if own is None:
+        own = _ARROW[values.dtype] = pa.from_numpy_dtype(values.dtype)
     n = len(values)
     bitmap, nulls = _validity(valid, n)
     if own == pa.bool_():
@@ -59,63 +66,125 @@ def repeated(value: int | float, length: int, type: pa.DataType) -> pa.Array:
     return from_numpy(np.full(length, value, dtype=type.to_pandas_dtype()), type)
 
 
+def _null(values: list) -> np.ndarray | None:
+    """Where ``values`` holds None; None when nowhere."""
+    null = np.fromiter(map(operator.is_, values, repeat(None)), bool, len(values))
+    return null if null.any() else None
+
+
+# Each builder first assumes no null (the common case) and finds out cheaply when there is one:
+# joining or measuring a None fails, and a float column's None becomes NaN.
+
+
 def _strings(values: list, type: pa.DataType) -> pa.Array:
-    valid = np.fromiter((v is not None for v in values), bool, len(values))
-    encoded = [b"" if v is None else v.encode() for v in values]
-    offset_dtype = np.int64 if pa.types.is_large_string(type) else np.int32
-    offsets = np.zeros(len(values) + 1, dtype=offset_dtype)
-    np.cumsum(np.fromiter(map(len, encoded), np.int64, len(values)), out=offsets[1:])
-    bitmap, nulls = _validity(valid, len(values))
-    buffers = [bitmap, pa.py_buffer(offsets), pa.py_buffer(b"".join(encoded))]
+    null = None
+    try:
+        joined = "".join(values)
+        texts = values
+    except TypeError:
+        null = _null(values)
+        texts = ["" if v is None else v for v in values]
+        joined = "".join(texts)
+    if joined.isascii():  # one character, one byte: encoded at once
+        data = joined.encode("ascii")
+        lengths = np.fromiter(map(len, texts), np.int64, len(texts))
+    else:
+        encoded = [t.encode() for t in texts]
+        data = b"".join(encoded)
+        lengths = np.fromiter(map(len, encoded), np.int64, len(encoded))
+    offsets = np.zeros(len(values) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    if not pa.types.is_large_string(type):
+        offsets = offsets.astype(np.int32)
+    bitmap, nulls = _validity(None if null is None else ~null, len(values))
+    buffers = [bitmap, pa.py_buffer(offsets), pa.py_buffer(data)]
     return pa.Array.from_buffers(type, len(values), buffers, null_count=nulls)
 
 
 def _numbers(values: list, type: pa.DataType) -> pa.Array:
-    valid = np.fromiter((v is not None for v in values), bool, len(values))
-    dtype = np.dtype(type.to_pandas_dtype())
-    data = np.fromiter((0 if v is None else v for v in values), dtype, len(values))
-    return from_numpy(data, type, valid)
+    dtype = _NUMPY.get(type.id)
+    if dtype is None:
+        dtype = _NUMPY[type.id] = np.dtype(type.to_pandas_dtype())
+    null = None
+    if dtype.kind == "f":  # None converts to NaN: only NaNs may be nulls
+        data = np.array(values, dtype=dtype)
+        nan = np.flatnonzero(np.isnan(data))
+        if nan.size and any(values[i] is None for i in nan.tolist()):
+            null = _null(values)
+    elif dtype.kind == "b":  # None would convert to False
+        null = _null(values)
+    if dtype.kind != "f":
+        try:
+            data = np.array(values, dtype=dtype) if null is None else None
+        except TypeError:  # an integer column's None
+            null = _null(values)
+        if null is not None:
+            data = np.array([0 if v is None else v for v in values], dtype=dtype)
+    elif null is not None:
+        data[null] = 0
+    return from_numpy(data, type, None if null is None else ~null)
 
 
 def _structs(values: list, type: pa.StructType) -> pa.Array:
-    null = np.fromiter((v is None for v in values), bool, len(values))
-    children = [
-        from_list([None if v is None else v.get(f.name) for v in values], f.type) for f in type
-    ]
+    null = None
+    try:
+        columns = [[v.get(f.name) for v in values] for f in type]
+    except AttributeError:  # a null row (None has no get)
+        null = _null(values)
+        columns = [[None if v is None else v.get(f.name) for v in values] for f in type]
+    children = [from_list(c, f.type) for c, f in zip(columns, type, strict=True)]
     if not children:  # a struct of no fields: only its validity
-        bitmap, nulls = _validity(~null, len(values))
+        null = _null(values)
+        bitmap, nulls = _validity(None if null is None else ~null, len(values))
         return pa.Array.from_buffers(type, len(values), [bitmap], null_count=nulls)
-    row_mask = mask(null) if null.any() else None
+    row_mask = None if null is None else mask(null)
     return pa.StructArray.from_arrays(children, fields=list(type), mask=row_mask)
 
 
 def _lists(values: list, type: pa.DataType) -> pa.Array:
-    null = np.fromiter((v is None for v in values), bool, len(values))
-    lengths = np.fromiter((0 if v is None else len(v) for v in values), np.int64, len(values))
+    null = None
+    try:
+        lengths = np.fromiter(map(len, values), np.int64, len(values))
+        flat = [x for v in values for x in v]
+    except TypeError:  # a null row (None has no length)
+        null = _null(values)
+        lengths = np.array([0 if v is None else len(v) for v in values], dtype=np.int64)
+        flat = [x for v in values if v is not None for x in v]
     large = pa.types.is_large_list(type)
     offsets = np.zeros(len(values) + 1, dtype=np.int64 if large else np.int32)
     np.cumsum(lengths, out=offsets[1:])
-    flat = [x for v in values if v is not None for x in v]
     items = from_list(flat, type.value_type)
     cls = pa.LargeListArray if large else pa.ListArray
-    row_mask = mask(null) if null.any() else None
+    row_mask = None if null is None else mask(null)
     return cls.from_arrays(from_numpy(offsets), items, type=type, mask=row_mask)
+
+
+def _builder(type: pa.DataType) -> Any:
+    if pa.types.is_struct(type):
+        return _structs
+    if pa.types.is_list(type) or pa.types.is_large_list(type):
+        return _lists
+    if pa.types.is_string(type) or pa.types.is_large_string(type):
+        return _strings
+    if pa.types.is_integer(type) or pa.types.is_floating(type) or pa.types.is_boolean(type):
+        return _numbers
+    if pa.types.is_null(type):
+        return lambda values, _: pa.nulls(len(values))
+    raise TypeError(f"no buffer builder for Arrow type {type}")
+
+
+_BUILDERS: dict[int, Any] = {}  # an Arrow type's id -> the builder of its kind
 
 
 def from_list(values: list[Any], type: pa.DataType) -> pa.Array:
     """A Python list of values (None: null) as ``type``: integers, floats, booleans,
     strings, and structs (dicts; a missing key is null) and lists of them."""
-    if pa.types.is_struct(type):
-        return _structs(values, type)
-    if pa.types.is_list(type) or pa.types.is_large_list(type):
-        return _lists(values, type)
-    if pa.types.is_string(type) or pa.types.is_large_string(type):
-        return _strings(values, type)
-    if pa.types.is_integer(type) or pa.types.is_floating(type) or pa.types.is_boolean(type):
-        return _numbers(values, type)
-    if pa.types.is_null(type):
-        return pa.nulls(len(values))
-    raise TypeError(f"no buffer builder for Arrow type {type}")
+    if values and values[0] is None and values.count(None) == len(values):
+        return pa.nulls(len(values), type)  # an optional column left empty, as most are
+    build = _BUILDERS.get(type.id)
+    if build is None:
+        build = _BUILDERS[type.id] = _builder(type)
+    return build(values, type)
 
 
 def to_numpy(array: pa.Array | pa.ChunkedArray) -> np.ndarray:
