@@ -48,14 +48,18 @@ def is_archive_folder(path: Path) -> bool:
     return path.is_dir() and (path.suffix.lower() == ".mzpeak" or (path / V.INDEX_MEMBER).is_file())
 
 
-# Measured on a 2-core machine (tests/benchmarks/bench_single_run.py, which prints these
-# figures): starting and stopping a LocalCluster of 2 worker processes costs 1.5-2.8 s; one
-# process converts about 20 MB of mzML a second; a worker adds about 0.8 of a process (2 workers
-# convert 1.6 times as fast). Threads are no substitute: the parse holds the GIL, and a
-# LocalCluster of threads converted slower than one process. Compressed inputs count as four
-# times their size (real gzip/bzip2 runs expand 1.5 to 6 times).
-CLUSTER_START_SECONDS = 2.0
-INLINE_BYTES_PER_SECOND = 20e6
+# Measured on a 2-core machine (tests/benchmarks/bench_single_run.py prints these figures):
+# a LocalCluster of 2 forked worker processes starts and stops in about 0.4 s, and a run on it
+# pays about 0.2 s more than in this process (its plan and its finish are tasks of their own,
+# the finish after the last partition): 0.6 s in all. One process converts about 35 MB of mzML
+# a second; a worker adds about 0.8 of a process (2 workers convert 1.6 times as fast). Cold
+# conversions of replicated profile runs, in this process against 2 workers: 9 MB 0.96 s
+# against 1.47 s, 39 MB 1.9 s against 2.6 s, 103 MB 3.6 s against 3.0 s. Threads are no
+# substitute: the parse holds the GIL, and a LocalCluster of threads converted slower than one
+# process. Compressed inputs count as four times their size (real gzip/bzip2 runs expand 1.5
+# to 6 times).
+CLUSTER_START_SECONDS = 0.6
+INLINE_BYTES_PER_SECOND = 35e6
 WORKER_SPEEDUP = 0.8
 COMPRESSED_EXPANSION = 4
 

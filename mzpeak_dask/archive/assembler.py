@@ -88,7 +88,7 @@ class DataMember:
 
     def close(self, metadata: dict[str, str]) -> None:
         if self.stitcher.first is None:  # no partition had items of this entity: no rows
-            self.write(pa.table({self.prefix: pa.array([], self._struct_type())}), 0)
+            self.write(pa.table({self.prefix: pa.nulls(0, self._struct_type())}), 0)
         self.stitcher.close({f"{self.context}_array_index": self.array_index, **metadata})
         self.abort()
 

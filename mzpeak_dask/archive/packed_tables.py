@@ -16,6 +16,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..arrow_build import from_list
 from ..tables.builder import pad_struct
 
 REF = "ref"  # spilled side column: the precursor spectrumRef of a precursor / selected ion row
@@ -41,7 +42,9 @@ class TableSpill:
         columns = [struct]
         if len(self.schema) > 1:
             columns.append(
-                pa.array(refs if refs is not None else [None] * len(struct), pa.large_string())
+                from_list(refs, pa.large_string())
+                if refs is not None
+                else pa.nulls(len(struct), pa.large_string())
             )
         self._writer.write_batch(pa.record_batch(columns, schema=self.schema))
         self.rows += len(struct)
@@ -71,7 +74,7 @@ class TableSpill:
 def column_values(spill: TableSpill, field: str) -> pa.Array:
     """One child of the spilled struct, for the whole run (e.g. every spectrum id)."""
     parts = [pc.struct_field(b.column(0), field) for b in spill.batches()]
-    return pa.concat_arrays(parts) if parts else pa.array([], pa.large_string())
+    return pa.concat_arrays(parts) if parts else pa.nulls(0, pa.large_string())
 
 
 def resolve_precursors(batch: pa.RecordBatch, ids: pa.Array) -> pa.StructArray:
@@ -109,7 +112,7 @@ def _struct_of(
     struct_type = spill.schema.field(0).type
     if batch is None:
         return pa.StructArray.from_arrays(
-            [pa.array([], f.type) for f in struct_type], fields=list(struct_type)
+            [pa.nulls(0, f.type) for f in struct_type], fields=list(struct_type)
         )
     if REF in batch.schema.names and ids is not None:
         return resolve_precursors(batch, ids)

@@ -29,6 +29,7 @@ import pyarrow.parquet as pq
 
 from .. import layouts
 from .. import vocabulary as V
+from ..arrow_build import repeated
 from ..contracts import PEAKS, EncodedPartition, EncodeSpec
 from ..layouts.schema import SignalSchema
 from ..options import ConvertOptions
@@ -44,7 +45,7 @@ def rebase(struct: pa.StructArray, name: str, offset: int) -> pa.StructArray:
         return struct
     position = struct.type.get_field_index(name)
     children = struct.flatten()
-    children[position] = pc.add(children[position], pa.scalar(offset, pa.uint64()))
+    children[position] = pc.add(children[position], repeated(offset, len(struct), pa.uint64()))
     return pa.StructArray.from_arrays(children, fields=list(struct.type))
 
 

@@ -17,6 +17,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from ..arrow_build import to_numpy
+
 Weights = Callable[[pa.Table], np.ndarray]
 
 
@@ -58,7 +60,7 @@ class RowGroupWriter:
         """Write every complete row group in the buffer (all of it when ``final``)."""
         buffered = pa.concat_tables(self._tables)
         index = pc.struct_field(buffered.column(self.index_path[0]), self.index_path[1])
-        index = index.to_numpy()
+        index = to_numpy(index)
         weight = np.cumsum(self.weights(buffered))
         # item boundaries: row positions where a new item starts, plus the end
         boundaries = np.append(np.flatnonzero(index[1:] != index[:-1]) + 1, len(index))

@@ -6,6 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+from ..arrow_build import from_numpy, mask
+
 Pair = tuple[np.ndarray, np.ndarray | None]  # values, and validity (None: no nulls)
 
 
@@ -59,12 +61,10 @@ def list_array(parts: list[Pair | None], list_type: pa.DataType) -> pa.Array:
     values = np.concatenate([p[0] for p in present]) if present else np.zeros(0, dtype)
     masks = [np.ones(len(p[0]), bool) if p[1] is None else p[1] for p in present]
     valid = np.concatenate(masks) if masks else np.zeros(0, bool)
-    items = pa.array(
-        values.astype(dtype, copy=False), type=value_type, mask=None if valid.all() else ~valid
-    )
-    row_mask = pa.array([p is None for p in parts], type=pa.bool_())
+    items = from_numpy(values.astype(dtype, copy=False), value_type, valid)
+    row_mask = mask(np.array([p is None for p in parts], dtype=bool))
     return pa.LargeListArray.from_arrays(
-        pa.array(offsets),
+        from_numpy(offsets),
         items,
         type=list_type,
         mask=row_mask if any(p is None for p in parts) else None,

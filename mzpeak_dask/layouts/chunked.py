@@ -24,6 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .. import vocabulary as V
+from ..arrow_build import from_list
 from ..codecs import basic, delta, numpress
 from ..errors import ArchiveError, NumpressEncodeError
 from ..options import ConvertOptions
@@ -223,14 +224,14 @@ def encode(schema: SignalSchema, items: list[PreparedSignal], options: ConvertOp
     for item, chunks in zip(items, plan_chunks(schema, items, options, encodings), strict=True):
         _encode_item(item, schema, options, rows, fields, chunks)
     stype = struct_type(schema, options)
-    children = {schema.index_column: pa.array(rows.index, pa.uint64())}
+    children = {schema.index_column: from_list(rows.index, pa.uint64())}
     axis = schema.main.name
-    children[f"{axis}_chunk_start"] = pa.array(rows.start, pa.float64())
-    children[f"{axis}_chunk_end"] = pa.array(rows.end, pa.float64())
+    children[f"{axis}_chunk_start"] = from_list(rows.start, pa.float64())
+    children[f"{axis}_chunk_end"] = from_list(rows.end, pa.float64())
     children[f"{axis}_chunk_values"] = list_array(
         rows.values, stype.field(f"{axis}_chunk_values").type
     )
-    children["chunk_encoding"] = pa.array(rows.encoding, pa.string())
+    children["chunk_encoding"] = from_list(rows.encoding, pa.string())
     for name, parts in rows.secondary.items():
         children[name] = list_array(parts, stype.field(name).type)
     for name, buffers in rows.transforms.items():

@@ -11,6 +11,7 @@ import numpy as np
 import pyarrow as pa
 
 from .. import vocabulary as V
+from ..arrow_build import from_numpy
 from ..options import ConvertOptions
 from .array_index import ArrayIndexEntry, ArrayView, field_metadata
 from .arrow import Pair, to_numpy
@@ -57,9 +58,8 @@ def _column_array(column: SignalColumn, items: list[PreparedSignal], total: int)
                 masks.append(np.ones(item.length, dtype=bool))
     values = np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
     if not any_null:
-        return pa.array(values, type=arrow_type(column))
-    valid = np.concatenate(masks)
-    return pa.array(values, type=arrow_type(column), mask=~valid)
+        return from_numpy(values, arrow_type(column))
+    return from_numpy(values, arrow_type(column), np.concatenate(masks))
 
 
 def encode(schema: SignalSchema, items: list[PreparedSignal], options: ConvertOptions) -> pa.Table:
@@ -68,7 +68,7 @@ def encode(schema: SignalSchema, items: list[PreparedSignal], options: ConvertOp
     total = int(lengths.sum())
     index = np.repeat(np.array([it.index for it in items], dtype=np.uint64), lengths)
     stype = struct_type(schema, options)
-    children = [pa.array(index, type=pa.uint64())]
+    children = [from_numpy(index, pa.uint64())]
     children += [_column_array(c, items, total) for c in schema.columns]
     struct = pa.StructArray.from_arrays(children, fields=list(stype))
     return pa.table({PREFIX: struct})

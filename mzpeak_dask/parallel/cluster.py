@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import sys
 from collections.abc import Iterator
 from typing import Any, ClassVar
 
@@ -36,7 +37,13 @@ class ClusterKind:
 class LocalKind(ClusterKind):
     """An embedded LocalCluster of worker processes on this machine. One worker that dies
     while the cluster starts (killed, out of memory) makes distributed fail the whole start:
-    it is then started again, up to ``attempts`` times."""
+    it is then started again, up to ``attempts`` times.
+
+    On Linux its workers are forked from this process (distributed's ``fork`` method) rather
+    than spawned: a spawned worker starts a new interpreter and imports distributed, numpy,
+    pyarrow, lxml and this package again, a forked one has them already. Measured on 2 cores:
+    a LocalCluster of 2 workers starts and stops in 0.36 s instead of 1.53 s. A worker Dask
+    starts again later (one that died) is spawned as usual."""
 
     name = "local"
     description = "embedded LocalCluster"
@@ -57,9 +64,10 @@ class LocalKind(ClusterKind):
 
     @staticmethod
     def _start(options: ClusterOptions) -> Any:
+        import dask
         from distributed import LocalCluster
 
-        with worker_settings():
+        with worker_settings(), dask.config.set(START_METHOD):
             return LocalCluster(
                 n_workers=options.worker_count(),
                 threads_per_worker=options.threads_per_worker,
@@ -102,6 +110,12 @@ class SlurmKind(ClusterKind):
             raise ClusterError(f"invalid [slurm] option: {exc}") from None
 
 
+# distributed's fork start method; only on Linux (macOS forbids some of its system libraries
+# in a forked child). Python warns (DeprecationWarning) that the coordinator has threads when
+# it forks: the event loop's, which is the one forking, and idle pool threads.
+START_METHOD = (
+    {"distributed.worker.multiprocessing-method": "fork"} if sys.platform == "linux" else {}
+)
 KINDS: dict[str, ClusterKind] = {kind.name: kind for kind in (LocalKind(), SlurmKind())}
 SCHEDULER_TIMEOUT = "30s"  # to reach a running scheduler
 # A cluster started here runs its scheduler in this process, the coordinator's. Dask checks a

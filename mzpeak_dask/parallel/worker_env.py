@@ -4,8 +4,11 @@ Dask's nanny starts workers with ``MALLOC_TRIM_THRESHOLD_=65536``. Setting that 
 freezes glibc's mmap threshold at 128 KiB, so every large numpy array becomes an mmap/munmap
 pair with fresh page faults: encoding runs about 1.45x slower (measured: 5.30 s against 3.60 s
 for the same partitions). Raising ``MALLOC_MMAP_THRESHOLD_`` alongside keeps the trimming and
-restores the speed (3.66 s). Dask's statistical profiler is turned off in workers as well: it
-samples the worker's stacks every 10 ms, which costs the GIL in a CPU-bound task.
+restores the speed (3.66 s). A worker forked from the coordinator (a LocalCluster on Linux,
+see :class:`~mzpeak_dask.parallel.cluster.LocalKind`) keeps the coordinator's allocator as it
+is: glibc reads these variables when a process starts. Dask's statistical profiler is turned
+off in workers as well: it samples the worker's stacks every 10 ms, which costs the GIL in a
+CPU-bound task.
 
 For workers started elsewhere (``--scheduler``), put the same variables in their environment.
 
@@ -60,9 +63,13 @@ def worker_settings() -> Iterator[None]:
 
 
 def dask_setup(worker: Any) -> None:
-    """Run by each local worker as it starts: Ctrl-C is the coordinator's to handle."""
+    """Run by each local worker as it starts: Ctrl-C is the coordinator's to handle, and
+    SIGTERM ends the worker as it ends a spawned one (a forked worker inherits the command's
+    handler, which turns SIGTERM into an interruption: the nanny, stopping a worker over its
+    memory limit, would then wait for a replacement that never comes)."""
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def quiet_dask_logs() -> None:

@@ -15,6 +15,7 @@ import numpy as np
 import pyarrow as pa
 
 from .. import vocabulary as V
+from ..arrow_build import from_list, from_numpy
 from ..codecs import numpress
 from ..errors import ArchiveError
 from ..records import Param, SignalArray
@@ -54,24 +55,28 @@ def auxiliary_column(rows: list[list[SignalArray]]) -> pa.LargeListArray:
     data_offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
     flat = np.concatenate(payloads) if payloads else np.zeros(0, np.uint8)
     data = pa.LargeListArray.from_arrays(
-        pa.array(data_offsets),
-        pa.array(flat, type=pa.uint8()),
+        from_numpy(data_offsets),
+        from_numpy(flat, pa.uint8()),
         type=AUXILIARY_TYPE.field("data").type,
     )
     other = {
-        "name": pa.array([param_row(_name_param(a)) for a in arrays], PARAM_TYPE),
-        "data_type": pa.array([_data_type(a.values) for a in arrays], pa.string()),
-        "compression": pa.array([V.NO_COMPRESSION] * len(arrays), pa.string()),
-        "unit": pa.array([a.unit for a in arrays], pa.string()),
-        "parameters": pa.array([[param_row(p) for p in a.params] for a in arrays], PARAM_LIST_TYPE),
-        "data_processing_ref": pa.array([a.data_processing_ref for a in arrays], pa.large_string()),
+        "name": from_list([param_row(_name_param(a)) for a in arrays], PARAM_TYPE),
+        "data_type": from_list([_data_type(a.values) for a in arrays], pa.string()),
+        "compression": from_list([V.NO_COMPRESSION] * len(arrays), pa.string()),
+        "unit": from_list([a.unit for a in arrays], pa.string()),
+        "parameters": from_list(
+            [[param_row(p) for p in a.params] for a in arrays], PARAM_LIST_TYPE
+        ),
+        "data_processing_ref": from_list(
+            [a.data_processing_ref for a in arrays], pa.large_string()
+        ),
     }
     items = pa.StructArray.from_arrays(
         [data if f.name == "data" else other[f.name] for f in AUXILIARY_TYPE],
         fields=list(AUXILIARY_TYPE),
     )
     row_offsets = np.concatenate([[0], np.cumsum([len(r) for r in rows])]).astype(np.int64)
-    return pa.LargeListArray.from_arrays(pa.array(row_offsets), items, type=AUXILIARY_LIST_TYPE)
+    return pa.LargeListArray.from_arrays(from_numpy(row_offsets), items, type=AUXILIARY_LIST_TYPE)
 
 
 _DECOMPRESS = {

@@ -6,6 +6,8 @@ from typing import Any
 
 import pyarrow as pa
 
+from ..arrow_build import from_list
+
 
 class StructBuilder:
     """Collects rows (dicts keyed by field name) column by column.
@@ -34,7 +36,7 @@ class StructBuilder:
             if f.name in prebuilt:
                 children.append(prebuilt[f.name])
             else:
-                children.append(pa.array(self._data[f.name], type=f.type))
+                children.append(from_list(self._data[f.name], f.type))
         return pa.StructArray.from_arrays(children, fields=list(self.type))
 
 

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from ..arrow_build import from_list, from_numpy
 from ..records import Param
 
 VALUE_TYPE = pa.struct(
@@ -100,25 +101,25 @@ class ParamLists:
     def finish(self) -> pa.LargeListArray:
         value = pa.StructArray.from_arrays(
             [
-                pa.array(self.integer, pa.int64()),
-                pa.array(self.float, pa.float64()),
-                pa.array(self.string, pa.large_string()),
-                pa.array(self.boolean, pa.bool_()),
+                from_list(self.integer, pa.int64()),
+                from_list(self.float, pa.float64()),
+                from_list(self.string, pa.large_string()),
+                from_list(self.boolean, pa.bool_()),
             ],
             fields=list(VALUE_TYPE),
         )
         items = pa.StructArray.from_arrays(
             [
                 value,
-                pa.array(self.accession, pa.string()),
-                pa.array(self.name, pa.large_string()),
-                pa.array(self.unit, pa.string()),
+                from_list(self.accession, pa.string()),
+                from_list(self.name, pa.large_string()),
+                from_list(self.unit, pa.string()),
             ],
             fields=list(PARAM_TYPE),
         )
         offsets = np.zeros(len(self.counts) + 1, dtype=np.int64)
         np.cumsum(self.counts, out=offsets[1:])
-        return pa.LargeListArray.from_arrays(pa.array(offsets), items, type=PARAM_LIST_TYPE)
+        return pa.LargeListArray.from_arrays(from_numpy(offsets), items, type=PARAM_LIST_TYPE)
 
 
 def value_of(value: dict[str, Any] | Any) -> Any:

@@ -12,7 +12,8 @@ run (with the load average: figures on a shared machine are noisy, ratios less s
 * conversions as ratios to the bare pyteomics parse: a cold ``mzpeak-dask convert`` with the
   defaults (a fresh process; it chooses where to run from the size of the input), a cold one
   forced onto a LocalCluster of 2 workers, one on a cluster already running (how batch and HPC
-  jobs use it), and one in this process (inline);
+  jobs use it), and one in this process (inline); then where a cold 2-worker conversion spends
+  its time (imports, cluster start, conversion, close);
 * a 3 MB real run: a cold ``convert`` with the defaults against a cold ``--cluster inline`` one
   and a cold LocalCluster one;
 * the executors' cold starts: a LocalCluster of 2 processes, of 2 threads in this process,
@@ -82,6 +83,48 @@ def cold_convert(source: Path, output: Path, *flags: str) -> tuple[float, str]:
         raise RuntimeError(done.stderr[-3000:])
     lines = [line for line in done.stderr.splitlines() if line.startswith(("running", "starting"))]
     return seconds, lines[0] if lines else "as forced"
+
+
+BREAKDOWN = """
+import sys, time
+start = time.perf_counter()
+import mzpeak_dask.cli
+imported = time.perf_counter()
+import distributed
+from mzpeak_dask import ClusterOptions, ConvertOptions, convert
+from mzpeak_dask.parallel.cluster import cluster_client
+if __name__ == "__main__":
+    dask_imported = time.perf_counter()
+    with cluster_client(ClusterOptions(workers=2, dashboard=False)) as client:
+        started = time.perf_counter()
+        convert(sys.argv[1], sys.argv[2], ConvertOptions(overwrite=True), client=client)
+        converted = time.perf_counter()
+    closed = time.perf_counter()
+    print(imported - start, dask_imported - imported, started - dask_imported,
+          converted - started, closed - converted)
+"""
+
+
+def cold_breakdown(source: Path, output: Path) -> None:
+    """Where a cold conversion on a LocalCluster of 2 workers spends its time, in a fresh
+    process: importing the command, importing distributed, starting the cluster (forked
+    workers), the conversion itself, closing the cluster."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    start = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-c", BREAKDOWN, str(source), str(output)],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    total = time.perf_counter() - start
+    if done.returncode != 0:
+        raise RuntimeError(done.stderr[-3000:])
+    parts = [float(x) for x in done.stdout.split()]
+    names = ("import the command", "import distributed", "start", "convert", "close")
+    shown = ", ".join(f"{n} {t:.2f} s" for n, t in zip(names, parts, strict=True))
+    print(f"cold 2-worker convert, breakdown: {shown}; process {total:.2f} s in all")
 
 
 def executor_starts(source: Path, out: Path) -> float:
@@ -218,6 +261,7 @@ def main() -> None:
     )
     print(f"convert, inline (this process)  {t_inline:6.2f} s  ratio {t_inline / t_parse:.2f}")
     print("goal: cold convert with defaults <= 0.6x the bare pyteomics parse (moonshot 0.3x)")
+    cold_breakdown(source, out / "breakdown.mzpeak")
 
     small_out = out / "three_mb.mzpeak"
     t_small, small_choice = cold_convert(THREE_MB, small_out)
