@@ -67,7 +67,7 @@ class LocalKind(ClusterKind):
         import dask
         from distributed import LocalCluster
 
-        with worker_settings(), dask.config.set(START_METHOD):
+        with worker_settings(), dask.config.set(start_method()):
             return LocalCluster(
                 n_workers=options.worker_count(),
                 threads_per_worker=options.threads_per_worker,
@@ -110,12 +110,23 @@ class SlurmKind(ClusterKind):
             raise ClusterError(f"invalid [slurm] option: {exc}") from None
 
 
-# distributed's fork start method; only on Linux (macOS forbids some of its system libraries
-# in a forked child). Python warns (DeprecationWarning) that the coordinator has threads when
-# it forks: the event loop's, which is the one forking, and idle pool threads.
-START_METHOD = (
-    {"distributed.worker.multiprocessing-method": "fork"} if sys.platform == "linux" else {}
-)
+START_METHOD_KEY = "distributed.worker.multiprocessing-method"
+
+
+def start_method() -> dict[str, str]:
+    """distributed's ``fork`` start method on Linux (macOS forbids some of its system libraries
+    in a forked child), unless the user's Dask configuration names a method other than Dask's
+    default ``spawn`` (for example ``forkserver``, or through
+    ``DASK_DISTRIBUTED__WORKER__MULTIPROCESSING_METHOD``): theirs is kept. Python warns
+    (DeprecationWarning) that the coordinator has threads when it forks: the event loop's,
+    which is the one forking, and idle pool threads."""
+    import dask
+
+    if sys.platform != "linux" or dask.config.get(START_METHOD_KEY, "spawn") != "spawn":
+        return {}
+    return {START_METHOD_KEY: "fork"}
+
+
 KINDS: dict[str, ClusterKind] = {kind.name: kind for kind in (LocalKind(), SlurmKind())}
 SCHEDULER_TIMEOUT = "30s"  # to reach a running scheduler
 # A cluster started here runs its scheduler in this process, the coordinator's. Dask checks a

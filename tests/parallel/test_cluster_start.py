@@ -15,7 +15,7 @@ import pytest
 
 from mzpeak_dask import ClusterOptions
 from mzpeak_dask.locks import try_lock
-from mzpeak_dask.parallel.cluster import cluster_client
+from mzpeak_dask.parallel.cluster import START_METHOD_KEY, cluster_client, start_method
 
 from ..conftest import BUNDLED
 
@@ -38,6 +38,21 @@ def test_local_workers_are_forked_from_the_coordinator_and_gone_after_it_closes(
     assert list(seen.values()) == [os.getpid()] * 2
     assert len(set(workers)) == 2 and os.getpid() not in workers
     assert not [pid for pid in workers if psutil.pid_exists(pid)]
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="workers are forked on Linux only")
+def test_a_start_method_the_user_configured_is_kept() -> None:
+    """Dask's default (spawn) becomes fork; a method the user named in Dask's configuration
+    (forkserver here, as DASK_DISTRIBUTED__WORKER__MULTIPROCESSING_METHOD would) is theirs."""
+    import dask
+
+    assert start_method() == {START_METHOD_KEY: "fork"}
+    with dask.config.set({START_METHOD_KEY: "forkserver"}):
+        assert start_method() == {}
+        COORDINATOR_STATE["pid"] = os.getpid()
+        with cluster_client(ClusterOptions(workers=1, dashboard=False)) as client:
+            seen = client.run(_inherited)
+    assert list(seen.values()) == [None]
 
 
 def test_a_lock_held_when_the_workers_fork_is_released_when_its_owner_releases_it(
