@@ -32,6 +32,7 @@ from .. import vocabulary as V
 from ..contracts import PEAKS, EncodedPartition, EncodeSpec
 from ..layouts.schema import SignalSchema
 from ..options import ConvertOptions
+from ..parquet_stitch.splice import split_part
 from .parquet import data_writer_properties
 from .row_groups import RowGroupWriter
 
@@ -99,8 +100,10 @@ def next_offsets(offsets: dict[str, int], part: EncodedPartition) -> dict[str, i
 def write_partition(
     part: EncodedPartition, offsets: dict[str, int], spec: EncodeSpec
 ) -> EncodedPartition:
-    """``part`` with its data and peak tables as Parquet parts and its metadata rows rebased
-    and packed (:func:`pack_rows`; runs on the worker that holds ``part``)."""
+    """``part`` with its data and peak tables as Parquet parts, each with its footer cut for
+    splicing (:func:`~mzpeak_dask.parquet_stitch.splice.split_part`: the finishing task joins
+    those pieces instead of decoding the footers), and its metadata rows rebased and packed
+    (:func:`pack_rows`; runs on the worker that holds ``part``)."""
     data, metadata = {}, {}
     for entity, table in part.data.items():
         offset = offsets.get(entity, 0)
@@ -113,7 +116,12 @@ def write_partition(
     if peaks is not None:
         options = replace(spec.options, layout="point")  # spectra_peaks is always points
         peaks = write_part(peaks, spec.schemas[PEAKS], options, offsets.get(V.SPECTRUM, 0))
-    return replace(part, data=data, peaks=peaks, metadata=metadata, offsets=dict(offsets))
+    splices = {member: split_part(written) for member, written in data.items()}
+    if peaks is not None:
+        splices[PEAKS] = split_part(peaks)
+    return replace(
+        part, data=data, peaks=peaks, metadata=metadata, offsets=dict(offsets), splices=splices
+    )
 
 
 __all__ = [
