@@ -87,7 +87,7 @@ def plan_or_finish(
         parts = []
         for partition in plan.partitions:
             encoded = encode_partition(partition, plan.spec)
-            parts.append(write_partition(encoded, offsets, plan.spec))
+            parts.append(write_partition(encoded, offsets, plan.spec, pack=False))
             offsets = next_offsets(offsets, encoded)
         sha256 = _result_or_none(digest)
     finally:
