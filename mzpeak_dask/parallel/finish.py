@@ -1,7 +1,9 @@
 """Runs finished on workers, when the workers see the output location.
 
-Each partition's written parts go to a file in the run's staging folder (beside the output, so
-on storage every worker sees: the probe checked it) and only its path comes back. Once every
+Each partition is encoded and written by one task (:func:`encode_to_file`, with the offsets
+its run's plan gives: see :mod:`.offsets`); its parts go to a file in the run's staging folder
+(beside the output, so on storage every worker sees: the probe checked it) and only its path
+and counts come back. Once every
 partition is written, one task on a worker — :func:`finish_run` — stitches the data members
 from those files, builds the packed metadata members from the partitions' packed pieces
 (precursor references resolved once every id is known), writes ``mzpeak_index.json`` and the
@@ -34,7 +36,7 @@ from ..archive.job import read_in_order
 from ..archive.parts import next_offsets, write_partition
 from ..archive.staging import Folder
 from ..archive.writer import ArchiveWriter
-from ..contracts import ConversionResult, EncodedPartition, EncodeSpec, RunPlan
+from ..contracts import ConversionResult, EncodedPartition, EncodeSpec, Partition, RunPlan
 from ..encode import encode_partition
 from ..options import ConvertOptions
 from ..partition import plan_run
@@ -52,6 +54,17 @@ def write_to_file(
     """``part`` written (:func:`~mzpeak_dask.archive.parts.write_partition`) into a file in
     ``folder``; returns its path and the number of items it holds (for progress)."""
     return handoff.dump(write_partition(part, offsets, spec), folder), sum(part.counts.values())
+
+
+def encode_to_file(
+    folder: str, partition: Partition, spec: EncodeSpec, offsets: dict[str, int]
+) -> tuple[str, int, dict[str, int]]:
+    """``partition`` encoded and written (:func:`write_to_file`) with ``offsets`` in one task
+    (see :mod:`.offsets`); returns the file's path, the number of items and their counts per
+    entity (to check the offsets)."""
+    encoded = encode_partition(partition, spec)
+    path, items = write_to_file(folder, encoded, offsets, spec)
+    return path, items, dict(encoded.counts)
 
 
 @dataclass
@@ -149,6 +162,7 @@ def _named(inspection: dict[str, Any], staged: str, output: str) -> dict[str, An
 __all__ = [
     "FINISH_FOLDER",
     "FinishedRun",
+    "encode_to_file",
     "finish_run",
     "plan_or_finish",
     "small",

@@ -43,7 +43,8 @@ from ..errors import MzPeakDaskError, OutputError, WorkerDiedError
 from ..options import ClusterOptions, ConvertOptions
 from ..partition import plan_run
 from .executors import Task, open_executor
-from .finish import FinishedRun, finish_run, plan_or_finish, write_to_file
+from .finish import FinishedRun, encode_to_file, finish_run, plan_or_finish
+from .offsets import Offsets
 
 log = logging.getLogger(__name__)
 PLAN = -1  # the task number of a run's plan
@@ -68,6 +69,7 @@ class _Active:
     steps: dict[int, tuple[Task, Any]] = field(default_factory=dict)
     chain: tuple[Task, Any] | None = None  # the last partition's steps: the next one's offsets
     finishing: bool = False  # the task finishing the run on a worker was submitted
+    offsets: Offsets | None = None  # a run finished on a worker: its partitions' offsets
 
     @property
     def remote(self) -> bool:
@@ -237,20 +239,25 @@ class Coordinator:
 
     def _partition_task(self, active: _Active, n: int) -> Task:
         """Partition ``n``'s steps (see :mod:`mzpeak_dask.archive.parts`): encode, its offsets
-        from the previous partition's, then its Parquet parts, the only result collected."""
+        from the previous partition's, then its Parquet parts, the only result collected. A run
+        finished on a worker takes one task a partition instead, with the offsets its plan
+        gives (:mod:`.offsets`)."""
         plan = active.job.plan
+        if active.remote:
+            return self._encode_to_file(active, n, active.offsets.guess(n))
         encoded = self.executor.submit(None, encode_partition, plan.partitions[n], plan.spec)
         offsets: Any = {}
         if active.chain is not None:
             offsets = self.executor.submit(None, next_offsets, *reversed(active.chain))
-        if active.remote:
-            task = self.executor.submit(
-                (active, n), write_to_file, active.handoff, encoded, offsets, plan.spec
-            )
-        else:
-            task = self.executor.submit((active, n), write_partition, encoded, offsets, plan.spec)
+        task = self.executor.submit((active, n), write_partition, encoded, offsets, plan.spec)
         active.steps[n] = active.chain = (encoded, offsets)
         return task
+
+    def _encode_to_file(self, active: _Active, n: int, offsets: dict[str, int]) -> Task:
+        plan = active.job.plan
+        return self.executor.submit(
+            (active, n), encode_to_file, active.handoff, plan.partitions[n], plan.spec, offsets
+        )
 
     def _collect(self, task: Task, results: list) -> None:
         active, n = task.tag
@@ -277,11 +284,18 @@ class Coordinator:
         if n == FINISH:
             self._finished(active, *result, results)
             return
-        if active.remote:  # a path in the staging folder, and the number of items it holds
-            active.buffer[n], items = result
-            active.job.items_done += items
-            if self.progress:
-                self.progress(str(active.job.source), active.job.items_done, active.job.items_total)
+        if active.remote:  # a path in the staging folder, its number of items, their counts
+            active.buffer[n], items, counts = result
+            if n not in active.offsets.counts:  # not a partition written again
+                active.job.items_done += items
+                if self.progress:
+                    self.progress(
+                        str(active.job.source), active.job.items_done, active.job.items_total
+                    )
+            for k, offsets in active.offsets.arrived(n, counts):  # written with a wrong guess
+                del active.buffer[k]
+                active.tasks.append(self._encode_to_file(active, k, offsets))
+                self.outstanding += 1
             self._maybe_finish(active, results)
             return
         self.outstanding += 1  # held in the reorder buffer until assembled
@@ -300,6 +314,8 @@ class Coordinator:
         self._maybe_finish(active, results)
 
     def _planned(self, active: _Active, plan: Any, results: list) -> None:
+        if active.remote:
+            active.offsets = Offsets(plan)
         try:
             active.job.start(
                 plan,
