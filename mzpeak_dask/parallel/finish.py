@@ -18,7 +18,8 @@ repository — costs the cluster one task: :func:`plan_or_finish` plans it and, 
 small, encodes and writes its partitions in order and finishes it in the same task, on the
 same worker, returning what :func:`finish_run` returns (:class:`FinishedRun`). Its archive is
 the one the fanned-out tasks write, byte for byte. A larger run gets its plan back and fans
-out.
+out. Several consecutive small files of a batch can share one task
+(:func:`plan_or_finish_each`), each one's outcome returned in its place.
 
 The finishing task writes in a fresh folder inside the staging folder, removed first if a
 previous attempt left it (Dask reruns the task elsewhere if its worker dies), and does not
@@ -110,6 +111,21 @@ def plan_or_finish(
     return FinishedRun(*finished, items=sum(len(p.items) for p in plan.partitions))
 
 
+def plan_or_finish_each(
+    runs: list[tuple[str, str, str]], options: ConvertOptions, check: bool
+) -> list[RunPlan | FinishedRun | Exception]:
+    """:func:`plan_or_finish` for each of ``runs`` (source, output, staging folder) in turn,
+    in one task (a batch of small files: the cluster's cost per task is shared); a run that
+    fails gives its exception, in its place, and the others go on."""
+    out: list[RunPlan | FinishedRun | Exception] = []
+    for source, output, staging in runs:
+        try:
+            out.append(plan_or_finish(source, output, options, staging, check))
+        except Exception as exc:  # noqa: BLE001 - one run's failure, never the others'
+            out.append(exc)
+    return out
+
+
 def _result_or_none(digest: Any) -> str | None:
     """The digest taken as the input was read; None (hash it anew) if it could not be."""
     if digest is None:
@@ -165,6 +181,7 @@ __all__ = [
     "encode_to_file",
     "finish_run",
     "plan_or_finish",
+    "plan_or_finish_each",
     "small",
     "write_to_file",
 ]
