@@ -16,7 +16,7 @@ import pytest
 from dask.utils import key_split
 from distributed import get_task_stream
 
-from mzpeak_dask import BatchOptions, ClusterOptions, ConversionResult, convert_many
+from mzpeak_dask import BatchOptions, ClusterOptions, ConversionResult, ConvertOptions, convert_many
 from mzpeak_dask.batch.runner import run_batch
 from mzpeak_dask.parallel.cluster import cluster_client
 
@@ -105,3 +105,20 @@ def test_a_task_lost_with_its_worker_gives_each_of_its_runs_its_own(tmp_path) ->
     assert all(isinstance(r, ConversionResult) for r in results), results
     for (_, output), (_, clean) in zip(jobs, undisturbed, strict=True):
         assert member_digests(output) == member_digests(clean)
+
+
+def test_a_run_that_fans_out_gets_its_plan_back_from_a_shared_task(local_client, tmp_path) -> None:
+    """Files small on disk whose runs still have several partitions (here 20 spectra each):
+    the shared task plans them, each fans out on its own, and converts as in this process."""
+    source = _repository(tmp_path, copies=16)
+    options = ConvertOptions(partition_items=20)
+    with get_task_stream(local_client) as stream:
+        outcome = run_batch(source, tmp_path / "out", options, client=local_client)
+    kinds = [key_split(t["key"]) for t in stream.data]
+    assert "plan_or_finish_each" in kinds and "encode_to_file" in kinds
+    assert {r["status"] for r in outcome.records} == {"converted"}
+    clean = tmp_path / "clean"
+    run_batch(source, clean, options, INLINE)
+    for record in outcome.records:
+        archive = Path(record["output"])
+        assert member_digests(archive) == member_digests(clean / archive.name)
