@@ -88,6 +88,8 @@ class EncodedPartition:
     # members (entities, or PEAKS) with an item whose main axis is not in ascending order
     unsorted: set[str] = field(default_factory=set)
     offsets: dict[str, int] | None = None  # entity -> items before this partition, once written
+    # member (entity, or PEAKS) -> its part's footer cut for splicing (a PartSplice), once written
+    splices: dict[str, Any] = field(default_factory=dict)
 
     def __sizeof__(self) -> int:
         """The bytes it holds (Dask weighs results by ``sys.getsizeof``: so it runs the step

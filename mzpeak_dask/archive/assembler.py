@@ -23,7 +23,7 @@ from ..contracts import PEAKS, EncodedPartition, EncodeSpec
 from ..layouts import array_index
 from ..layouts.schema import SignalSchema
 from ..options import ConvertOptions
-from ..parquet_stitch import Stitcher
+from ..parquet_stitch.splice import PartSplice, Splicer, split_part
 from ..tables.chromatogram_metadata import CHROMATOGRAM_TYPE_STRUCT, PRODUCT_TYPE_STRUCT
 from ..tables.spectrum_metadata import (
     PRECURSOR_TYPE_STRUCT,
@@ -69,16 +69,18 @@ class DataMember:
         self.entries = layout.array_index(schema, options)
         self.ordered = True  # every item's main axis ascending so far
         self._file = open(sink, "wb") if isinstance(sink, str) else None  # noqa: SIM115
-        self.stitcher = Stitcher(self._file or sink)
+        self.splicer = Splicer(self._file or sink)
 
-    def add(self, part: pa.Buffer | bytes, ordered: bool = True) -> None:
-        """Append a part (a Parquet file of this member's schema, global indices)."""
-        self.stitcher.add(part)
+    def add(self, part: pa.Buffer | bytes, splice: PartSplice, ordered: bool = True) -> None:
+        """Append a part (a Parquet file of this member's schema, global indices) with its
+        footer cut for splicing."""
+        self.splicer.add(part, splice)
         self.ordered = self.ordered and ordered
 
     def write(self, table: pa.Table, offset: int, ordered: bool = True) -> None:
         """Append ``table`` (local indices, shifted by ``offset``) as a part written here."""
-        self.add(write_part(table, self.schema, self.options, offset), ordered)
+        part = write_part(table, self.schema, self.options, offset)
+        self.add(part, split_part(part), ordered)
 
     @property
     def array_index(self) -> str:
@@ -87,9 +89,9 @@ class DataMember:
         return array_index.dumps(self.prefix, entries)
 
     def close(self, metadata: dict[str, str]) -> None:
-        if self.stitcher.first is None:  # no partition had items of this entity: no rows
+        if self.splicer.empty:  # no partition had items of this entity: no rows
             self.write(pa.table({self.prefix: pa.nulls(0, self._struct_type())}), 0)
-        self.stitcher.close({f"{self.context}_array_index": self.array_index, **metadata})
+        self.splicer.close({f"{self.context}_array_index": self.array_index, **metadata})
         self.abort()
 
     def _struct_type(self) -> pa.DataType:
@@ -141,7 +143,7 @@ class RunAssembler:
                 raise RuntimeError(f"partition {part.sequence} written with the wrong offsets")
             if state.data is None:
                 state.data = self._data_member(entity)
-            state.data.add(part.data[entity], entity not in part.unsorted)
+            state.data.add(part.data[entity], part.splices[entity], entity not in part.unsorted)
             part.metadata[entity] = {
                 name: unpack_rows(rows) for name, rows in part.metadata[entity].items()
             }
@@ -178,7 +180,7 @@ class RunAssembler:
                 self.spec.schemas[PEAKS],
                 replace(self.spec.options, layout="point"),
             )
-        self.peaks.add(part.peaks, PEAKS not in part.unsorted)
+        self.peaks.add(part.peaks, part.splices[PEAKS], PEAKS not in part.unsorted)
         self.peak_spectra += part.peak_spectra
         self.peak_points += part.peak_points
         self.centroid_points += part.centroid_points

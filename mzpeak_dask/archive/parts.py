@@ -21,6 +21,7 @@ byte-identical for any number of workers.
 
 from __future__ import annotations
 
+import struct as _struct
 from dataclasses import replace
 
 import pyarrow as pa
@@ -33,10 +34,12 @@ from ..arrow_build import repeated
 from ..contracts import PEAKS, EncodedPartition, EncodeSpec
 from ..layouts.schema import SignalSchema
 from ..options import ConvertOptions
+from ..parquet_stitch.splice import split_part
 from .parquet import data_writer_properties
 from .row_groups import RowGroupWriter
 
 INDEX_FIELDS = {"spectrum": "index", "chromatogram": "index"}  # others: source_index
+_SIZE = _struct.Struct("<Q")
 
 
 def rebase(struct: pa.StructArray, name: str, offset: int) -> pa.StructArray:
@@ -71,22 +74,30 @@ def write_part(table: pa.Table, schema: SignalSchema, options: ConvertOptions, o
 
 
 def pack_rows(struct: pa.StructArray) -> pa.Buffer:
-    """Metadata rows as they cross to the coordinator: an Arrow IPC stream, ZSTD-compressed
-    (the nested metadata structs are mostly nulls and repeats, 5-20x smaller so)."""
+    """Metadata rows as they cross to the coordinator: an Arrow IPC stream compressed whole
+    with ZSTD, after its size (8 bytes, little-endian). The nested metadata structs are mostly
+    nulls and repeats, 5-20x smaller so; compressing the stream in one piece rather than each
+    of its many small buffers (IPC's own compression) makes it smaller still and packs and
+    unpacks about ten times faster."""
     sink = pa.BufferOutputStream()
     batch = pa.record_batch([struct], names=["rows"])
-    options = pa.ipc.IpcWriteOptions(compression="zstd")
-    with pa.ipc.new_stream(sink, batch.schema, options=options) as writer:
+    with pa.ipc.new_stream(sink, batch.schema) as writer:
         writer.write_batch(batch)
-    return sink.getvalue()
+    stream = sink.getvalue()
+    return pa.py_buffer(_SIZE.pack(stream.size) + pa.compress(stream, "zstd", asbytes=True))
 
 
 def unpack_rows(packed: pa.Buffer | pa.StructArray) -> pa.StructArray:
     """The rows :func:`pack_rows` packed (rows not packed are returned as they are)."""
     if isinstance(packed, pa.Array):
         return packed
-    table = pa.ipc.open_stream(packed).read_all()
-    return table.column(0).combine_chunks()
+    (size,) = _SIZE.unpack_from(packed)
+    stream = pa.decompress(packed.slice(_SIZE.size), size, "zstd")
+    return pa.ipc.open_stream(stream).read_all().column(0).combine_chunks()
+
+
+def _same(rows: pa.StructArray) -> pa.StructArray:
+    return rows
 
 
 def next_offsets(offsets: dict[str, int], part: EncodedPartition) -> dict[str, int]:
@@ -98,23 +109,33 @@ def next_offsets(offsets: dict[str, int], part: EncodedPartition) -> dict[str, i
 
 
 def write_partition(
-    part: EncodedPartition, offsets: dict[str, int], spec: EncodeSpec
+    part: EncodedPartition, offsets: dict[str, int], spec: EncodeSpec, pack: bool = True
 ) -> EncodedPartition:
-    """``part`` with its data and peak tables as Parquet parts and its metadata rows rebased
-    and packed (:func:`pack_rows`; runs on the worker that holds ``part``)."""
+    """``part`` with its data and peak tables as Parquet parts, each with its footer cut for
+    splicing (:func:`~mzpeak_dask.parquet_stitch.splice.split_part`: the finishing task joins
+    those pieces instead of decoding the footers), and its metadata rows rebased and packed
+    (:func:`pack_rows`, unless ``pack`` is false: the rows stay in this process; runs on the
+    worker that holds ``part``)."""
     data, metadata = {}, {}
     for entity, table in part.data.items():
         offset = offsets.get(entity, 0)
         data[entity] = write_part(table, spec.schemas[entity], spec.options, offset)
         metadata[entity] = {
-            name: pack_rows(rebase(struct, INDEX_FIELDS.get(name, "source_index"), offset))
+            name: (pack_rows if pack else _same)(
+                rebase(struct, INDEX_FIELDS.get(name, "source_index"), offset)
+            )
             for name, struct in part.metadata.get(entity, {}).items()
         }
     peaks = part.peaks
     if peaks is not None:
         options = replace(spec.options, layout="point")  # spectra_peaks is always points
         peaks = write_part(peaks, spec.schemas[PEAKS], options, offsets.get(V.SPECTRUM, 0))
-    return replace(part, data=data, peaks=peaks, metadata=metadata, offsets=dict(offsets))
+    splices = {member: split_part(written) for member, written in data.items()}
+    if peaks is not None:
+        splices[PEAKS] = split_part(peaks)
+    return replace(
+        part, data=data, peaks=peaks, metadata=metadata, offsets=dict(offsets), splices=splices
+    )
 
 
 __all__ = [

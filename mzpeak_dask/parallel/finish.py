@@ -1,7 +1,9 @@
 """Runs finished on workers, when the workers see the output location.
 
-Each partition's written parts go to a file in the run's staging folder (beside the output, so
-on storage every worker sees: the probe checked it) and only its path comes back. Once every
+Each partition is encoded and written by one task (:func:`encode_to_file`, with the offsets
+its run's plan gives: see :mod:`.offsets`); its parts go to a file in the run's staging folder
+(beside the output, so on storage every worker sees: the probe checked it) and only its path
+and counts come back. Once every
 partition is written, one task on a worker — :func:`finish_run` — stitches the data members
 from those files, builds the packed metadata members from the partitions' packed pieces
 (precursor references resolved once every id is known), writes ``mzpeak_index.json`` and the
@@ -16,7 +18,8 @@ repository — costs the cluster one task: :func:`plan_or_finish` plans it and, 
 small, encodes and writes its partitions in order and finishes it in the same task, on the
 same worker, returning what :func:`finish_run` returns (:class:`FinishedRun`). Its archive is
 the one the fanned-out tasks write, byte for byte. A larger run gets its plan back and fans
-out.
+out. Several consecutive small files of a batch can share one task
+(:func:`plan_or_finish_each`), each one's outcome returned in its place.
 
 The finishing task writes in a fresh folder inside the staging folder, removed first if a
 previous attempt left it (Dask reruns the task elsewhere if its worker dies), and does not
@@ -34,7 +37,7 @@ from ..archive.job import read_in_order
 from ..archive.parts import next_offsets, write_partition
 from ..archive.staging import Folder
 from ..archive.writer import ArchiveWriter
-from ..contracts import ConversionResult, EncodedPartition, EncodeSpec, RunPlan
+from ..contracts import ConversionResult, EncodedPartition, EncodeSpec, Partition, RunPlan
 from ..encode import encode_partition
 from ..options import ConvertOptions
 from ..partition import plan_run
@@ -52,6 +55,17 @@ def write_to_file(
     """``part`` written (:func:`~mzpeak_dask.archive.parts.write_partition`) into a file in
     ``folder``; returns its path and the number of items it holds (for progress)."""
     return handoff.dump(write_partition(part, offsets, spec), folder), sum(part.counts.values())
+
+
+def encode_to_file(
+    folder: str, partition: Partition, spec: EncodeSpec, offsets: dict[str, int]
+) -> tuple[str, int, dict[str, int]]:
+    """``partition`` encoded and written (:func:`write_to_file`) with ``offsets`` in one task
+    (see :mod:`.offsets`); returns the file's path, the number of items and their counts per
+    entity (to check the offsets)."""
+    encoded = encode_partition(partition, spec)
+    path, items = write_to_file(folder, encoded, offsets, spec)
+    return path, items, dict(encoded.counts)
 
 
 @dataclass
@@ -87,7 +101,7 @@ def plan_or_finish(
         parts = []
         for partition in plan.partitions:
             encoded = encode_partition(partition, plan.spec)
-            parts.append(write_partition(encoded, offsets, plan.spec))
+            parts.append(write_partition(encoded, offsets, plan.spec, pack=False))
             offsets = next_offsets(offsets, encoded)
         sha256 = _result_or_none(digest)
     finally:
@@ -95,6 +109,21 @@ def plan_or_finish(
             forget(plan.readable)
     finished = finish_run(source, output, options, plan, staging, parts, sha256, check)
     return FinishedRun(*finished, items=sum(len(p.items) for p in plan.partitions))
+
+
+def plan_or_finish_each(
+    runs: list[tuple[str, str, str]], options: ConvertOptions, check: bool
+) -> list[RunPlan | FinishedRun | Exception]:
+    """:func:`plan_or_finish` for each of ``runs`` (source, output, staging folder) in turn,
+    in one task (a batch of small files: the cluster's cost per task is shared); a run that
+    fails gives its exception, in its place, and the others go on."""
+    out: list[RunPlan | FinishedRun | Exception] = []
+    for source, output, staging in runs:
+        try:
+            out.append(plan_or_finish(source, output, options, staging, check))
+        except Exception as exc:  # noqa: BLE001 - one run's failure, never the others'
+            out.append(exc)
+    return out
 
 
 def _result_or_none(digest: Any) -> str | None:
@@ -149,8 +178,10 @@ def _named(inspection: dict[str, Any], staged: str, output: str) -> dict[str, An
 __all__ = [
     "FINISH_FOLDER",
     "FinishedRun",
+    "encode_to_file",
     "finish_run",
     "plan_or_finish",
+    "plan_or_finish_each",
     "small",
     "write_to_file",
 ]

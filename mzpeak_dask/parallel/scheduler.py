@@ -4,17 +4,21 @@ bounded memory.
 Each run is first planned by a task (survey, decompression, data columns — on a worker when
 the workers see the staging folder, else here), then each partition is encoded and written as
 finished Parquet parts by tasks (:mod:`mzpeak_dask.archive.parts`). When the workers see the
-staging folder, the parts stay there and one last task finishes the run on a worker
-(:mod:`.finish`: the members, the container and, for a batch, its checks); the coordinator
-only renames the archive into place. A small run (no kind of item with more than one
-partition: most files of a repository) is planned, converted and finished by that first
-task alone. Otherwise the parts come back as bytes no larger than
-their share of the archive and are stitched here, copied. At most ``window`` tasks are
-outstanding at any time (running, or finished and waiting in a run's reorder buffer), so
-the coordinator and the workers hold a bounded amount of data however large and many the
-inputs. A new run starts whenever no started run has partitions waiting to be
-submitted, which keeps the window full with many small files and makes a batch parallel across
-files and within each file.
+staging folder, one task encodes and writes each partition (with offsets guessed from the plan
+and checked: :mod:`.offsets`), the parts stay there and one last task finishes the run on a
+worker (:mod:`.finish`: the members, the container and, for a batch, its checks); the
+coordinator only renames the archive into place. A small run (no kind of item with more than
+one partition: most files of a repository) is planned, converted and finished by that first
+task alone, and while many runs wait, consecutive small files share that task (up to
+:data:`MAX_PACK`, leaving two tasks for every worker thread), which divides the cluster's cost
+per task between them; each is still recorded, reported and failed on its own, and the runs
+of a task lost with its worker each get a task of their own. Otherwise the parts come back
+as bytes no larger than their share of the archive and are stitched here, copied. At most
+``window`` tasks are outstanding at any time (running, or finished and waiting in a run's
+reorder buffer), so the coordinator and the workers hold a bounded amount of data however
+large and many the inputs. A new run starts whenever no started run has partitions waiting to
+be submitted, which keeps the window full with many small files and makes a batch parallel
+across files and within each file.
 
 A worker that dies is replaced by Dask, which reruns its tasks; a task that fails for a data
 reason fails its run (and, with ``fail_fast``, the whole call); a failed run leaves nothing at
@@ -23,10 +27,8 @@ its output. ``on_result`` hears about every run as soon as it ends, so a batch c
 
 from __future__ import annotations
 
-import errno
 import logging
 import os
-import re
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -39,20 +41,17 @@ from ..archive.parts import next_offsets, write_partition
 from ..archive.staging import sweep_outputs
 from ..contracts import ConversionResult, Progress
 from ..encode import encode_partition
-from ..errors import MzPeakDaskError, OutputError, WorkerDiedError
+from ..errors import MzPeakDaskError
 from ..options import ClusterOptions, ConvertOptions
 from ..partition import plan_run
+from ..storage.urls import is_url
 from .executors import Task, open_executor
-from .finish import FinishedRun, finish_run, plan_or_finish, write_to_file
+from .failures import CONVERT, FINISH, PACK, PLAN, WRITE, describe_failure
+from .finish import FinishedRun, encode_to_file, finish_run, plan_or_finish, plan_or_finish_each
+from .offsets import Offsets
 
 log = logging.getLogger(__name__)
-PLAN = -1  # the task number of a run's plan
-WRITE = -2  # not a task: the coordinator writing the archive
-FINISH = -3  # the task finishing a run on a worker
-CONVERT = -4  # a run's plan task on a worker, which converts and finishes a small run too
-# errors of writing, whatever is written: they name the output, not a temporary file
-_WRITE_ERRNOS = {errno.ENOSPC, errno.EFBIG, errno.EDQUOT, errno.EROFS}
-_ERRNO_TEXT = re.compile(r"\[errno (\d+)\]", re.IGNORECASE)  # in Arrow's messages
+MAX_PACK = 8  # runs in a task planning several (PACK)
 OnResult = Callable[[int, "ConversionResult | MzPeakDaskError"], None]
 
 
@@ -68,6 +67,8 @@ class _Active:
     steps: dict[int, tuple[Task, Any]] = field(default_factory=dict)
     chain: tuple[Task, Any] | None = None  # the last partition's steps: the next one's offsets
     finishing: bool = False  # the task finishing the run on a worker was submitted
+    offsets: Offsets | None = None  # a run finished on a worker: its partitions' offsets
+    pack: list[_Active] = field(default_factory=list)  # the runs of its PACK task (the first's)
 
     @property
     def remote(self) -> bool:
@@ -89,63 +90,6 @@ class _Active:
         return self.job.expected_sequence >= len(self.job.plan.partitions)
 
 
-def _worker_death(exc: BaseException) -> bool:
-    """Dask gave up on a task whose worker died each time it ran it."""
-    return type(exc).__name__ == "KilledWorker"
-
-
-def _output_failure(job: RunJob, exc: BaseException) -> OutputError | None:
-    """A failure to write the output (a full disk, a file too large, the temporary folder
-    removed under it), told by the output and the cause rather than a temporary path."""
-    message, staging = str(exc), str(job.staging.path)
-    cannot = f"{job.source}: cannot write {job.output}"
-    if not job.staging.cleaned and not job.staging.path.exists():
-        return OutputError(f"{cannot}: its temporary folder was removed during the conversion")
-    code = getattr(exc, "errno", None)
-    if code is None and (found := _ERRNO_TEXT.search(message)):
-        code = int(found.group(1))
-    if code in _WRITE_ERRNOS:
-        return OutputError(f"{cannot}: {os.strerror(code)}")
-    if staging not in message or not isinstance(exc, OSError):
-        return None
-    reason = re.search(r"\(([^()]+)\)\s*$", message)  # "STAGING/FILE: cannot write (REASON)"
-    cause = reason.group(1) if reason else re.sub(re.escape(staging) + r"\S*", "", message)
-    return OutputError(f"{cannot}: {cause.strip(' :')}")
-
-
-def _by_source(job: RunJob, message: str) -> str:
-    """``message`` naming the input where it names its decompressed copy in the staging."""
-    staged = re.escape(str(job.staging.path)) + r"/[^\s:]+"
-    return re.sub(staged, lambda _: str(job.source), message)
-
-
-def _describe_failure(job: RunJob, n: int, exc: BaseException) -> MzPeakDaskError:
-    output = _output_failure(job, exc)
-    if output is not None:
-        return output
-    if isinstance(exc, MzPeakDaskError):
-        message = _by_source(job, str(exc))
-        return exc if message == str(exc) else type(exc)(message)
-    if n == PLAN:
-        where = "planning the conversion"
-    elif n == CONVERT:
-        where = "planning or converting the run"
-    elif n in (WRITE, FINISH):
-        where = "writing the archive"
-    else:
-        items = job.plan.partitions[n].items
-        kind = "spectra" if items.kind == "spectrum" else "chromatograms"
-        where = f"{kind} {items.start}-{items.stop - 1} (0-based)"
-    if _worker_death(exc):
-        return WorkerDiedError(
-            f"{job.source}: {where}: the worker process died each time it "
-            "tried (the input may exhaust the worker's memory or crash it)"
-        )
-    return MzPeakDaskError(
-        f"{job.source}: {where}: {type(exc).__name__}: {_by_source(job, str(exc))}"
-    )
-
-
 class Coordinator:
     def __init__(
         self,
@@ -165,7 +109,8 @@ class Coordinator:
         self.progress = progress
         self.fail_fast = fail_fast
         self.on_result = on_result
-        self.window = cluster.window or 2 * executor.worker_threads + 2
+        self.threads = executor.worker_threads
+        self.window = cluster.window or 2 * self.threads + 2
         self.active: list[_Active] = []
         self.outstanding = 0
 
@@ -192,38 +137,98 @@ class Coordinator:
         return not busy and self.outstanding < self.window
 
     def _start_jobs(self, pending: deque, results: list) -> None:
+        """Start runs while the window has room: each planned by a task on a worker (which
+        converts it whole if it is small), consecutive small files several to a task while
+        enough runs wait to give every worker thread two such tasks; or planned here when
+        the workers cannot see the staging folder."""
         while pending and (not self.active or self._ready_for_more()):
-            number, (source, output) = pending.popleft()
-            try:
-                job = RunJob(source, output, self.options, self.inputs)
-            except MzPeakDaskError as exc:
-                self._record(number, exc, results)
-                continue
-            try:  # probing the workers takes a while: an interrupt here must not leak staging
-                active = _Active(job, number, self.executor.handoff_folder(job.staging.path))
-            except BaseException:
-                job.abort()
-                raise
-            self.active.append(active)
-            if active.handoff is None:  # workers cannot see the staging folder: plan here
-                try:
-                    plan = plan_run(source, job.staging.path, self.options)
-                except Exception as exc:  # noqa: BLE001 - one run's failure, never the whole call
-                    self._fail(active, _describe_failure(job, PLAN, exc), results)
+            size = max(1, min(MAX_PACK, len(pending) // (2 * self.threads)))
+            pack: list[_Active] = []
+            while pending and len(pack) < size:
+                if pack and not self._small_file(pending[0][1][0]):
+                    break
+                number, (source, output) = pending.popleft()
+                active = self._open(number, source, output, results)
+                if active is None:
                     continue
-                self._planned(active, plan, results)
-            else:  # a worker plans it, and converts it whole if it is small
-                task = self.executor.submit(
-                    (active, PLAN),
-                    plan_or_finish,
-                    str(source),
-                    str(output),
-                    self.options,
-                    active.handoff,
-                    self.check,
-                )
-                active.tasks.append(task)
-                self.outstanding += 1
+                if active.handoff is None:  # workers cannot see the staging folder: plan here
+                    self._plan_here(active, results)
+                    continue
+                pack.append(active)
+                if not self._small_file(source):
+                    break
+            if len(pack) > 1:
+                self._submit_pack(pack)
+            elif pack:
+                self._submit_plan(pack[0])
+
+    def _small_file(self, source: Path) -> bool:
+        """A local input no larger than a partition (most likely converted by its plan's task)."""
+        try:
+            size = None if is_url(str(source)) else os.stat(source).st_size
+        except OSError:
+            return False
+        return size is not None and size <= self.options.partition_bytes
+
+    def _open(self, number: int, source: Path, output: Path, results: list) -> _Active | None:
+        try:
+            job = RunJob(source, output, self.options, self.inputs)
+        except MzPeakDaskError as exc:
+            self._record(number, exc, results)
+            return None
+        try:  # probing the workers takes a while: an interrupt here must not leak staging
+            active = _Active(job, number, self.executor.handoff_folder(job.staging.path))
+        except BaseException:
+            job.abort()
+            raise
+        self.active.append(active)
+        return active
+
+    def _plan_here(self, active: _Active, results: list) -> None:
+        job = active.job
+        try:
+            plan = plan_run(job.source, job.staging.path, self.options)
+        except Exception as exc:  # noqa: BLE001 - one run's failure, never the whole call
+            self._fail(active, describe_failure(job, PLAN, exc), results)
+            return
+        self._planned(active, plan, results)
+
+    def _submit_plan(self, active: _Active) -> None:
+        """The task planning the run on a worker, which converts it whole if it is small."""
+        job = active.job
+        task = self.executor.submit(
+            (active, PLAN),
+            plan_or_finish,
+            str(job.source),
+            str(job.output),
+            self.options,
+            active.handoff,
+            self.check,
+        )
+        active.tasks.append(task)
+        self.outstanding += 1
+
+    def _submit_pack(self, pack: list[_Active]) -> None:
+        """One task planning (converting the small ones) the runs of ``pack`` in turn."""
+        runs = [(str(a.job.source), str(a.job.output), a.handoff) for a in pack]
+        leader = pack[0]
+        leader.pack = pack
+        task = self.executor.submit(
+            (leader, PACK), plan_or_finish_each, runs, self.options, self.check
+        )
+        leader.tasks.append(task)
+        self.outstanding += 1
+
+    def _unpack(self, pack: list[_Active], outcomes: list, results: list) -> None:
+        """Each run of a PACK task, as if its own plan task had given its outcome."""
+        for active, outcome in zip(pack, outcomes, strict=True):
+            if isinstance(outcome, FinishedRun):
+                active.job.items_total = outcome.items
+                self._finished(active, outcome.result, outcome.archive, outcome.inspection, results)
+            elif isinstance(outcome, BaseException):
+                self._fail(active, describe_failure(active.job, CONVERT, outcome), results)
+            else:
+                self._planned(active, outcome, results)
 
     def _fill_window(self) -> None:
         for active in self.active:
@@ -237,20 +242,25 @@ class Coordinator:
 
     def _partition_task(self, active: _Active, n: int) -> Task:
         """Partition ``n``'s steps (see :mod:`mzpeak_dask.archive.parts`): encode, its offsets
-        from the previous partition's, then its Parquet parts, the only result collected."""
+        from the previous partition's, then its Parquet parts, the only result collected. A run
+        finished on a worker takes one task a partition instead, with the offsets its plan
+        gives (:mod:`.offsets`)."""
         plan = active.job.plan
+        if active.remote:
+            return self._encode_to_file(active, n, active.offsets.guess(n))
         encoded = self.executor.submit(None, encode_partition, plan.partitions[n], plan.spec)
         offsets: Any = {}
         if active.chain is not None:
             offsets = self.executor.submit(None, next_offsets, *reversed(active.chain))
-        if active.remote:
-            task = self.executor.submit(
-                (active, n), write_to_file, active.handoff, encoded, offsets, plan.spec
-            )
-        else:
-            task = self.executor.submit((active, n), write_partition, encoded, offsets, plan.spec)
+        task = self.executor.submit((active, n), write_partition, encoded, offsets, plan.spec)
         active.steps[n] = active.chain = (encoded, offsets)
         return task
+
+    def _encode_to_file(self, active: _Active, n: int, offsets: dict[str, int]) -> Task:
+        plan = active.job.plan
+        return self.executor.submit(
+            (active, n), encode_to_file, active.handoff, plan.partitions[n], plan.spec, offsets
+        )
 
     def _collect(self, task: Task, results: list) -> None:
         active, n = task.tag
@@ -261,12 +271,19 @@ class Coordinator:
         except BaseException as exc:
             if isinstance(exc, KeyboardInterrupt):
                 raise
+            if n == PACK:  # e.g. a worker died under it: each run on its own, to fail alone
+                for member in active.pack:
+                    self._submit_plan(member)
+                return
             where = CONVERT if n == PLAN and active.remote else n
-            self._fail(active, _describe_failure(active.job, where, exc), results)
+            self._fail(active, describe_failure(active.job, where, exc), results)
             return
         finally:
             self.executor.release(task)
             active.steps.pop(n, None)  # dropped: Dask frees them once nothing needs them
+        if n == PACK:
+            self._unpack(active.pack, result, results)
+            return
         if isinstance(result, FinishedRun):  # a small run, converted by its plan's task
             active.job.items_total = result.items
             self._finished(active, result.result, result.archive, result.inspection, results)
@@ -277,11 +294,18 @@ class Coordinator:
         if n == FINISH:
             self._finished(active, *result, results)
             return
-        if active.remote:  # a path in the staging folder, and the number of items it holds
-            active.buffer[n], items = result
-            active.job.items_done += items
-            if self.progress:
-                self.progress(str(active.job.source), active.job.items_done, active.job.items_total)
+        if active.remote:  # a path in the staging folder, its number of items, their counts
+            active.buffer[n], items, counts = result
+            if n not in active.offsets.counts:  # not a partition written again
+                active.job.items_done += items
+                if self.progress:
+                    self.progress(
+                        str(active.job.source), active.job.items_done, active.job.items_total
+                    )
+            for k, offsets in active.offsets.arrived(n, counts):  # written with a wrong guess
+                del active.buffer[k]
+                active.tasks.append(self._encode_to_file(active, k, offsets))
+                self.outstanding += 1
             self._maybe_finish(active, results)
             return
         self.outstanding += 1  # held in the reorder buffer until assembled
@@ -292,7 +316,7 @@ class Coordinator:
                 job.add(active.buffer.pop(job.expected_sequence))
             except Exception as exc:  # noqa: BLE001 - e.g. a full disk: this run fails
                 self.outstanding -= 1
-                self._fail(active, _describe_failure(job, WRITE, exc), results)
+                self._fail(active, describe_failure(job, WRITE, exc), results)
                 return
             self.outstanding -= 1
             if self.progress:
@@ -300,6 +324,8 @@ class Coordinator:
         self._maybe_finish(active, results)
 
     def _planned(self, active: _Active, plan: Any, results: list) -> None:
+        if active.remote:
+            active.offsets = Offsets(plan)
         try:
             active.job.start(
                 plan,
@@ -308,7 +334,7 @@ class Coordinator:
                 in_order=self.executor.runs_here,
             )
         except Exception as exc:  # noqa: BLE001 - one run's failure, never the whole call
-            self._fail(active, _describe_failure(active.job, PLAN, exc), results)
+            self._fail(active, describe_failure(active.job, PLAN, exc), results)
             return
         self._maybe_finish(active, results)
 
@@ -322,7 +348,7 @@ class Coordinator:
             result = active.job.finish()  # cleans up after itself whatever happens
         except Exception as exc:  # noqa: BLE001 - one run's failure, never the whole call
             self.active.remove(active)
-            self._record(active.number, _describe_failure(active.job, WRITE, exc), results)
+            self._record(active.number, describe_failure(active.job, WRITE, exc), results)
             return
         self._done(active, result, results)
 
@@ -360,7 +386,7 @@ class Coordinator:
             result = active.job.put_in_place(result, Path(archive))
         except Exception as exc:  # noqa: BLE001 - one run's failure, never the whole call
             self.active.remove(active)
-            self._record(active.number, _describe_failure(active.job, WRITE, exc), results)
+            self._record(active.number, describe_failure(active.job, WRITE, exc), results)
             return
         self._done(active, replace(result, inspection=inspection), results)
 

@@ -62,6 +62,16 @@ class Struct:
         self.fields.sort(key=lambda f: f[0])
 
 
+@dataclass(slots=True)
+class Spanned(Struct):
+    """A struct read by :func:`loads_spanned`: it knows where its bytes start and end in the
+    data, and each of its fields is ``[field id, wire type, value, start, end]``, the last two
+    bounding the value's bytes (empty for a boolean field, whose value is its header)."""
+
+    start: int = 0
+    end: int = 0
+
+
 def byte_view(data) -> memoryview:
     """``data`` (bytes, a memoryview, a ``pyarrow.Buffer``: anything with the buffer protocol)
     as unsigned bytes (a pyarrow buffer exports signed ones)."""
@@ -155,6 +165,28 @@ class _Reader:
             last = fid
 
 
+class _SpanReader(_Reader):
+    def struct(self) -> Spanned:
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise ThriftError("Thrift struct: nested too deeply")
+        out = Spanned(start=self.pos)
+        last = 0
+        while True:
+            header = self.byte()
+            wire = header & 0x0F
+            if wire == STOP:
+                self.depth -= 1
+                out.end = self.pos
+                return out
+            delta = header >> 4
+            fid = last + delta if delta else self.zigzag()
+            start = self.pos
+            value = self.value(wire)
+            out.fields.append([fid, wire, value, start, self.pos])
+            last = fid
+
+
 class _Writer:
     def __init__(self):
         self.out = bytearray()
@@ -236,6 +268,12 @@ def loads_exactly(data: bytes | memoryview) -> Struct:
     return struct
 
 
+def loads_spanned(data: bytes | memoryview, pos: int = 0) -> Spanned:
+    """The struct at ``pos`` of ``data``, every struct in it a :class:`Spanned` whose positions
+    are those of ``data`` (to cut its bytes around chosen fields)."""
+    return _SpanReader(data, pos).struct()
+
+
 def dumps(s: Struct) -> bytes:
     """``s`` in the compact protocol."""
     writer = _Writer()
@@ -243,4 +281,15 @@ def dumps(s: Struct) -> bytes:
     return bytes(writer.out)
 
 
-__all__ = ["List", "Map", "Struct", "ThriftError", "byte_view", "dumps", "loads", "loads_exactly"]
+__all__ = [
+    "List",
+    "Map",
+    "Spanned",
+    "Struct",
+    "ThriftError",
+    "byte_view",
+    "dumps",
+    "loads",
+    "loads_exactly",
+    "loads_spanned",
+]

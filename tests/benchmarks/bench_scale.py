@@ -180,7 +180,41 @@ def measure_batch(workers: int) -> dict:
     return out
 
 
+def _timeline(stream: list[dict], start: float, end: float) -> dict:
+    """From a task stream: per kind of task, its count and compute seconds; the seconds during
+    which exactly one task ran (the serial part), by kind; and those during which none did."""
+    from dask.utils import key_split
+
+    kinds: dict[str, list] = {}
+    events = []
+    for task in stream:
+        kind = key_split(task["key"])
+        for step in task["startstops"]:
+            if step["action"] == "compute":
+                entry = kinds.setdefault(kind, [0, 0.0])
+                entry[0] += 1
+                entry[1] += step["stop"] - step["start"]
+                events += [(step["start"], 1, kind), (step["stop"], -1, kind)]
+    alone: dict[str, float] = {}
+    idle, running, last = 0.0, [], start
+    for at, change, kind in sorted(events):
+        span = max(0.0, at - last)
+        if not running:
+            idle += span
+        elif len(running) == 1:
+            alone[running[0]] = alone.get(running[0], 0.0) + span
+        last = at
+        if change == 1:
+            running.append(kind)
+        else:
+            running.remove(kind)
+    idle += max(0.0, end - last)
+    return {"kinds": kinds, "alone": alone, "idle": idle}
+
+
 def measure_run(source: str, workers: int) -> dict:
+    from distributed import get_task_stream
+
     from mzpeak_dask import ConvertOptions, convert
 
     output = workdir() / f"scale-run-{workers}.mzpeak"
@@ -188,8 +222,11 @@ def measure_run(source: str, workers: int) -> dict:
         _warm(client)
         meter = _Meter(client)
         before = meter.snapshot()
-        result = convert(source, output, ConvertOptions(overwrite=True), client=client)
+        start = time.time()
+        with get_task_stream(client) as stream:
+            result = convert(source, output, ConvertOptions(overwrite=True), client=client)
         cost = _delta(meter.snapshot(), before)
+        cost["timeline"] = _timeline(stream.data, start, time.time())
     folder = workdir() / f"scale-run-{workers}"
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir()
@@ -265,6 +302,13 @@ def report(batches: dict, runs: dict, sched: dict) -> None:
         f"  one-run goal <= 3 % (was 22 %); speedup 1 -> 2 workers: "
         f"{runs[1]['time'] / runs[2]['time']:.2f} (goal >= 1.8)"
     )
+    for w in (1, 2):
+        timeline = runs[w]["timeline"]
+        tasks = ", ".join(f"{k} {n} x {s:.2f} s" for k, (n, s) in timeline["kinds"].items())
+        alone = ", ".join(f"{k} {s:.2f} s" for k, s in timeline["alone"].items() if s >= 0.005)
+        print(f"  timeline at {w} worker{'s' if w > 1 else ' '}: {tasks}")
+        if w > 1:
+            print(f"    one task alone: {alone}; no task: {timeline['idle']:.2f} s")
     handed = n["handoff"] + runs[2]["handoff"]
     output = n["output_bytes"] + runs[2]["output_bytes"]
     print(

@@ -49,7 +49,7 @@ def test_runs_finish_on_workers_with_the_archive_written_here(
     kinds = _tasks(
         local_client, lambda: results.extend(convert_many(jobs, options, client=local_client))
     )
-    assert {"finish_run", "write_to_file"} <= kinds
+    assert {"finish_run", "encode_to_file"} <= kinds
     assert "write_partition" not in kinds  # no part came back to be stitched here
     for (source, output), result in zip(jobs, results, strict=True):
         expected = tmp_path / f"inline-{output.name}"

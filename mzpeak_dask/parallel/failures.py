@@ -1,0 +1,86 @@
+"""What the coordinator tells the user when a run fails: one line naming the input (and the
+spectra of the partition, or the step), whatever failed where.
+
+A task's number says where: a partition's (0, 1, ...) or one of the steps below. A failure to
+write the output names the output and its cause rather than a temporary file; a message naming
+the decompressed copy of an input names the input; a worker that died each time it ran a task
+becomes a :class:`~mzpeak_dask.errors.WorkerDiedError`, which a batch recognises.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+
+from ..archive.job import RunJob
+from ..errors import MzPeakDaskError, OutputError, WorkerDiedError
+
+PLAN = -1  # the task number of a run's plan
+WRITE = -2  # not a task: the coordinator writing the archive
+FINISH = -3  # the task finishing a run on a worker
+CONVERT = -4  # a run's plan task on a worker, which converts and finishes a small run too
+PACK = -5  # a task planning (converting and finishing the small ones) several runs in turn
+# errors of writing, whatever is written: they name the output, not a temporary file
+_WRITE_ERRNOS = {errno.ENOSPC, errno.EFBIG, errno.EDQUOT, errno.EROFS}
+_ERRNO_TEXT = re.compile(r"\[errno (\d+)\]", re.IGNORECASE)  # in Arrow's messages
+
+
+def _worker_death(exc: BaseException) -> bool:
+    """Dask gave up on a task whose worker died each time it ran it."""
+    return type(exc).__name__ == "KilledWorker"
+
+
+def _output_failure(job: RunJob, exc: BaseException) -> OutputError | None:
+    """A failure to write the output (a full disk, a file too large, the temporary folder
+    removed under it), told by the output and the cause rather than a temporary path."""
+    message, staging = str(exc), str(job.staging.path)
+    cannot = f"{job.source}: cannot write {job.output}"
+    if not job.staging.cleaned and not job.staging.path.exists():
+        return OutputError(f"{cannot}: its temporary folder was removed during the conversion")
+    code = getattr(exc, "errno", None)
+    if code is None and (found := _ERRNO_TEXT.search(message)):
+        code = int(found.group(1))
+    if code in _WRITE_ERRNOS:
+        return OutputError(f"{cannot}: {os.strerror(code)}")
+    if staging not in message or not isinstance(exc, OSError):
+        return None
+    reason = re.search(r"\(([^()]+)\)\s*$", message)  # "STAGING/FILE: cannot write (REASON)"
+    cause = reason.group(1) if reason else re.sub(re.escape(staging) + r"\S*", "", message)
+    return OutputError(f"{cannot}: {cause.strip(' :')}")
+
+
+def _by_source(job: RunJob, message: str) -> str:
+    """``message`` naming the input where it names its decompressed copy in the staging."""
+    staged = re.escape(str(job.staging.path)) + r"/[^\s:]+"
+    return re.sub(staged, lambda _: str(job.source), message)
+
+
+def describe_failure(job: RunJob, n: int, exc: BaseException) -> MzPeakDaskError:
+    output = _output_failure(job, exc)
+    if output is not None:
+        return output
+    if isinstance(exc, MzPeakDaskError):
+        message = _by_source(job, str(exc))
+        return exc if message == str(exc) else type(exc)(message)
+    if n == PLAN:
+        where = "planning the conversion"
+    elif n == CONVERT:
+        where = "planning or converting the run"
+    elif n in (WRITE, FINISH):
+        where = "writing the archive"
+    else:
+        items = job.plan.partitions[n].items
+        kind = "spectra" if items.kind == "spectrum" else "chromatograms"
+        where = f"{kind} {items.start}-{items.stop - 1} (0-based)"
+    if _worker_death(exc):
+        return WorkerDiedError(
+            f"{job.source}: {where}: the worker process died each time it "
+            "tried (the input may exhaust the worker's memory or crash it)"
+        )
+    return MzPeakDaskError(
+        f"{job.source}: {where}: {type(exc).__name__}: {_by_source(job, str(exc))}"
+    )
+
+
+__all__ = ["CONVERT", "FINISH", "PACK", "PLAN", "WRITE", "describe_failure"]

@@ -1,0 +1,121 @@
+"""A partition encoded and written by one task, with the offsets its run's plan gives: checked
+against the true offsets (the counts of the partitions before it) as counts come back, in any
+order; a run with UV spectra has the partitions written with a wrong guess written again, and
+its archive is the same bytes."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from dask.utils import key_split
+from distributed import get_task_stream
+
+from mzpeak_dask import ConvertOptions, convert
+from mzpeak_dask.archive.parts import next_offsets
+from mzpeak_dask.encode import encode_partition
+from mzpeak_dask.parallel.offsets import Offsets
+from mzpeak_dask.partition import plan_run
+
+from ..conftest import INLINE
+from ..helpers import member_digests
+from .test_finish import SMALL, UV
+
+
+def _true_offsets(plan) -> tuple[list[dict[str, int]], list[dict[str, int]]]:
+    """The offsets the chain of counts gives each partition, and each partition's counts."""
+    offsets: dict[str, int] = {}
+    chain, counts = [], []
+    for partition in plan.partitions:
+        encoded = encode_partition(partition, plan.spec)
+        chain.append(offsets)
+        counts.append(dict(encoded.counts))
+        offsets = next_offsets(offsets, encoded)
+    return chain, counts
+
+
+def _agree(a: dict[str, int], b: dict[str, int], entities) -> bool:
+    return all(a.get(e, 0) == b.get(e, 0) for e in entities)
+
+
+@pytest.mark.parametrize("source, items", [(SMALL, 7), (UV, 60)], ids=["ms", "ms+uv"])
+def test_guesses_checked_in_any_order_end_as_the_true_offsets(tmp_path, source, items) -> None:
+    plan = plan_run(source, tmp_path, ConvertOptions(partition_items=items))
+    n = len(plan.partitions)
+    assert n > 3
+    chain, counts = _true_offsets(plan)
+    offsets = Offsets(plan)
+    guessed = [offsets.guess(k) for k in range(n)]  # every partition submitted at once
+    order = list(range(n))
+    random.Random(7).shuffle(order)
+    wrong: dict[int, dict[str, int]] = {}
+    for k in order:
+        for redo, true in offsets.arrived(k, counts[k]):
+            assert redo not in wrong  # named once
+            wrong[redo] = true
+    assert offsets.checked == n
+    for k in range(n):
+        used = wrong.get(k, guessed[k])
+        assert _agree(used, chain[k], counts[k]), k
+        assert (k in wrong) == (not _agree(guessed[k], chain[k], counts[k])), k
+    uv = any("wavelength spectrum" in c for c in counts)
+    assert bool(wrong) == uv  # only UV spectra make a guess wrong
+    for k, true in wrong.items():  # written again: its counts arrive again, nothing is named
+        assert offsets.arrived(k, counts[k]) == []
+        assert true == offsets.used[k]
+
+
+def test_guesses_build_on_the_counts_checked(tmp_path) -> None:
+    """A partition submitted after the ones before it came back is guessed from their true
+    counts: only the partitions still out are taken from the plan."""
+    plan = plan_run(UV, tmp_path, ConvertOptions(partition_items=60))
+    chain, counts = _true_offsets(plan)
+    offsets = Offsets(plan)
+    for k in range(3):
+        offsets.guess(k)
+    for k in range(3):
+        offsets.arrived(k, counts[k])
+    assert offsets.guess(3) == {e: v for e, v in chain[3].items()}
+
+
+def test_a_run_with_uv_spectra_writes_about_a_window_of_partitions_again(tmp_path) -> None:
+    """Submitted three at a time, as the coordinator's window does, and coming back in order:
+    the partitions after those where UV spectra start are predicted from them."""
+    plan = plan_run(UV, tmp_path, ConvertOptions(partition_items=60))
+    chain, counts = _true_offsets(plan)
+    offsets, window = Offsets(plan), 3
+    out, wrong = [], []
+    for k in range(len(plan.partitions)):
+        out.append(k)
+        offsets.guess(k)
+        if len(out) == window:
+            wrong += offsets.arrived(out.pop(0), counts[k - window + 1])
+    for k in out:
+        wrong += offsets.arrived(k, counts[k])
+    assert 0 < len(wrong) <= window
+    for k, true in wrong:
+        assert _agree(true, chain[k], counts[k])
+
+
+@pytest.mark.cluster
+@pytest.mark.slow
+def test_a_run_finished_on_workers_takes_one_task_a_partition(local_client, tmp_path) -> None:
+    """MS spectra only: one task a partition, none written twice; with UV spectra, the
+    partitions written with a wrong guess are written again, and both archives are the ones
+    written in this process."""
+    for source, items in ((SMALL, 7), (UV, 60)):
+        options = ConvertOptions(partition_items=items)
+        partitions = len(plan_run(source, tmp_path, options).partitions)
+        output = tmp_path / f"{source.stem}.mzpeak"
+        with get_task_stream(local_client) as stream:
+            convert(source, output, options, client=local_client)
+        kinds = [key_split(t["key"]) for t in stream.data]
+        assert "encode_partition" not in kinds and "next_offsets" not in kinds
+        written = kinds.count("encode_to_file")
+        if source == SMALL:
+            assert written == partitions
+        else:
+            assert partitions < written < 2 * partitions
+        expected = tmp_path / f"inline-{output.name}"
+        convert(source, expected, options, cluster=INLINE)
+        assert member_digests(output) == member_digests(expected)

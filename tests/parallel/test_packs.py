@@ -1,0 +1,124 @@
+"""Consecutive small files of a batch share a task (the cluster's cost per task is shared
+between them) while enough runs wait to keep every worker busy: each run is still converted,
+checked, recorded and resumable on its own, a bad file fails alone, and a task lost with its
+worker gives each of its runs a task of its own."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+from pathlib import Path
+
+import dask
+import pytest
+from dask.utils import key_split
+from distributed import get_task_stream
+
+from mzpeak_dask import BatchOptions, ClusterOptions, ConversionResult, ConvertOptions, convert_many
+from mzpeak_dask.batch.runner import run_batch
+from mzpeak_dask.parallel.cluster import cluster_client
+
+from ..conftest import DATA, INLINE
+from ..helpers import member_digests
+from ..hostile_inputs import corrupt_binary
+from .test_finish import SMALL, THREE, TINY
+
+pytestmark = [pytest.mark.cluster, pytest.mark.slow]
+
+
+def _repository(tmp_path: Path, copies: int, bad: bool = False) -> Path:
+    """``copies`` small real runs (three files in turn), and a corrupt one among them."""
+    source = tmp_path / "repository"
+    source.mkdir()
+    runs = [SMALL, THREE, TINY, DATA / "depthcharge" / "TMT10-Trial-8.mzML"]
+    for k in range(copies):
+        shutil.copy(runs[k % len(runs)], source / f"run{k:02d}.mzML")
+    if bad:
+        corrupt = corrupt_binary(tmp_path, 2, lambda b64: "!" + b64[1:])
+        corrupt.rename(source / f"run{copies // 2:02d}b.mzML")
+    return source
+
+
+def _statuses(output: Path) -> dict[str, str]:
+    report = json.loads((output / "batch_report.json").read_text())
+    return {Path(f["input"]).name: f["status"] for f in report["files"]}
+
+
+def test_small_files_share_tasks_and_each_run_stands_alone(local_client, tmp_path) -> None:
+    source = _repository(tmp_path, copies=16, bad=True)
+    output = tmp_path / "out"
+    with get_task_stream(local_client) as stream:
+        outcome = run_batch(source, output, client=local_client)
+    kinds = [key_split(t["key"]) for t in stream.data]
+    assert "plan_or_finish_each" in kinds
+    assert len(kinds) < 17  # fewer tasks than runs
+    statuses = _statuses(output)
+    assert statuses.pop("run08b.mzML") == "failed"
+    assert set(statuses.values()) == {"converted"} and len(statuses) == 16
+    failed = [r for r in outcome.records if r["status"] == "failed"]
+    assert len(failed) == 1 and "run08b.mzML" in failed[0]["error"]
+    assert "scan=3" in failed[0]["error"]
+    clean = tmp_path / "clean"
+    run_batch(source, clean, cluster=INLINE)
+    for record in outcome.records:
+        if record["status"] == "converted":
+            archive = Path(record["output"])
+            assert record["members"] == member_digests(archive)  # checked in the task
+            assert member_digests(archive) == member_digests(clean / archive.relative_to(output))
+    run_batch(source, output, batch=BatchOptions(resume=True), client=local_client)
+    statuses = _statuses(output)  # resumed: nothing converted again
+    assert statuses.pop("run08b.mzML") == "failed"
+    assert set(statuses.values()) == {"skipped"}
+
+
+def test_a_task_lost_with_its_worker_gives_each_of_its_runs_its_own(tmp_path) -> None:
+    """Workers killed while tasks of several runs are out, with no retry: each run of a lost
+    task is planned again on its own (no batch retrying it), and every run converts."""
+    source = _repository(tmp_path, copies=40)  # tasks of up to 8 runs
+    jobs = [(s, tmp_path / "out" / f"{s.stem}.mzpeak") for s in sorted(source.iterdir())]
+    killed: list[int] = []
+    (tmp_path / "out").mkdir()
+    (tmp_path / "undisturbed").mkdir()
+    with (
+        dask.config.set({"distributed.scheduler.allowed-failures": 0}),
+        cluster_client(ClusterOptions(workers=2, dashboard=False)) as client,
+    ):
+        undisturbed = [(s, tmp_path / "undisturbed" / o.name) for s, o in jobs]
+        with get_task_stream(client) as stream:  # for the count of tasks
+            convert_many(undisturbed, client=client)
+        alone = [key_split(t["key"]) for t in stream.data].count("plan_or_finish")
+        workers = list(client.run(os.getpid).values())
+
+        def kill_the_workers(_source: str, done: int, total: int) -> None:
+            if not killed and done == total:  # one run done, tasks of others out
+                for pid in workers:
+                    os.kill(pid, signal.SIGKILL)
+                killed.append(done)
+
+        with get_task_stream(client) as stream:
+            results = convert_many(jobs, client=client, progress=kill_the_workers, fail_fast=False)
+    kinds = [key_split(t["key"]) for t in stream.data]
+    assert killed
+    assert kinds.count("plan_or_finish") > alone  # the runs of a lost task, each on its own
+    assert all(isinstance(r, ConversionResult) for r in results), results
+    for (_, output), (_, clean) in zip(jobs, undisturbed, strict=True):
+        assert member_digests(output) == member_digests(clean)
+
+
+def test_a_run_that_fans_out_gets_its_plan_back_from_a_shared_task(local_client, tmp_path) -> None:
+    """Files small on disk whose runs still have several partitions (here 20 spectra each):
+    the shared task plans them, each fans out on its own, and converts as in this process."""
+    source = _repository(tmp_path, copies=16)
+    options = ConvertOptions(partition_items=20)
+    with get_task_stream(local_client) as stream:
+        outcome = run_batch(source, tmp_path / "out", options, client=local_client)
+    kinds = [key_split(t["key"]) for t in stream.data]
+    assert "plan_or_finish_each" in kinds and "encode_to_file" in kinds
+    assert {r["status"] for r in outcome.records} == {"converted"}
+    clean = tmp_path / "clean"
+    run_batch(source, clean, options, INLINE)
+    for record in outcome.records:
+        archive = Path(record["output"])
+        assert member_digests(archive) == member_digests(clean / archive.name)
