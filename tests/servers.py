@@ -165,10 +165,11 @@ def s3_server(own_process: bool = False):
 
 
 @contextmanager
-def moto_requests():
+def moto_requests(query: bool = False):
     """The requests moto's server on a thread of this process answers within the block, as
     ``(method, path, status)``: a ranged GET is answered 206, a GET of a whole object 200
-    (read from the server's log of each request, silenced otherwise)."""
+    (read from the server's log of each request, silenced otherwise); with ``query``, each
+    also holds its query string (``partNumber=2&uploadId=...``)."""
     seen: list[tuple[str, str, int]] = []
 
     class Seen(logging.Handler):
@@ -178,7 +179,9 @@ def moto_requests():
             if len(args) >= 2 and line.count(" ") == 2:
                 method, path, _ = line.split(" ")
                 status = str(args[1])
-                seen.append((method, unquote(path.split("?", 1)[0]), int(status[:3])))
+                path, _, asked = path.partition("?")
+                entry = (method, unquote(path), int(status[:3]))
+                seen.append((*entry, asked) if query else entry)
 
     logger = logging.getLogger("werkzeug")
     saved = logger.handlers, logger.level, logger.propagate

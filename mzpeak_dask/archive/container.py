@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import IO
 
 from ..errors import OutputError
+from ..storage.streaming import following
 from .staging import Staging
 
 
@@ -90,8 +91,10 @@ class Container:
                 yield f
             self.members.append((name, (self._dir / name).stat().st_size))
         else:
+            # the first member's bytes may be uploaded as they come (its header goes last)
+            upload = following(self.output) if not self.members else None
             with self._zip.open(name, "w", force_zip64=True) as f:
-                yield f
+                yield f if upload is None else upload.watch(f, self._zip.fp, self._zip_path)
             self.members.append((name, self._zip.getinfo(name).file_size))
 
     def add_file(self, name: str, path: Path) -> None:
