@@ -22,6 +22,8 @@ from urllib.parse import unquote
 _RANGE = re.compile(r"bytes=(\d*)-(\d*)$")
 _COLOURS = re.compile(r"\x1b\[[0-9;]*m")  # the server's log colours a 206 answer
 
+SERVER_PIDS: dict[str, int] = {}  # endpoint -> process id of a server in its own process
+
 S3_ENVIRONMENT = {
     "AWS_ACCESS_KEY_ID": "testing",
     "AWS_SECRET_ACCESS_KEY": "testing",
@@ -211,6 +213,7 @@ def _moto_process():
     command = [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)]
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     endpoint = f"http://127.0.0.1:{port}"
+    SERVER_PIDS[endpoint] = process.pid
     deadline = time.monotonic() + 60
     while True:
         try:
@@ -223,6 +226,7 @@ def _moto_process():
             time.sleep(0.1)
 
     def stop() -> None:
+        SERVER_PIDS.pop(endpoint, None)
         process.terminate()
         process.wait(timeout=30)
 
@@ -242,3 +246,9 @@ def s3_client(endpoint: str):
     import boto3
 
     return boto3.client("s3", endpoint_url=endpoint)
+
+
+def cpu_seconds(pid: int) -> float:
+    """CPU time (user and system) the process ``pid`` has used so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
