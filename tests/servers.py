@@ -153,16 +153,10 @@ def s3_server(own_process: bool = False):
         stop, endpoint = _moto_process()
     else:
         stop, endpoint = _moto_thread()
-    saved = {k: os.environ.get(k) for k in [*S3_ENVIRONMENT, "AWS_ENDPOINT_URL"]}
-    os.environ.update(S3_ENVIRONMENT, AWS_ENDPOINT_URL=endpoint)
     try:
-        yield endpoint
+        with _environment(**S3_ENVIRONMENT, AWS_ENDPOINT_URL=endpoint):
+            yield endpoint
     finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
         stop()
 
 
@@ -207,23 +201,12 @@ def _moto_thread():
 
 
 def _moto_process():
-    with socket.socket() as probe:  # a free port on loopback
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = _free_port()
     command = [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)]
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     endpoint = f"http://127.0.0.1:{port}"
     SERVER_PIDS[endpoint] = process.pid
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1):
-                break
-        except OSError:
-            if process.poll() is not None or time.monotonic() > deadline:
-                process.kill()
-                raise RuntimeError(f"moto's server did not start on port {port}") from None
-            time.sleep(0.1)
+    _wait_for(port, process, "moto's server")
 
     def stop() -> None:
         SERVER_PIDS.pop(endpoint, None)
