@@ -2,7 +2,7 @@
 S3 (requests made, bytes transferred, time) against the same archive on local disk; and the
 conversion throughput s3 -> s3 against local -> local.
 
-    python -m tests.benchmarks.bench_remote [--copies 28] [--spectra 20]
+    python -m tests.benchmarks.bench_remote [--copies 28] [--spectra 20] [--no-cluster]
 
 The archive is mzdata/small.mzML replicated ``--copies`` times into one run and converted
 (about 40 MB at 28 copies). Both servers are real and on loopback: a static HTTP server with
@@ -12,6 +12,8 @@ makes none). "One random
 spectrum" is the median over ``--spectra`` random spectra, each read from a freshly opened
 archive (opening not counted); its row group is the compressed size of the row groups that can
 hold it, from the footer. Loopback has no latency: the times show overheads, not a WAN.
+Last, what a run of several partitions converted on a 2-worker LocalCluster reads of its input
+over HTTP.
 """
 
 from __future__ import annotations
@@ -143,12 +145,41 @@ def convert_throughput(source: Path, bucket: str, endpoint: str, root: Path, rep
     )
 
 
+def cluster_reads(root: Path, copies: int = 4) -> None:
+    """What a run of several partitions converted on a 2-worker LocalCluster reads of its
+    input over HTTP: the workers' partitions, and the stream its SHA-256 is taken from."""
+    source = replicated(DATA / "mzdata" / "small.mzML", copies)
+    served = root / "served"
+    served.mkdir(exist_ok=True)
+    shutil.copy(source, served / source.name)
+    size = source.stat().st_size
+    with range_server(served) as http:
+        result = convert(
+            f"{http.url}/{source.name}",
+            root / "cluster-out.mzpeak",
+            ConvertOptions(overwrite=True),
+            cluster=ClusterOptions(cluster="local", workers=2),
+        )
+        gets = sum(1 for entry in http.served.log if entry[0] == "GET")
+        print(
+            f"convert over HTTP on a 2-worker LocalCluster, {size / 1e6:.1f} MB mzML "
+            f"({result.spectra} spectra): {gets} GETs for {http.served.bytes / 1e6:.1f} MB, "
+            f"{http.served.bytes / size:.2f}x the object (its partitions on the workers, and "
+            "once more for its SHA-256)"
+        )
+    shutil.rmtree(served, ignore_errors=True)
+    (root / "cluster-out.mzpeak").unlink(missing_ok=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--copies", type=int, default=28)
     parser.add_argument("--spectra", type=int, default=20)
     parser.add_argument("--no-convert", action="store_true", help="skip the throughput part")
     parser.add_argument("--repeats", type=int, default=2, help="conversions of each kind")
+    parser.add_argument(
+        "--no-cluster", action="store_true", help="skip the reads of a run on a cluster"
+    )
     args = parser.parse_args()
     print(machine())
     source = replicated(DATA / "mzdata" / "small.mzML", args.copies)
@@ -192,6 +223,8 @@ def main() -> None:
         if not args.no_convert:
             convert_throughput(source, bucket, endpoint, root, args.repeats)
     shutil.rmtree(root / "local-out.mzpeak", ignore_errors=True)
+    if not args.no_cluster:
+        cluster_reads(root)
 
 
 if __name__ == "__main__":
