@@ -42,16 +42,13 @@ class _InOrder:
 
     def read(self, span: tuple[int, int]) -> bytes | None:
         """The span's bytes (fetched ahead, or now), None for a span not expected; reading
-        one starts fetching the next."""
+        one starts fetching the next, after its own bytes (one fetch at a time)."""
         if span not in self.expected:
             return None
         with self.lock:
             future = self.ahead.pop(span, None)
-            after = self.following.get(span)
-            if after is not None and after not in self.ahead:
-                for stale in self.ahead.values():  # a span skipped: at most one is held
-                    stale.cancel()
-                self.ahead = {after: self.pool.submit(_fetch, self.url, *after)}
+            if future is not None:  # the next one queues behind it on the fetching thread
+                self._fetch_after(span)
         data = None
         if future is not None:
             try:
@@ -60,8 +57,19 @@ class _InOrder:
                 data = None
         if data is None:
             data = _fetch(self.url, *span)
+            if future is None:  # fetched alone first, then the next while this is parsed
+                with self.lock:
+                    self._fetch_after(span)
         self.digest.last = self.hasher.submit(self.digest.add, span, data)
         return data
+
+    def _fetch_after(self, span: tuple[int, int]) -> None:
+        """Start fetching the span after ``span`` (the lock held)."""
+        after = self.following.get(span)
+        if after is not None and after not in self.ahead:
+            for stale in self.ahead.values():  # a span skipped: at most one is held
+                stale.cancel()
+            self.ahead = {after: self.pool.submit(_fetch, self.url, *after)}
 
     def close(self) -> None:
         with self.lock:
