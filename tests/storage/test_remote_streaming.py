@@ -2,11 +2,15 @@
 parts of its spectrum data member go as parts of a multipart upload during the conversion, the
 first part (whose member header the ZIP rewrites at the end) last. The object equals the
 archive written locally (byte for byte up to the members added at the end, whose ZIP entries
-carry their files' times), and a run that fails after parts were sent leaves
+carry their files' times), and a run that fails or is interrupted after parts were sent leaves
 nothing at the key and no upload behind."""
 
 from __future__ import annotations
 
+import os
+import signal
+import threading
+import time
 import zipfile
 from urllib.parse import parse_qs
 
@@ -98,4 +102,41 @@ def test_a_run_failing_after_parts_were_sent_leaves_nothing(
         )
     assert part_numbers(requests, "/out/broken.mzpeak")  # sent before the run failed
     assert keys(s3_endpoint, bucket) == ["in/broken.mzML"]
+    assert uploads(s3_endpoint, bucket) == []
+
+
+def test_an_interrupt_after_parts_were_sent_leaves_nothing(
+    s3_endpoint, bucket, larger_run, five_mib_parts
+):
+    client = s3_client(s3_endpoint)
+    client.upload_file(str(larger_run), bucket, "in/x20.mzML")
+    sent = threading.Event()
+
+    def interrupt_once_a_part_is_in() -> None:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            started = [u for u in uploads(s3_endpoint, bucket) if u["Key"] == "out/x20.mzpeak"]
+            if started:
+                listed = client.list_parts(
+                    Bucket=bucket, Key="out/x20.mzpeak", UploadId=started[0]["UploadId"]
+                )
+                if listed.get("Parts"):
+                    sent.set()
+                    os.kill(os.getpid(), signal.SIGINT)
+                    return
+            time.sleep(0.005)
+
+    watcher = threading.Thread(target=interrupt_once_a_part_is_in)
+    watcher.start()
+    with pytest.raises(KeyboardInterrupt):
+        convert(
+            f"s3://{bucket}/in/x20.mzML",
+            f"s3://{bucket}/out/x20.mzpeak",
+            SMALL_PARTS,
+            cluster=INLINE,
+        )
+        time.sleep(60)  # the run ended before the interrupt: fail below
+    watcher.join()
+    assert sent.is_set()  # a part was in when the run was interrupted
+    assert keys(s3_endpoint, bucket) == ["in/x20.mzML"]
     assert uploads(s3_endpoint, bucket) == []
