@@ -91,11 +91,16 @@ class Container:
                 yield f
             self.members.append((name, (self._dir / name).stat().st_size))
         else:
-            # the first member's bytes may be uploaded as they come (its header goes last)
-            upload = following(self.output) if not self.members else None
             with self._zip.open(name, "w", force_zip64=True) as f:
-                yield f if upload is None else upload.watch(f, self._zip.fp, self._zip_path)
+                yield f
             self.members.append((name, self._zip.getinfo(name).file_size))
+
+    def watched(self, sink: IO[bytes]) -> IO[bytes]:
+        """``sink``, the first member being streamed into the ZIP, seen by the upload that
+        follows this archive if one does: its bytes are sent as they come (its header, which
+        the ZIP rewrites when it closes, goes last; see :mod:`..storage.streaming`)."""
+        upload = following(self.output) if self._zip is not None and not self.members else None
+        return sink if upload is None else upload.watch(sink, self._zip.fp, self._zip_path)
 
     def add_file(self, name: str, path: Path) -> None:
         if self._zip is None:
