@@ -2,13 +2,14 @@
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
+AZURITE := azurite@3.37.0
 DEMO   := demo-output
 
 .PHONY: setup demo test lint bench clean
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml Makefile
 	@if [ ! -x $(PY) ] || ! $(PY) -c 'import sys; sys.exit(sys.version_info < (3, 12))' 2>/dev/null; then \
 		python=$$(sh .ci/find-python) || exit 1; \
 		echo "creating $(VENV) with $$python"; \
@@ -16,6 +17,8 @@ $(STAMP): pyproject.toml
 	fi
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev]'
+	# Azurite, the Azure blob emulator the az:// tests start (a Node server, from npm)
+	npm install --prefix $(VENV)/node --no-audit --no-fund --loglevel=error $(AZURITE)
 	@touch $(STAMP)
 
 demo: setup

@@ -8,9 +8,11 @@ keeps a local path in the staging folder where only the URL is noted. Compressed
 as they are (the readers decompress them there), converted as local files, and the staged
 copies deleted.
 
-An output URL gets its archive built in the staging folder, then uploaded: one PUT, or a
-multipart upload aborted on any failure or interrupt, so only a complete archive ever
-appears at the key (:mod:`.storage.uploads`). Local paths pass through untouched.
+An output URL gets its archive built in the staging folder and uploaded: on S3 its parts are
+sent while the run converts in this process, and the rest when it ends
+(:mod:`.storage.streaming`); elsewhere the finished archive is sent (:mod:`.storage.uploads`).
+One PUT, or a multipart upload aborted on any failure or interrupt: only a complete archive
+ever appears at the key. Local paths pass through untouched.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from .errors import InputError, MzPeakDaskError, OptionsError, OutputError, Stor
 from .readers import compression_of, detect_format
 from .storage.inputs import RANGE_FORMATS, sizes_held
 from .storage.origins import mark_origin
+from .storage.streaming import follow, unfollow
 from .storage.uploads import upload_file
 from .storage.urls import basename, check_writable, filesystem, is_url, local_path
 
@@ -54,6 +57,10 @@ class StagedJobs:
 
     def __exit__(self, *exc: object) -> None:
         self._held.close()
+        for _, output in self.local:  # runs that never ended (an interrupt): no object
+            upload = unfollow(output)
+            if upload is not None:
+                upload.abort()
         if self.folder is not None:
             shutil.rmtree(self.folder, ignore_errors=True)
 
@@ -92,6 +99,8 @@ class StagedJobs:
             self.errors.setdefault(k, exc)
         folder = self._slot(k) / "out"
         folder.mkdir(exist_ok=True)
+        if k not in self.errors:  # sent as it is written where the store allows it
+            follow(folder / basename(output), output)
         return folder / basename(output)
 
     def run(self, run_jobs, cluster, client, progress, fail_fast, on_result) -> list:
@@ -120,11 +129,17 @@ class StagedJobs:
     def finish(self, k: int, outcome: ConversionResult | MzPeakDaskError):
         """Upload job ``k``'s staged archive to its URL; the result then names the URLs."""
         source, output = self.jobs[k]
+        upload = unfollow(self.local[k][1])
         if isinstance(outcome, BaseException):
+            if upload is not None:
+                upload.abort()
             return self._named(k, outcome)
         try:
             if is_url(output):
-                upload_file(self.local[k][1], str(output))
+                if upload is not None:
+                    upload.complete(self.local[k][1])
+                else:
+                    upload_file(self.local[k][1], str(output))
                 shutil.rmtree(self.local[k][1].parent, ignore_errors=True)
         except MzPeakDaskError as exc:
             return exc

@@ -22,6 +22,8 @@ from urllib.parse import unquote
 _RANGE = re.compile(r"bytes=(\d*)-(\d*)$")
 _COLOURS = re.compile(r"\x1b\[[0-9;]*m")  # the server's log colours a 206 answer
 
+SERVER_PIDS: dict[str, int] = {}  # endpoint -> process id of a server in its own process
+
 S3_ENVIRONMENT = {
     "AWS_ACCESS_KEY_ID": "testing",
     "AWS_SECRET_ACCESS_KEY": "testing",
@@ -151,24 +153,19 @@ def s3_server(own_process: bool = False):
         stop, endpoint = _moto_process()
     else:
         stop, endpoint = _moto_thread()
-    saved = {k: os.environ.get(k) for k in [*S3_ENVIRONMENT, "AWS_ENDPOINT_URL"]}
-    os.environ.update(S3_ENVIRONMENT, AWS_ENDPOINT_URL=endpoint)
     try:
-        yield endpoint
+        with _environment(**S3_ENVIRONMENT, AWS_ENDPOINT_URL=endpoint):
+            yield endpoint
     finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
         stop()
 
 
 @contextmanager
-def moto_requests():
+def moto_requests(query: bool = False):
     """The requests moto's server on a thread of this process answers within the block, as
     ``(method, path, status)``: a ranged GET is answered 206, a GET of a whole object 200
-    (read from the server's log of each request, silenced otherwise)."""
+    (read from the server's log of each request, silenced otherwise); with ``query``, each
+    also holds its query string (``partNumber=2&uploadId=...``)."""
     seen: list[tuple[str, str, int]] = []
 
     class Seen(logging.Handler):
@@ -178,7 +175,9 @@ def moto_requests():
             if len(args) >= 2 and line.count(" ") == 2:
                 method, path, _ = line.split(" ")
                 status = str(args[1])
-                seen.append((method, unquote(path.split("?", 1)[0]), int(status[:3])))
+                path, _, asked = path.partition("?")
+                entry = (method, unquote(path), int(status[:3]))
+                seen.append((*entry, asked) if query else entry)
 
     logger = logging.getLogger("werkzeug")
     saved = logger.handlers, logger.level, logger.propagate
@@ -202,24 +201,15 @@ def _moto_thread():
 
 
 def _moto_process():
-    with socket.socket() as probe:  # a free port on loopback
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = _free_port()
     command = [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)]
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     endpoint = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1):
-                break
-        except OSError:
-            if process.poll() is not None or time.monotonic() > deadline:
-                process.kill()
-                raise RuntimeError(f"moto's server did not start on port {port}") from None
-            time.sleep(0.1)
+    SERVER_PIDS[endpoint] = process.pid
+    _wait_for(port, process, "moto's server")
 
     def stop() -> None:
+        SERVER_PIDS.pop(endpoint, None)
         process.terminate()
         process.wait(timeout=30)
 
@@ -239,3 +229,117 @@ def s3_client(endpoint: str):
     import boto3
 
     return boto3.client("s3", endpoint_url=endpoint)
+
+
+def cpu_seconds(pid: int) -> float:
+    """CPU time (user and system) the process ``pid`` has used so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+@contextmanager
+def gcs_server():
+    """A Google Cloud Storage emulator (gcp-storage-emulator, in memory) on a thread of this
+    process, with ``STORAGE_EMULATOR_HOST`` pointing gcsfs at it; yields its URL.
+
+    gcsfs' experimental bucket-type lookup (a gRPC call the emulator does not answer, waited
+    on for a minute per bucket) is turned off, as ``GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT=false``
+    does for any user of an emulator."""
+    from gcp_storage_emulator.server import create_server
+
+    logging.getLogger("gcp_storage_emulator").setLevel(logging.ERROR)
+    port = _free_port()
+    server = create_server("127.0.0.1", port, in_memory=True)
+    server.start()
+    host = f"http://127.0.0.1:{port}"
+    with _environment(STORAGE_EMULATOR_HOST=host, GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT="false"):
+        try:
+            yield host
+        finally:
+            server.stop()
+
+
+AZURITE_KEY = (  # the emulator's well-known development account key (public, not a secret)
+    "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+)
+
+
+def azurite_command() -> Path:
+    """Azurite's blob server, which ``make setup`` installs under the virtual environment."""
+    return Path(sys.prefix) / "node" / "node_modules" / ".bin" / "azurite-blob"
+
+
+@contextmanager
+def azurite_server(folder: Path):
+    """Azurite's blob service (a Node server, its own process) on loopback, keeping its data
+    in ``folder``, with ``AZURE_STORAGE_CONNECTION_STRING`` pointing adlfs at it; yields its
+    blob endpoint."""
+    command = azurite_command()
+    if not command.exists():
+        raise RuntimeError(f"{command} is missing: `make setup` installs Azurite (npm)")
+    port = _free_port()
+    process = subprocess.Popen(
+        [
+            str(command),
+            "--blobHost",
+            "127.0.0.1",
+            "--blobPort",
+            str(port),
+            "--location",
+            str(folder),
+            "--silent",
+            "--skipApiVersionCheck",
+            "--loose",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        _wait_for(port, process, "Azurite")
+        endpoint = f"http://127.0.0.1:{port}/devstoreaccount1"
+        connection = (
+            "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;"
+            f"AccountKey={AZURITE_KEY};BlobEndpoint={endpoint};"
+        )
+        with _environment(AZURE_STORAGE_CONNECTION_STRING=connection):
+            yield endpoint
+    finally:
+        process.terminate()  # it waits for its clients' idle connections to close: not for long
+        try:
+            process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=30)
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _wait_for(port: int, process: subprocess.Popen, name: str) -> None:
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                return
+        except OSError:
+            if process.poll() is not None or time.monotonic() > deadline:
+                process.kill()
+                raise RuntimeError(f"{name} did not start on port {port}") from None
+            time.sleep(0.1)
+
+
+@contextmanager
+def _environment(**values: str):
+    saved = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value

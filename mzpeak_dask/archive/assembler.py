@@ -166,7 +166,9 @@ class RunAssembler:
         streamed straight into the archive as its first member; the others are staged."""
         name = V.MEMBER_NAMES[(entity, V.DATA_ARRAYS)]
         if entity == V.SPECTRUM:
-            sink: IO[bytes] | str = self._stack.enter_context(self.container.stream(name))
+            sink: IO[bytes] | str = self.container.watched(
+                self._stack.enter_context(self.container.stream(name))
+            )
         else:
             sink = str(self.staging.file(name))
         return DataMember(sink, entity, self.spec.schemas[entity], self.spec.options)

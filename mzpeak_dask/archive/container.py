@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import IO
 
 from ..errors import OutputError
+from ..storage.streaming import following
 from .staging import Staging
 
 ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)  # every member's date: the earliest a ZIP entry can hold
@@ -96,6 +97,13 @@ class Container:
             with self._zip.open(_entry(name), "w", force_zip64=True) as f:
                 yield f
             self.members.append((name, self._zip.getinfo(name).file_size))
+
+    def watched(self, sink: IO[bytes]) -> IO[bytes]:
+        """``sink``, the first member being streamed into the ZIP, seen by the upload that
+        follows this archive if one does: its bytes are sent as they come (its header, which
+        the ZIP rewrites when it closes, goes last; see :mod:`..storage.streaming`)."""
+        upload = following(self.output) if self._zip is not None and not self.members else None
+        return sink if upload is None else upload.watch(sink, self._zip.fp, self._zip_path)
 
     def add_file(self, name: str, path: Path) -> None:
         if self._zip is None:

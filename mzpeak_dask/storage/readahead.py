@@ -4,8 +4,9 @@ before it is parsed.
 When one process converts every partition of an input read by ranges (a conversion run in
 this process, without a cluster), it reads their byte spans in order, one ranged request
 each; waiting for each request in turn leaves the processor idle for a round trip per
-partition. :func:`expect_reads` tells this process the spans it is going to read: a read of
-one of them starts fetching the next beside it, so at most one span is held ahead. The
+partition. :func:`expect_reads` tells this process the spans it is going to read: the first
+is fetched alone, the others in groups of consecutive spans up to 32 MiB, one request each
+(fewer, larger reads), and a read of one of them starts fetching the next group beside it. The
 object's SHA-256 is then taken from those reads and the few bytes between them (its header
 and index), so the object is read once, not once more for its digest. Processes that were
 told nothing (the workers of a cluster, each reading the partitions Dask gives it) never read
@@ -27,41 +28,74 @@ _orders: dict[str, _InOrder] = {}
 _lock = threading.Lock()
 
 
+GROUP_BYTES = 32 << 20  # consecutive spans fetched in one request, up to this much
+
+
+def _groups(spans: list[tuple[int, int]]) -> list[tuple[int, int, list[tuple[int, int]]]]:
+    """``(start, stop, spans)`` of each request: the first span alone (the conversion waits
+    for it), then consecutive spans together up to :data:`GROUP_BYTES` (fewer, larger reads)."""
+    groups: list[tuple[int, int, list[tuple[int, int]]]] = []
+    for a, b in spans:
+        if len(groups) > 1:
+            start, stop, held = groups[-1]
+            if stop == a and b - start <= GROUP_BYTES:
+                groups[-1] = (start, b, [*held, (a, b)])
+                continue
+        groups.append((a, b, [(a, b)]))
+    return groups
+
+
 class _InOrder:
-    """The spans of one object this process reads in order, and the one fetched ahead."""
+    """The spans of one object this process reads in order, and the ones fetched ahead."""
 
     def __init__(self, url: str, spans: list[tuple[int, int]], size: int | None, known: list):  # noqa: ANN001
-        self.url, self.spans, self.expected = url, spans, set(spans)
-        self.following = dict(zip(spans, spans[1:], strict=False))
+        self.url, self.groups = url, _groups(spans)
+        self.group_of = {span: g for g, (_, _, held) in enumerate(self.groups) for span in held}
         self.pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="read-ahead")
         # hashing on a thread of its own (hashlib lets go of the interpreter lock): in order
         self.hasher = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="digest")
-        self.ahead: dict[tuple[int, int], concurrent.futures.Future] = {}
+        self.ahead: dict[int, concurrent.futures.Future] = {}  # group -> its bytes
         self.lock = threading.Lock()
         self.digest = _Digest(url, spans, size, self.pool, known)
 
     def read(self, span: tuple[int, int]) -> bytes | None:
-        """The span's bytes (fetched ahead, or now), None for a span not expected; reading
-        one starts fetching the next."""
-        if span not in self.expected:
+        """The span's bytes (fetched ahead with the spans after it, or now), None for a span
+        not expected; reading one starts fetching the next group of spans, after its own
+        bytes (one fetch at a time)."""
+        g = self.group_of.get(span)
+        if g is None:
             return None
         with self.lock:
-            future = self.ahead.pop(span, None)
-            after = self.following.get(span)
-            if after is not None and after not in self.ahead:
-                for stale in self.ahead.values():  # a span skipped: at most one is held
-                    stale.cancel()
-                self.ahead = {after: self.pool.submit(_fetch, self.url, *after)}
+            future = self.ahead.get(g)
+            if future is not None:  # the next group queues behind it on the fetching thread
+                self._fetch_group(g + 1)
         data = None
         if future is not None:
             try:
                 data = future.result()
             except Exception:  # noqa: BLE001 - read again here, failing with its own line
                 data = None
+        start, stop, held = self.groups[g]
         if data is None:
-            data = _fetch(self.url, *span)
-        self.digest.last = self.hasher.submit(self.digest.add, span, data)
-        return data
+            data = _fetch(self.url, start, stop)  # alone, then the next while it is parsed
+            with self.lock:
+                self.ahead[g] = _done(data)
+                self._fetch_group(g + 1)
+        if span == held[-1]:
+            with self.lock:
+                self.ahead.pop(g, None)
+        piece = data if len(held) == 1 else data[span[0] - start : span[1] - start]
+        self.digest.last = self.hasher.submit(self.digest.add, span, piece)
+        return piece
+
+    def _fetch_group(self, g: int) -> None:
+        """Start fetching group ``g`` (the lock held); a group skipped is dropped."""
+        if g >= len(self.groups) or g in self.ahead:
+            return
+        for old in [k for k in self.ahead if k < g - 1]:
+            self.ahead.pop(old).cancel()
+        start, stop, _ = self.groups[g]
+        self.ahead[g] = self.pool.submit(_fetch, self.url, start, stop)
 
     def close(self) -> None:
         with self.lock:
@@ -131,10 +165,14 @@ def _gap(url: str, start: int, stop: int, pool, known: list) -> concurrent.futur
     """Bytes ``[start, stop)``: from ``known`` when one piece holds them, else fetched."""
     for offset, data in known:
         if offset <= start and stop <= offset + len(data):
-            done: concurrent.futures.Future = concurrent.futures.Future()
-            done.set_result(data[start - offset : stop - offset])
-            return done
+            return _done(data[start - offset : stop - offset])
     return pool.submit(_fetch, url, start, stop)
+
+
+def _done(data: bytes) -> concurrent.futures.Future:
+    done: concurrent.futures.Future = concurrent.futures.Future()
+    done.set_result(data)
+    return done
 
 
 def _fetch(url: str, start: int, stop: int) -> bytes:

@@ -2,7 +2,7 @@
 S3 (requests made, bytes transferred, time) against the same archive on local disk; and the
 conversion throughput s3 -> s3 against local -> local.
 
-    python -m tests.benchmarks.bench_remote [--copies 28] [--spectra 20]
+    python -m tests.benchmarks.bench_remote [--copies 28] [--spectra 20] [--no-cluster]
 
 The archive is mzdata/small.mzML replicated ``--copies`` times into one run and converted
 (about 40 MB at 28 copies). Both servers are real and on loopback: a static HTTP server with
@@ -12,11 +12,14 @@ makes none). "One random
 spectrum" is the median over ``--spectra`` random spectra, each read from a freshly opened
 archive (opening not counted); its row group is the compressed size of the row groups that can
 hold it, from the footer. Loopback has no latency: the times show overheads, not a WAN.
+Last, what a run of several partitions converted on a 2-worker LocalCluster reads of its input
+over HTTP.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import statistics
 import time
@@ -30,8 +33,9 @@ from mzpeak_dask.read.archive import cached_archive
 from mzpeak_dask.read.summary import summarize
 from mzpeak_dask.storage.ranges import TOTAL
 
-from ..servers import new_bucket, range_server, s3_client, s3_server
+from ..servers import SERVER_PIDS, new_bucket, range_server, s3_client, s3_server
 from .common import DATA, machine, replicated, workdir
+from .remote_breakdown import Breakdown
 
 INLINE = ClusterOptions(cluster="inline")
 TARGETS = [445.12, 524.26, 1221.99]
@@ -96,32 +100,43 @@ def measure(where: str, counter: Counter, spectra: list[int]) -> dict:
 
 def convert_throughput(source: Path, bucket: str, endpoint: str, root: Path, repeats: int) -> None:
     """local -> local and s3 -> s3, alternated ``repeats`` times; the fastest of each counts
-    (on a shared machine the others measure its load)."""
+    (on a shared machine the others measure its load), with where its time went."""
     size = source.stat().st_size
     s3_client(endpoint).upload_file(str(source), bucket, f"in/{source.name}")
+    server = SERVER_PIDS.get(endpoint)
     local, remote, transfers = [], [], []
     for _ in range(repeats):
-        start = time.perf_counter()
-        convert(source, root / "local-out.mzpeak", ConvertOptions(overwrite=True), cluster=INLINE)
-        local.append(time.perf_counter() - start)
+        with Breakdown(server).timing() as timed:
+            convert(
+                source, root / "local-out.mzpeak", ConvertOptions(overwrite=True), cluster=INLINE
+            )
+        local.append(timed)
         before = (TOTAL.requests, TOTAL.bytes)
-        start = time.perf_counter()
-        convert(
-            f"s3://{bucket}/in/{source.name}",
-            f"s3://{bucket}/out/run.mzpeak",
-            ConvertOptions(overwrite=True),
-            cluster=INLINE,
-        )
-        remote.append(time.perf_counter() - start)
+        with Breakdown(server).timing() as timed:
+            convert(
+                f"s3://{bucket}/in/{source.name}",
+                f"s3://{bucket}/out/run.mzpeak",
+                ConvertOptions(overwrite=True),
+                cluster=INLINE,
+            )
+        remote.append(timed)
         transfers.append((TOTAL.requests - before[0], TOTAL.bytes - before[1]))
-    fast_local, fast_remote = min(local), min(remote)
+    fast_local = min(local, key=lambda b: b.seconds["total"])
+    fast_remote = min(remote, key=lambda b: b.seconds["total"])
+    t_local, t_remote = fast_local.seconds["total"], fast_remote.seconds["total"]
+    each = [b.seconds["total"] for b in local], [b.seconds["total"] for b in remote]
+    where = "in a process of its own" if server else "on a thread of this process"
     print(
-        f"convert {size / 1e6:.1f} MB mzML, inline, fastest of {repeats}: local -> local "
-        f"{size / fast_local / 1e6:.1f} MB/s ({fast_local:.1f} s); s3 -> s3 "
-        f"{size / fast_remote / 1e6:.1f} MB/s ({fast_remote:.1f} s); s3/local time "
-        f"{fast_remote / fast_local:.2f}x (goal <= 1.2x; each run: local "
-        f"{', '.join(f'{t:.1f}' for t in local)} s, s3 {', '.join(f'{t:.1f}' for t in remote)} s)"
+        f"convert {size / 1e6:.1f} MB mzML, inline, S3 server (moto) {where}, fastest of "
+        f"{repeats}: local -> local {size / t_local / 1e6:.1f} MB/s ({t_local:.2f} s); s3 -> s3 "
+        f"{size / t_remote / 1e6:.1f} MB/s ({t_remote:.2f} s); s3/local time "
+        f"{t_remote / t_local:.2f}x (goal <= 1.2x; each run: local "
+        f"{', '.join(f'{t:.2f}' for t in each[0])} s, s3 "
+        f"{', '.join(f'{t:.2f}' for t in each[1])} s; load average {os.getloadavg()[0]:.2f} "
+        "at the end)"
     )
+    print("where the time went (the coordinator's wall time in each step; fastest runs):")
+    print("\n".join(fast_local.lines(fast_remote, ("local", "s3"))))
     requests, received = transfers[-1]
     print(
         f"convert s3 -> s3 read the input by ranges: {requests} requests, {received / 1e6:.1f} MB "
@@ -130,12 +145,41 @@ def convert_throughput(source: Path, bucket: str, endpoint: str, root: Path, rep
     )
 
 
+def cluster_reads(root: Path, copies: int = 4) -> None:
+    """What a run of several partitions converted on a 2-worker LocalCluster reads of its
+    input over HTTP: the workers' partitions, and the stream its SHA-256 is taken from."""
+    source = replicated(DATA / "mzdata" / "small.mzML", copies)
+    served = root / "served"
+    served.mkdir(exist_ok=True)
+    shutil.copy(source, served / source.name)
+    size = source.stat().st_size
+    with range_server(served) as http:
+        result = convert(
+            f"{http.url}/{source.name}",
+            root / "cluster-out.mzpeak",
+            ConvertOptions(overwrite=True),
+            cluster=ClusterOptions(cluster="local", workers=2),
+        )
+        gets = sum(1 for entry in http.served.log if entry[0] == "GET")
+        print(
+            f"convert over HTTP on a 2-worker LocalCluster, {size / 1e6:.1f} MB mzML "
+            f"({result.spectra} spectra): {gets} GETs for {http.served.bytes / 1e6:.1f} MB, "
+            f"{http.served.bytes / size:.2f}x the object (its partitions on the workers, and "
+            "once more for its SHA-256)"
+        )
+    shutil.rmtree(served, ignore_errors=True)
+    (root / "cluster-out.mzpeak").unlink(missing_ok=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--copies", type=int, default=28)
     parser.add_argument("--spectra", type=int, default=20)
     parser.add_argument("--no-convert", action="store_true", help="skip the throughput part")
     parser.add_argument("--repeats", type=int, default=2, help="conversions of each kind")
+    parser.add_argument(
+        "--no-cluster", action="store_true", help="skip the reads of a run on a cluster"
+    )
     args = parser.parse_args()
     print(machine())
     source = replicated(DATA / "mzdata" / "small.mzML", args.copies)
@@ -179,6 +223,8 @@ def main() -> None:
         if not args.no_convert:
             convert_throughput(source, bucket, endpoint, root, args.repeats)
     shutil.rmtree(root / "local-out.mzpeak", ignore_errors=True)
+    if not args.no_cluster:
+        cluster_reads(root)
 
 
 if __name__ == "__main__":

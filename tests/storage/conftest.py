@@ -1,15 +1,17 @@
-"""Fixtures of the object-storage tests: moto's S3 server and a Range-capable HTTP server, both
-real servers on loopback that the real clients (s3fs, fsspec's HTTP filesystem) talk to."""
+"""Fixtures of the object-storage tests: moto's S3 server, a Google Cloud Storage emulator,
+Azurite (Azure blobs) and a Range-capable HTTP server, all real servers on loopback that the
+real clients (s3fs, gcsfs, adlfs, fsspec's HTTP filesystem) talk to."""
 
 from __future__ import annotations
 
 import shutil
 import tempfile
+import uuid
 
 import pytest
 
 from ..conftest import BUNDLED, DATA, INLINE
-from ..servers import new_bucket, range_server, s3_server
+from ..servers import azurite_server, gcs_server, new_bucket, range_server, s3_server
 
 
 @pytest.fixture(autouse=True)
@@ -82,3 +84,37 @@ def http_server(reference_archives):
     """An HTTP server with Range support over ``reference_archives`` (it counts what it sends)."""
     with range_server(reference_archives) as server:
         yield server
+
+
+@pytest.fixture(scope="session")
+def gcs_host():
+    """A Google Cloud Storage emulator on loopback (gcsfs is pointed at it)."""
+    from mzpeak_dask.storage import set_default_options
+
+    with gcs_server() as host:
+        set_default_options(None)  # filesystems made before the endpoint are dropped
+        yield host
+        set_default_options(None)
+
+
+@pytest.fixture(scope="session")
+def azurite_endpoint(tmp_path_factory):
+    """Azurite's blob service on loopback (adlfs is pointed at it)."""
+    from mzpeak_dask.storage import set_default_options
+
+    with azurite_server(tmp_path_factory.mktemp("azurite")) as endpoint:
+        set_default_options(None)
+        yield endpoint
+        set_default_options(None)
+
+
+@pytest.fixture(params=["gs", "az"])
+def store(request) -> str:
+    """A new, empty bucket (gs://) or container (az://), as the URL of its root."""
+    request.getfixturevalue("gcs_host" if request.param == "gs" else "azurite_endpoint")
+    from mzpeak_dask.storage import filesystem
+
+    url = f"{request.param}://runs-{uuid.uuid4().hex[:12]}"
+    fs, path = filesystem(url)
+    fs.mkdir(path)
+    return url

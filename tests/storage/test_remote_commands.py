@@ -40,8 +40,12 @@ def test_validate_over_https(http_server):
     assert json.loads(checked.stdout)[0]["valid"] is True
 
 
-def test_a_missing_client_fails_the_command_in_one_line():
-    result = run_cli("info", "gs://bucket/run.mzpeak")
+def test_a_missing_client_fails_the_command_in_one_line(tmp_path):
+    hidden = tmp_path / "hidden" / "gcsfs"  # first on the path: gcsfs as if not installed
+    hidden.mkdir(parents=True)
+    (hidden / "__init__.py").write_text("raise ImportError(\"No module named 'gcsfs'\")\n")
+    path = os.pathsep.join(filter(None, [str(hidden.parent), os.environ.get("PYTHONPATH")]))
+    result = run_cli("info", "gs://bucket/run.mzpeak", env={**os.environ, "PYTHONPATH": path})
     one_line_error(result, "gs://bucket/run.mzpeak", "pip install 'mzpeak-dask[gcs]'")
 
 

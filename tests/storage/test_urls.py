@@ -3,6 +3,9 @@ the extra to install, and the storage options reach the filesystem."""
 
 from __future__ import annotations
 
+import importlib
+import sys
+
 import pytest
 
 from mzpeak_dask import open_archive
@@ -24,8 +27,18 @@ def test_paths_and_urls_are_told_apart():
     ("url", "extra", "package"),
     [("gs://bucket/run.mzpeak", "gcs", "gcsfs"), ("az://container/run.mzpeak", "azure", "adlfs")],
 )
-def test_a_missing_client_names_its_extra(url, extra, package):
+def test_a_missing_client_names_its_extra(url, extra, package, monkeypatch):
     pytest.importorskip("fsspec")
+    from mzpeak_dask.storage import urls
+
+    registry = importlib.import_module("fsspec.registry")._registry  # the classes imported
+
+    # the client as if not installed (the tests install every one): importing it fails
+    monkeypatch.setitem(sys.modules, package, None)
+    for name, cls in list(registry.items()):
+        if cls.__module__.partition(".")[0] == package:
+            monkeypatch.delitem(registry, name)
+    monkeypatch.setattr(urls, "_filesystems", {})
     with pytest.raises(ExtraMissingError) as caught:
         filesystem(url)
     message = str(caught.value)

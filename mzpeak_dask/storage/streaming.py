@@ -1,0 +1,176 @@
+"""Uploading an archive to S3 while it is written, so that little is left to send when it ends.
+
+A run converted in this process streams its spectrum data member into the staged ZIP as the
+partitions arrive; that member is most of the archive. Its bytes after the member's header
+never change once written, so each whole part of them is sent as a part of a multipart
+upload at once (:meth:`GrowingUpload.advance`), beside the conversion. The ZIP rewrites the
+member's header (its sizes and CRC) when the member closes, so the first part, which holds
+it, is sent last, with the members written at the end (:meth:`GrowingUpload.complete`); S3
+orders the parts by number, not by arrival. The object appears only when the upload
+completes; a failure or an interrupt aborts it, leaving nothing at the key and no parts.
+
+Only S3 takes parts out of order; other stores get the finished archive uploaded whole
+(:func:`.uploads.upload_file`), as does an archive too small to need a part before its end.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import os
+import threading
+from pathlib import Path
+from typing import IO
+
+from ..errors import StorageError
+from .uploads import upload_file
+from .urls import check_writable, filesystem, scheme
+
+PART_BYTES = 8 << 20  # S3 takes parts of 5 MiB to 5 GiB, at most 10,000 of them
+MAX_PARTS = 10_000
+
+_following: dict[str, GrowingUpload] = {}  # staged archive path -> its upload
+_lock = threading.Lock()
+
+
+class GrowingUpload:
+    """The multipart upload of a file being written; parts ``[PART_BYTES * k, ...)`` for
+    ``k >= 1`` are sent as they settle, the first part and the rest at :meth:`complete`."""
+
+    def __init__(self, url: str, part_bytes: int = PART_BYTES):
+        check_writable(url)
+        self.url, self.part = url, part_bytes
+        self.fs, path = filesystem(url)
+        self.bucket, self.key, _ = self.fs.split_path(path)
+        self.upload_id: str | None = None
+        self.etags: dict[int, str] = {}
+        self.sent = part_bytes  # the parts before this offset are sent or being sent
+        self.pool = concurrent.futures.ThreadPoolExecutor(2, thread_name_prefix="upload")
+        self.pending: list[concurrent.futures.Future] = []
+        self.lock = threading.Lock()
+        self.fd: int | None = None  # the file being written (renamed into place at its end)
+
+    def advance(self, path: Path, settled: int) -> None:
+        """``path``'s bytes from the first part's end up to ``settled`` are final: send the
+        whole parts among them (beside the caller)."""
+        with self.lock:
+            if self.fd is None:
+                self.fd = os.open(path, os.O_RDONLY)
+            # half the part numbers at most: the rest of a huge archive needs the others
+            while self.sent + self.part <= settled and self._number(self.sent) < MAX_PARTS // 2:
+                start, self.sent = self.sent, self.sent + self.part
+                self.pending.append(self.pool.submit(self._send, start, self.sent))
+
+    def watch(self, sink: IO[bytes], fp: IO[bytes], path: Path) -> _Settling:
+        """``sink``, a member being written into the ZIP at ``path`` through ``fp``, whose
+        every write settles its bytes: they are sent as soon as whole parts form."""
+        return _Settling(sink, fp, path, self)
+
+    def complete(self, path: Path) -> int:
+        """Send the rest of the finished file at ``path`` and its first part, and complete the
+        upload: the object appears at the URL. Returns its size."""
+        try:
+            for future in self.pending:
+                future.result()
+            self.pending.clear()
+            if self.upload_id is None:  # nothing sent before the end: one upload now
+                self._close()
+                return upload_file(path, self.url)
+            size = os.fstat(self.fd).st_size
+            first = self._number(self.sent)
+            step = max(self.part, -(-(size - self.sent) // max(1, MAX_PARTS - first + 1)))
+            last = [
+                self.pool.submit(self._send, start, min(size, start + step), first + k)
+                for k, start in enumerate(range(self.sent, size, step))
+            ]
+            last.append(self.pool.submit(self._send, 0, self.part, 1))
+            for future in last:
+                future.result()
+            parts = [{"PartNumber": n, "ETag": e} for n, e in sorted(self.etags.items())]
+            self._call(
+                "complete_multipart_upload",
+                UploadId=self.upload_id,
+                MultipartUpload={"Parts": parts},
+            )
+        except BaseException as exc:
+            self.abort()
+            if isinstance(exc, OSError):  # the staged archive could not be read
+                raise StorageError(f"{self.url}: upload failed ({exc})") from None
+            raise
+        self._close()
+        self.fs.invalidate_cache(f"{self.bucket}/{self.key}")
+        return size
+
+    def abort(self) -> None:
+        """Discard the upload and every part sent (nothing appears at the URL)."""
+        for future in self.pending:
+            future.cancel()
+        self._close()
+        if self.upload_id is not None:
+            try:
+                self._call("abort_multipart_upload", UploadId=self.upload_id)
+            except Exception:  # noqa: BLE001 - the original failure is what the user needs
+                pass
+            self.upload_id = None
+
+    def _close(self) -> None:
+        self.pool.shutdown(wait=True, cancel_futures=True)
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+    def _number(self, start: int) -> int:
+        return 2 + (start - self.part) // self.part  # the part that starts at ``start``
+
+    def _send(self, start: int, stop: int, number: int | None = None) -> None:
+        number = self._number(start) if number is None else number
+        data = os.pread(self.fd, stop - start, start)
+        if len(data) != stop - start:
+            raise StorageError(f"{self.url}: upload failed (the staged archive is short)")
+        if self.upload_id is None:
+            with self.lock:
+                if self.upload_id is None:
+                    self.upload_id = self._call("create_multipart_upload")["UploadId"]
+        answer = self._call("upload_part", PartNumber=number, UploadId=self.upload_id, Body=data)
+        self.etags[number] = answer["ETag"]
+
+    def _call(self, method: str, **kwargs):  # noqa: ANN202 - the client's answer
+        try:
+            return self.fs.call_s3(method, Bucket=self.bucket, Key=self.key, **kwargs)
+        except Exception as exc:  # every client has its own errors; a user needs one line
+            text = str(exc).strip().splitlines()
+            detail = f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+            raise StorageError(f"{self.url}: upload failed ({detail})") from None
+
+
+class _Settling:
+    """A file that passes writes on to a ZIP member and the file's new length to an upload."""
+
+    def __init__(self, sink: IO[bytes], fp: IO[bytes], path: Path, upload: GrowingUpload):
+        self.sink, self.fp, self.path, self.upload = sink, fp, path, upload
+
+    def write(self, data) -> int:  # noqa: ANN001 - bytes or a memoryview
+        written = self.sink.write(data)
+        self.fp.flush()  # on disk, where the upload reads it
+        self.upload.advance(self.path, self.fp.tell())
+        return written
+
+
+def follow(archive: Path, url: str) -> None:
+    """The archive staged at ``archive`` goes to ``url``: upload it as it is written (on S3)."""
+    if scheme(url) in ("s3", "s3a"):
+        with _lock:
+            _following[str(archive)] = GrowingUpload(url, PART_BYTES)
+
+
+def following(archive: Path) -> GrowingUpload | None:
+    """The upload that follows the archive being written at ``archive``, if one does."""
+    return _following.get(str(archive))
+
+
+def unfollow(archive: Path) -> GrowingUpload | None:
+    """Stop following ``archive``; returns its upload (to complete or abort), if any."""
+    with _lock:
+        return _following.pop(str(archive), None)
+
+
+__all__ = ["PART_BYTES", "GrowingUpload", "follow", "following", "unfollow"]

@@ -1,0 +1,101 @@
+"""Where a conversion's time goes, for ``bench_remote``: the coordinator's wall time in each
+step of an in-process conversion (timed by wrapping the functions that do them for the
+duration of the block), the parts of an S3 upload sent beside it, this process' CPU time and
+the S3 server's (a process of its own)."""
+
+from __future__ import annotations
+
+import functools
+import os
+import threading
+import time
+from collections import defaultdict
+from contextlib import contextmanager
+
+from mzpeak_dask import staged
+from mzpeak_dask.archive import job
+from mzpeak_dask.parallel import scheduler
+from mzpeak_dask.storage import readahead, streaming
+
+from ..servers import cpu_seconds
+
+# label -> the (owner, name) of each function whose time counts for it
+STEPS = {
+    "plan (survey, sample)": [(scheduler, "plan_run")],
+    "parse+encode": [(scheduler, "encode_partition")],
+    "  of which waiting for partition bytes": [(readahead._InOrder, "read")],
+    "write parts, assemble, finish": [
+        (scheduler, "write_partition"),
+        (job.RunJob, "add"),
+        (job.RunJob, "finish"),
+    ],
+    "  of which waiting for the digest": [(job.RunJob, "_input_sha256")],
+    "upload left at the end": [
+        (streaming.GrowingUpload, "complete"),
+        (staged, "upload_file"),
+    ],
+}
+BESIDE = {"parts sent during the conversion": (streaming.GrowingUpload, "_send")}
+
+
+class Breakdown:
+    """Seconds per step of the conversions run inside :meth:`timing`."""
+
+    def __init__(self, server_pid: int | None = None):
+        self.server_pid = server_pid
+        self.seconds: dict[str, float] = defaultdict(float)
+        self.calls: dict[str, int] = defaultdict(int)
+        self.main = threading.main_thread()
+
+    @contextmanager
+    def timing(self):
+        saved = []
+        for label, targets in [*STEPS.items(), *((k, [v]) for k, v in BESIDE.items())]:
+            for owner, name in targets:
+                original = getattr(owner, name)
+                saved.append((owner, name, original))
+                setattr(owner, name, self._timed(label, original, label in BESIDE))
+        cpu, server = os.times(), self._server()
+        start = time.perf_counter()
+        try:
+            yield self
+        finally:
+            self.seconds["total"] += time.perf_counter() - start
+            after = os.times()
+            self.seconds["this process' CPU"] += (after.user + after.system) - (
+                cpu.user + cpu.system
+            )
+            if server is not None:
+                self.seconds["S3 server's CPU (own process)"] += self._server() - server
+            for owner, name, original in saved:
+                setattr(owner, name, original)
+
+    def _server(self) -> float | None:
+        return None if self.server_pid is None else cpu_seconds(self.server_pid)
+
+    def _timed(self, label: str, fn, beside: bool):  # noqa: ANN001, ANN202
+        @functools.wraps(fn)
+        def timed(*args, **kwargs):
+            if not beside and threading.current_thread() is not self.main:
+                return fn(*args, **kwargs)
+            start = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self.seconds[label] += time.perf_counter() - start
+                self.calls[label] += 1
+
+        return timed
+
+    def lines(self, other: Breakdown, names: tuple[str, str]) -> list[str]:
+        """This breakdown beside ``other``'s, one step a line."""
+        labels = [*STEPS, *BESIDE, "this process' CPU", "S3 server's CPU (own process)", "total"]
+        out = [f"  {'':42} {names[0]:>9} {names[1]:>9}"]
+        for label in labels:
+            if label in self.seconds or label in other.seconds:
+                a, b = self.seconds.get(label, 0.0), other.seconds.get(label, 0.0)
+                out.append(f"  {label:42} {a:>8.2f}s {b:>8.2f}s")
+        return out
+
+
+__all__ = ["Breakdown"]

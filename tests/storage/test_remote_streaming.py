@@ -1,0 +1,142 @@
+"""An archive converted in this process for an S3 key is sent while it is written: the whole
+parts of its spectrum data member go as parts of a multipart upload during the conversion, the
+first part (whose member header the ZIP rewrites at the end) last. The object equals the
+archive written locally (byte for byte up to the members added at the end, whose ZIP entries
+carry their files' times), and a run that fails or is interrupted after parts were sent leaves
+nothing at the key and no upload behind."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+import zipfile
+from urllib.parse import parse_qs
+
+import pytest
+
+from mzpeak_dask import ConvertOptions, convert
+from mzpeak_dask.errors import SpectrumDecodeError
+from mzpeak_dask.storage import streaming
+
+from ..conftest import BUNDLED, INLINE
+from ..helpers import member_digests
+from ..replicate import replicate
+from ..servers import moto_requests, s3_client
+from .test_remote_convert import keys, uploads
+
+SMALL_PARTS = ConvertOptions(partition_items=40)
+
+
+@pytest.fixture
+def five_mib_parts(monkeypatch):
+    """Parts of S3's smallest size, so that a run of a few MB streams several."""
+    monkeypatch.setattr(streaming, "PART_BYTES", 5 << 20)
+
+
+@pytest.fixture(scope="module")
+def large_run(tmp_path_factory):
+    """small.mzML replicated ten times (an archive of about 14 MB)."""
+    path = tmp_path_factory.mktemp("large") / "x10.mzML"
+    replicate(BUNDLED / "small.mzML", path, 10)
+    return path
+
+
+@pytest.fixture(scope="module")
+def larger_run(tmp_path_factory):
+    """small.mzML replicated twenty times: its archive passes its second part's end while
+    the conversion has many partitions left to write."""
+    path = tmp_path_factory.mktemp("larger") / "x20.mzML"
+    replicate(BUNDLED / "small.mzML", path, 20)
+    return path
+
+
+def part_numbers(requests, key: str) -> list[int]:
+    """The part numbers of the parts sent to ``key``, in the order the server took them."""
+    return [
+        int(parse_qs(asked)["partNumber"][0])
+        for method, path, _, asked in requests
+        if method == "PUT" and path.endswith(key) and "partNumber" in asked
+    ]
+
+
+def test_an_archive_is_sent_as_it_is_written_and_equals_the_local_one(
+    s3_endpoint, bucket, tmp_path, large_run, five_mib_parts
+):
+    client = s3_client(s3_endpoint)
+    client.upload_file(str(large_run), bucket, "in/x10.mzML")
+    url = f"s3://{bucket}/in/x10.mzML"
+    local = convert(url, tmp_path / "local.mzpeak", SMALL_PARTS, cluster=INLINE)
+    with moto_requests(query=True) as requests:
+        sent = convert(url, f"s3://{bucket}/out/x10.mzpeak", SMALL_PARTS, cluster=INLINE)
+    assert sent.output_bytes == local.output_bytes > 10 << 20
+    numbers = part_numbers(requests, "/out/x10.mzpeak")
+    assert sorted(numbers) == list(range(1, len(numbers) + 1)) and len(numbers) >= 3
+    assert numbers[0] == 2 and 1 not in numbers[:-2]  # the first part among the last sent
+    client.download_file(bucket, "out/x10.mzpeak", str(tmp_path / "back.mzpeak"))
+    back, here = (tmp_path / "back.mzpeak").read_bytes(), (tmp_path / "local.mzpeak").read_bytes()
+    with zipfile.ZipFile(tmp_path / "back.mzpeak") as z:
+        assert z.testzip() is None  # every member's CRC holds
+        second = z.infolist()[1].header_offset  # the streamed member ends here
+    assert len(back) == len(here) and back[:second] == here[:second] > b""
+    assert member_digests(tmp_path / "back.mzpeak") == member_digests(tmp_path / "local.mzpeak")
+    assert uploads(s3_endpoint, bucket) == []
+
+
+def test_a_run_failing_after_parts_were_sent_leaves_nothing(
+    s3_endpoint, bucket, tmp_path, larger_run, five_mib_parts
+):
+    text = larger_run.read_bytes()
+    last = text.rindex(b"<spectrum ")  # the one before it: a plan samples the last one
+    at = text.index(b"<binary>", text.rindex(b"<spectrum ", 0, last)) + len(b"<binary>")
+    broken = tmp_path / "broken.mzML"  # one spectrum's base64 broken, its length kept
+    broken.write_bytes(text[: at + 40] + b"!*?" + text[at + 43 :])
+    s3_client(s3_endpoint).upload_file(str(broken), bucket, "in/broken.mzML")
+    with moto_requests(query=True) as requests, pytest.raises(SpectrumDecodeError):
+        convert(
+            f"s3://{bucket}/in/broken.mzML",
+            f"s3://{bucket}/out/broken.mzpeak",
+            SMALL_PARTS,
+            cluster=INLINE,
+        )
+    assert part_numbers(requests, "/out/broken.mzpeak")  # sent before the run failed
+    assert keys(s3_endpoint, bucket) == ["in/broken.mzML"]
+    assert uploads(s3_endpoint, bucket) == []
+
+
+def test_an_interrupt_after_parts_were_sent_leaves_nothing(
+    s3_endpoint, bucket, larger_run, five_mib_parts
+):
+    client = s3_client(s3_endpoint)
+    client.upload_file(str(larger_run), bucket, "in/x20.mzML")
+    sent = threading.Event()
+
+    def interrupt_once_a_part_is_in() -> None:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            started = [u for u in uploads(s3_endpoint, bucket) if u["Key"] == "out/x20.mzpeak"]
+            if started:
+                listed = client.list_parts(
+                    Bucket=bucket, Key="out/x20.mzpeak", UploadId=started[0]["UploadId"]
+                )
+                if listed.get("Parts"):
+                    sent.set()
+                    os.kill(os.getpid(), signal.SIGINT)
+                    return
+            time.sleep(0.005)
+
+    watcher = threading.Thread(target=interrupt_once_a_part_is_in)
+    watcher.start()
+    with pytest.raises(KeyboardInterrupt):
+        convert(
+            f"s3://{bucket}/in/x20.mzML",
+            f"s3://{bucket}/out/x20.mzpeak",
+            SMALL_PARTS,
+            cluster=INLINE,
+        )
+        time.sleep(60)  # the run ended before the interrupt: fail below
+    watcher.join()
+    assert sent.is_set()  # a part was in when the run was interrupted
+    assert keys(s3_endpoint, bucket) == ["in/x20.mzML"]
+    assert uploads(s3_endpoint, bucket) == []
