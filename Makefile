@@ -3,6 +3,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 AZURITE := azurite@3.37.0
+AZURITE_STAMP := $(VENV)/node/.installed-stamp
 DEMO   := demo-output
 
 .PHONY: setup demo test lint bench clean
@@ -17,16 +18,20 @@ $(STAMP): pyproject.toml Makefile
 	fi
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev]'
-	# Azurite, the Azure blob emulator the az:// tests start (a Node server, from npm)
-	npm install --prefix $(VENV)/node --no-audit --no-fund --loglevel=error $(AZURITE)
 	@touch $(STAMP)
+
+# Azurite, the Azure blob emulator the az:// tests start (a Node server, from npm); the tests
+# need it, the demo does not
+$(AZURITE_STAMP): Makefile
+	npm install --prefix $(VENV)/node --no-audit --no-fund --loglevel=error $(AZURITE)
+	@touch $(AZURITE_STAMP)
 
 demo: setup
 	@mkdir -p $(DEMO)
 	$(VENV)/bin/mzpeak-dask convert tests/data/small.mzML $(DEMO)/small.mzpeak --overwrite --workers 2
 	$(VENV)/bin/mzpeak-dask info $(DEMO)/small.mzpeak
 
-test: setup
+test: setup $(AZURITE_STAMP)
 	$(PY) -m pytest -q
 
 lint: setup

@@ -276,7 +276,7 @@ def azurite_server(folder: Path):
     blob endpoint."""
     command = azurite_command()
     if not command.exists():
-        raise RuntimeError(f"{command} is missing: `make setup` installs Azurite (npm)")
+        raise RuntimeError(f"{command} is missing: `make test` installs Azurite (npm)")
     port = _free_port()
     process = subprocess.Popen(
         [
