@@ -45,6 +45,15 @@ _holders = 0
 _sizes_lock = threading.Lock()
 
 
+def _new_lock_in_child() -> None:
+    """A forked child's lock is its own (another thread of the parent may have held it)."""
+    global _sizes_lock
+    _sizes_lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_new_lock_in_child)
+
+
 @contextmanager
 def sizes_held() -> Iterator[None]:
     """Within the block, each object's size is asked of the store once: a conversion looks

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import hashlib
+import os
 import threading
 from typing import Any
 
@@ -26,6 +27,16 @@ from .urls import filesystem
 
 _orders: dict[str, _InOrder] = {}
 _lock = threading.Lock()
+
+
+def _forget_in_child() -> None:
+    """A forked child has none of the parent's reads in order (nor their threads)."""
+    global _lock
+    _orders.clear()
+    _lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_in_child)
 
 
 GROUP_BYTES = 32 << 20  # consecutive spans fetched in one request, up to this much

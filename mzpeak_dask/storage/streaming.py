@@ -32,6 +32,16 @@ _following: dict[str, GrowingUpload] = {}  # staged archive path -> its upload
 _lock = threading.Lock()
 
 
+def _forget_in_child() -> None:
+    """A forked child never sends the parent's uploads."""
+    global _lock
+    _following.clear()
+    _lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_in_child)
+
+
 class GrowingUpload:
     """The multipart upload of a file being written; parts ``[PART_BYTES * k, ...)`` for
     ``k >= 1`` are sent as they settle, the first part and the rest at :meth:`complete`."""

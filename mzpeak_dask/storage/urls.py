@@ -40,6 +40,18 @@ _filesystems: dict[tuple[str, str], Any] = {}
 _lock = threading.Lock()
 
 
+def _forget_in_child() -> None:
+    """In a forked child (a LocalCluster's worker on Linux): the parent's filesystems hold its
+    event loop, connections and locks, which fsspec refuses in another process ("not
+    fork-safe"); the child makes its own."""
+    global _lock
+    _filesystems.clear()
+    _lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_in_child)
+
+
 def scheme(location: str | os.PathLike) -> str | None:
     """The URL scheme of ``location`` (``s3``, ``https``, ``file``...), None for a plain path."""
     if not isinstance(location, str):
