@@ -277,7 +277,8 @@ def main() -> None:
     t_threads = executor_starts(source, out)
     print(
         f"convert on 2 threads in this process {t_threads:.2f} s against one process "
-        f"{t_inline:.2f} s (ratio {t_threads / t_inline:.2f}: below 1, threads pay)"
+        f"{t_inline:.2f} s (ratio {t_threads / t_inline:.2f}; "
+        f"{'threads pay' if t_threads < t_inline else 'threads do not pay'})"
     )
     per_core_encoding(source)
 
