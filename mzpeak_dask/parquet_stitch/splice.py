@@ -50,6 +50,7 @@ from .stitch import (
     RG_NUM_ROWS,
     RG_ORDINAL,
     data_end,
+    footer_start,
     key_value_list,
 )
 
@@ -165,12 +166,7 @@ def split_part(part) -> PartSplice:
     """The :class:`PartSplice` of ``part`` (a whole Parquet file: bytes, a memoryview, a
     ``pyarrow.Buffer``), decoded once with the generic codec."""
     view = tc.byte_view(part)
-    if len(view) < 12 or view[:4] != MAGIC or view[-4:] != MAGIC:
-        raise tc.ThriftError("not a Parquet file (no PAR1 at both ends)")
-    (size,) = _struct.unpack("<I", view[-8:-4])
-    if size > len(view) - 12:
-        raise tc.ThriftError("Parquet footer longer than the file")
-    footer = tc.loads_spanned(view[: len(view) - 8], len(view) - 8 - size)
+    footer = tc.loads_spanned(view[: len(view) - 8], footer_start(view))
     if footer.end != len(view) - 8:
         raise tc.ThriftError(f"Thrift struct: {len(view) - 8 - footer.end} bytes after its end")
     fields = {f[0]: f for f in footer.fields}

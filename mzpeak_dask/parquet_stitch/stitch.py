@@ -41,15 +41,21 @@ OI_PAGE_LOCATIONS, PL_OFFSET = 1, 1
 KV_KEY, KV_VALUE = 1, 2
 
 
-def read_footer(part: bytes | memoryview) -> tc.Struct:
-    """The ``FileMetaData`` of a Parquet file held in memory."""
-    view = tc.byte_view(part)
+def footer_start(view: memoryview) -> int:
+    """Where the footer of the Parquet file in ``view`` begins (it ends 8 bytes before the
+    file does, at its length and the closing magic), after checking both magics and the length."""
     if len(view) < 12 or view[:4] != MAGIC or view[-4:] != MAGIC:
         raise tc.ThriftError("not a Parquet file (no PAR1 at both ends)")
     (size,) = _struct.unpack("<I", view[-8:-4])
     if size > len(view) - 12:
         raise tc.ThriftError("Parquet footer longer than the file")
-    return tc.loads_exactly(view[len(view) - 8 - size : len(view) - 8])
+    return len(view) - 8 - size
+
+
+def read_footer(part: bytes | memoryview) -> tc.Struct:
+    """The ``FileMetaData`` of a Parquet file held in memory."""
+    view = tc.byte_view(part)
+    return tc.loads_exactly(view[footer_start(view) : len(view) - 8])
 
 
 def _row_groups(footer: tc.Struct) -> list[tc.Struct]:
