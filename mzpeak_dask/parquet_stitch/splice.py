@@ -189,28 +189,6 @@ def split_part(part) -> PartSplice:
     )
 
 
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
-def _zigzag(n: int) -> bytes:
-    return _varint((n << 1) ^ (n >> 63))
-
-
-def _list_header(size: int, element: int) -> bytes:
-    return bytes([(size << 4) | element]) if size < 15 else bytes([0xF0 | element]) + _varint(size)
-
-
-def _field_header(last: int, fid: int, wire: int) -> bytes:
-    delta = fid - last
-    return bytes([(delta << 4) | wire]) if 0 < delta <= 15 else bytes([wire]) + _zigzag(fid)
-
-
 @dataclass(slots=True)
 class _Placed:
     """A part as added: its splice, and where its region and page-index entries went."""
@@ -293,18 +271,18 @@ class Splicer:
         first = self.parts[0].splice
         fields = list(first.fields)
         values = {
-            FMD_NUM_ROWS: _zigzag(sum(p.splice.rows for p in self.parts)),
-            FMD_ROW_GROUPS: _list_header(self.row_groups, tc.STRUCT) + groups,
+            FMD_NUM_ROWS: tc.zigzag(sum(p.splice.rows for p in self.parts)),
+            FMD_ROW_GROUPS: tc.list_header(self.row_groups, tc.STRUCT) + groups,
         }
         if key_value:
             items = [tc.dumps(s) for s in key_value_list(key_value)] + list(first.key_value)
-            values[FMD_KEY_VALUE] = _list_header(len(items), tc.STRUCT) + b"".join(items)
+            values[FMD_KEY_VALUE] = tc.list_header(len(items), tc.STRUCT) + b"".join(items)
             if all(f[0] != FMD_KEY_VALUE for f in fields):
                 fields.append((FMD_KEY_VALUE, tc.LIST, b""))
                 fields.sort(key=lambda f: f[0])
         out, last = [], 0
         for fid, wire, raw in fields:
-            out += (_field_header(last, fid, wire), values.get(fid, raw))
+            out += (tc.field_header(last, fid, wire), values.get(fid, raw))
             last = fid
         out.append(b"\0")
         return b"".join(out)
@@ -319,7 +297,7 @@ def _fill(template: Template, value) -> bytes:
     pieces = template.pieces
     out = [pieces[0]]
     for (kind, v), piece in zip(template.holes, pieces[1:], strict=True):
-        out += (_zigzag(value(kind, v)), piece)
+        out += (tc.zigzag(value(kind, v)), piece)
     return b"".join(out)
 
 

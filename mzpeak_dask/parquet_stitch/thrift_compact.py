@@ -80,6 +80,8 @@ def byte_view(data) -> memoryview:
 
 
 class _Reader:
+    spans = False  # whether structs are read as Spanned ones (see loads_spanned)
+
     def __init__(self, data: bytes | memoryview, pos: int = 0):
         self.data = byte_view(data)
         self.pos = pos
@@ -148,43 +150,60 @@ class _Reader:
         raise ThriftError(f"Thrift struct: unknown wire type {wire}")
 
     def struct(self) -> Struct:
+        """The struct at the position; a :class:`Spanned` one, with its fields' value bounds,
+        when this reader records spans."""
         self.depth += 1
         if self.depth > MAX_DEPTH:
             raise ThriftError("Thrift struct: nested too deeply")
-        out = Struct()
+        spans = self.spans
+        out = Spanned(start=self.pos) if spans else Struct()
         last = 0
         while True:
             header = self.byte()
             wire = header & 0x0F
             if wire == STOP:
                 self.depth -= 1
-                return out
-            delta = header >> 4
-            fid = last + delta if delta else self.zigzag()
-            out.fields.append([fid, wire, self.value(wire)])
-            last = fid
-
-
-class _SpanReader(_Reader):
-    def struct(self) -> Spanned:
-        self.depth += 1
-        if self.depth > MAX_DEPTH:
-            raise ThriftError("Thrift struct: nested too deeply")
-        out = Spanned(start=self.pos)
-        last = 0
-        while True:
-            header = self.byte()
-            wire = header & 0x0F
-            if wire == STOP:
-                self.depth -= 1
-                out.end = self.pos
+                if spans:
+                    out.end = self.pos
                 return out
             delta = header >> 4
             fid = last + delta if delta else self.zigzag()
             start = self.pos
             value = self.value(wire)
-            out.fields.append([fid, wire, value, start, self.pos])
+            out.fields.append([fid, wire, value, start, self.pos] if spans else [fid, wire, value])
             last = fid
+
+
+class _SpanReader(_Reader):
+    spans = True
+
+
+def varint(n: int) -> bytes:
+    """``n`` (unsigned) as a compact-protocol varint."""
+    out = bytearray()
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def zigzag(n: int) -> bytes:
+    """``n`` (a signed integer of up to 64 bits) as a zigzag varint."""
+    return varint((n << 1) ^ (n >> 63))
+
+
+def list_header(size: int, element_type: int) -> bytes:
+    """The header of a list of ``size`` elements of wire type ``element_type``."""
+    if size < 15:
+        return bytes([(size << 4) | element_type])
+    return bytes([0xF0 | element_type]) + varint(size)
+
+
+def field_header(last: int, fid: int, wire: int) -> bytes:
+    """The header of field ``fid`` (wire type ``wire``) after field ``last`` of its struct."""
+    delta = fid - last
+    return bytes([(delta << 4) | wire]) if 0 < delta <= 15 else bytes([wire]) + zigzag(fid)
 
 
 class _Writer:
@@ -192,13 +211,10 @@ class _Writer:
         self.out = bytearray()
 
     def varint(self, n: int) -> None:
-        while n >= 0x80:
-            self.out.append((n & 0x7F) | 0x80)
-            n >>= 7
-        self.out.append(n)
+        self.out += varint(n)
 
     def zigzag(self, n: int) -> None:
-        self.varint((n << 1) ^ (n >> 63))
+        self.out += zigzag(n)
 
     def value(self, wire: int, v, in_list: bool = False) -> None:
         if wire in (TRUE, FALSE):
@@ -229,12 +245,7 @@ class _Writer:
             raise ThriftError(f"Thrift struct: unknown wire type {wire}")
 
     def _list(self, v: List) -> None:
-        size = len(v.values)
-        if size < 15:
-            self.out.append((size << 4) | v.element_type)
-        else:
-            self.out.append(0xF0 | v.element_type)
-            self.varint(size)
+        self.out += list_header(len(v.values), v.element_type)
         for item in v.values:
             self.value(v.element_type, item, True)
 
@@ -243,12 +254,7 @@ class _Writer:
         for fid, wire, v in s.fields:
             if wire in (TRUE, FALSE):
                 wire = TRUE if v else FALSE
-            delta = fid - last
-            if 0 < delta <= 15:
-                self.out.append((delta << 4) | wire)
-            else:
-                self.out.append(wire)
-                self.zigzag(fid)
+            self.out += field_header(last, fid, wire)
             self.value(wire, v)
             last = fid
         self.out.append(STOP)
@@ -289,7 +295,11 @@ __all__ = [
     "ThriftError",
     "byte_view",
     "dumps",
+    "field_header",
+    "list_header",
     "loads",
     "loads_exactly",
     "loads_spanned",
+    "varint",
+    "zigzag",
 ]
