@@ -219,16 +219,16 @@ class Coordinator:
         leader.tasks.append(task)
         self.outstanding += 1
 
-    def _unpack(self, pack: list[_Active], outcomes: list, results: list) -> None:
-        """Each run of a PACK task, as if its own plan task had given its outcome."""
-        for active, outcome in zip(pack, outcomes, strict=True):
-            if isinstance(outcome, FinishedRun):
-                active.job.items_total = outcome.items
-                self._finished(active, outcome.result, outcome.archive, outcome.inspection, results)
-            elif isinstance(outcome, BaseException):
-                self._fail(active, describe_failure(active.job, CONVERT, outcome), results)
-            else:
-                self._planned(active, outcome, results)
+    def _plan_outcome(self, active: _Active, outcome: Any, results: list) -> None:
+        """What a run's plan task gave: the run converted whole (a small run), its plan, or
+        (from a PACK task, which returns each run's failure in its place) an exception."""
+        if isinstance(outcome, FinishedRun):
+            active.job.items_total = outcome.items
+            self._finished(active, outcome.result, outcome.archive, outcome.inspection, results)
+        elif isinstance(outcome, BaseException):
+            self._fail(active, describe_failure(active.job, CONVERT, outcome), results)
+        else:
+            self._planned(active, outcome, results)
 
     def _fill_window(self) -> None:
         for active in self.active:
@@ -281,15 +281,12 @@ class Coordinator:
         finally:
             self.executor.release(task)
             active.steps.pop(n, None)  # dropped: Dask frees them once nothing needs them
-        if n == PACK:
-            self._unpack(active.pack, result, results)
-            return
-        if isinstance(result, FinishedRun):  # a small run, converted by its plan's task
-            active.job.items_total = result.items
-            self._finished(active, result.result, result.archive, result.inspection, results)
+        if n == PACK:  # each run as if its own plan task had given its outcome
+            for member, outcome in zip(active.pack, result, strict=True):
+                self._plan_outcome(member, outcome, results)
             return
         if n == PLAN:
-            self._planned(active, result, results)
+            self._plan_outcome(active, result, results)
             return
         if n == FINISH:
             self._finished(active, *result, results)
