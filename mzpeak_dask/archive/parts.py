@@ -96,10 +96,6 @@ def unpack_rows(packed: pa.Buffer | pa.StructArray) -> pa.StructArray:
     return pa.ipc.open_stream(stream).read_all().column(0).combine_chunks()
 
 
-def _same(rows: pa.StructArray) -> pa.StructArray:
-    return rows
-
-
 def next_offsets(offsets: dict[str, int], part: EncodedPartition) -> dict[str, int]:
     """The offsets of the partition after ``part``, whose own offsets are ``offsets``."""
     out = dict(offsets)
@@ -120,12 +116,11 @@ def write_partition(
     for entity, table in part.data.items():
         offset = offsets.get(entity, 0)
         data[entity] = write_part(table, spec.schemas[entity], spec.options, offset)
-        metadata[entity] = {
-            name: (pack_rows if pack else _same)(
-                rebase(struct, INDEX_FIELDS.get(name, "source_index"), offset)
-            )
+        rebased = {
+            name: rebase(struct, INDEX_FIELDS.get(name, "source_index"), offset)
             for name, struct in part.metadata.get(entity, {}).items()
         }
+        metadata[entity] = {n: pack_rows(r) for n, r in rebased.items()} if pack else rebased
     peaks = part.peaks
     if peaks is not None:
         options = replace(spec.options, layout="point")  # spectra_peaks is always points
