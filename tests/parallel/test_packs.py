@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 import signal
+import time
 from pathlib import Path
 
 import dask
@@ -89,20 +90,29 @@ def test_a_task_lost_with_its_worker_gives_each_of_its_runs_its_own(tmp_path) ->
         with get_task_stream(client) as stream:  # for the count of tasks
             convert_many(undisturbed, client=client)
         alone = [key_split(t["key"]) for t in stream.data].count("plan_or_finish")
-        workers = list(client.run(os.getpid).values())
+        workers = client.run(os.getpid)
 
         def kill_the_workers(_source: str, done: int, total: int) -> None:
             if not killed and done == total:  # one run done, tasks of others out
-                for pid in workers:
+                for pid in workers.values():
                     os.kill(pid, signal.SIGKILL)
                 killed.append(done)
+                # the coordinator goes on once the scheduler has seen both deaths: a run planned
+                # again before then could be sent to the other dead worker and, with no retry
+                # allowed, fail (under load, the two deaths can reach the scheduler apart)
+                deadline = time.monotonic() + 60
+                while set(workers) & set(client.scheduler_info()["workers"]):
+                    assert time.monotonic() < deadline, "the killed workers were never removed"
+                    time.sleep(0.05)
 
         with get_task_stream(client) as stream:
             results = convert_many(jobs, client=client, progress=kill_the_workers, fail_fast=False)
     kinds = [key_split(t["key"]) for t in stream.data]
     assert killed
     assert kinds.count("plan_or_finish") > alone  # the runs of a lost task, each on its own
-    assert all(isinstance(r, ConversionResult) for r in results), results
+    assert all(isinstance(r, ConversionResult) for r in results), [
+        r for r in results if not isinstance(r, ConversionResult)
+    ]
     for (_, output), (_, clean) in zip(jobs, undisturbed, strict=True):
         assert member_digests(output) == member_digests(clean)
 
