@@ -118,6 +118,44 @@ def test_the_embedded_scheduler_checks_its_event_loop_once_a_second(local_client
     assert scheduler.periodic_callbacks["monitor"].callback_time == 5000
 
 
+def _memory_monitor(dask_worker) -> float:
+    return dask_worker.periodic_callbacks["memory_monitor"].callback_time
+
+
+def _nanny_monitors(client) -> set[float]:
+    nannies = client.cluster.workers.values()
+    return {n.periodic_callbacks["memory_monitor"].callback_time for n in nannies}
+
+
+def test_the_nannies_in_the_coordinator_read_their_workers_memory_once_a_second(
+    local_client,
+) -> None:
+    """A LocalCluster's nannies run in the coordinator's process: each checks its worker's
+    memory once a second instead of every 100 ms; the workers' own monitors, which spill and
+    pause them, keep Dask's 100 ms."""
+    assert _nanny_monitors(local_client) == {1000}
+    assert set(local_client.run(_memory_monitor).values()) == {100}
+
+
+def test_the_users_own_dask_config_wins_over_the_quieter_defaults() -> None:
+    """Intervals the user set in Dask's configuration are kept, for the scheduler, the
+    nannies and the workers alike."""
+    mine = {
+        "distributed.admin.tick.interval": "2s",
+        "distributed.admin.system-monitor.interval": "3s",
+        "distributed.worker.memory.monitor-interval": "300ms",
+    }
+    with (
+        dask.config.set(mine),
+        cluster_client(ClusterOptions(workers=1, dashboard=False)) as client,
+    ):
+        scheduler = client.cluster.scheduler
+        assert scheduler.periodic_callbacks["tick"].callback_time == 2000
+        assert scheduler.periodic_callbacks["monitor"].callback_time == 3000
+        assert _nanny_monitors(client) == {300}
+        assert set(client.run(_memory_monitor).values()) == {300}
+
+
 def test_external_scheduler_through_the_cli(external_cluster, tmp_path, inline_archives) -> None:
     output = tmp_path / "small.mzpeak"
     result = subprocess.run(
