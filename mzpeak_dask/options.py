@@ -187,7 +187,7 @@ class ClusterOptions(_Options):
     memory_limit: str = "auto"
     scheduler: str | None = None  # address of a running scheduler, e.g. tcp://host:8786
     window: int | None = None  # partitions in flight (default: 2 per worker thread + 2)
-    dashboard: bool = True
+    dashboard: bool = False  # a cluster started here serves Dask's dashboard (needs bokeh)
     slurm: SlurmOptions = field(default_factory=SlurmOptions)  # the [slurm] table
 
     def __post_init__(self) -> None:

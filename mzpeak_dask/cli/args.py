@@ -53,7 +53,7 @@ CLUSTER_FLAGS = {
     "scheduler": "address of a running Dask scheduler (tcp://HOST:PORT)",
     "cluster": "local: embedded LocalCluster; slurm: dask-jobqueue; inline: no Dask",
     "window": "partitions in flight (bounds memory)",
-    "dashboard": "no Dask dashboard",
+    "dashboard": "serve the Dask dashboard of a cluster started here (needs bokeh)",
 }
 BATCH_FLAGS = {
     "resume": "skip inputs whose output is valid and made from the same input",
@@ -99,10 +99,14 @@ def add_options(
     chosen = tuple(helps) if names is None else names
     for name in chosen:
         default, flag, help = defaults[name], "--" + name.replace("_", "-"), helps[name]
-        if isinstance(default, bool):
-            switch = flag.replace("--", "--no-", 1) if default else flag
+        if isinstance(default, bool):  # the switch away from the default, and (unlisted)
+            # its opposite, which overrides a config file that set the other value
+            switch, back = (flag.replace("--", "--no-", 1), flag)[:: 1 if default else -1]
             group.add_argument(
                 switch, dest=name, action="store_const", const=not default, help=help
+            )
+            group.add_argument(
+                back, dest=name, action="store_const", const=default, help=argparse.SUPPRESS
             )
             continue
         help += "" if default is None else f" (default: {default})"

@@ -11,6 +11,7 @@ groups of :mod:`mzpeak_dask.options` with commented defaults in ``configs/defaul
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import logging
 import sys
 from collections.abc import Iterator
@@ -151,6 +152,17 @@ NO_DASHBOARD_CONFIG = {"distributed.admin.system-monitor.interval": "5s"}
 NANNY_CONFIG = {"distributed.worker.memory.monitor-interval": "1s"}
 
 
+def serves_dashboard(options: ClusterOptions) -> bool:
+    """Whether a cluster started here serves Dask's dashboard: when asked to (``dashboard``)
+    and bokeh, which draws it, is installed; asked without bokeh, a warning says so."""
+    if not options.dashboard:
+        return False
+    if importlib.util.find_spec("bokeh") is None:
+        log.warning("the Dask dashboard needs bokeh (pip install bokeh): none is served")
+        return False
+    return True
+
+
 def unless_set(settings: dict[str, str]) -> dict[str, str]:
     """Those of ``settings`` whose key Dask's configuration leaves at Dask's own default: a
     value the user set (a config file, a ``DASK_...`` variable, ``dask.config.set``) wins."""
@@ -205,6 +217,7 @@ def cluster_client(options: ClusterOptions, client: Any = None) -> Iterator[Any]
         else:
             import dask
 
+            options = options.updated(dashboard=serves_dashboard(options))
             quiet = {} if options.dashboard else NO_DASHBOARD_CONFIG
             with dask.config.set(unless_set({**STARTED_CONFIG, **quiet})):
                 cluster = KINDS[options.cluster].start(options)
@@ -233,4 +246,4 @@ def _close(client: Any, cluster: Any) -> None:
             log.warning("closing the Dask %s failed: %s", type(closable).__name__, exc)
 
 
-__all__ = ["KINDS", "ClusterKind", "cluster_client", "job_script"]
+__all__ = ["KINDS", "ClusterKind", "cluster_client", "job_script", "serves_dashboard"]

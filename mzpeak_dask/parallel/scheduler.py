@@ -431,7 +431,9 @@ def run_jobs(
     """Convert ``jobs``; with ``check``, runs finished on workers check their archive there
     (:attr:`ConversionResult.inspection`)."""
     with open_executor(cluster, client) as executor:
-        if executor.dashboard_link:
+        # a cluster started here serves a dashboard only when asked to (a running scheduler
+        # may serve one: its address is shown)
+        if executor.dashboard_link and (cluster.dashboard or cluster.scheduler):
             log.info("Dask dashboard: %s", executor.dashboard_link)
             announce = getattr(progress, "announce", None)
             if announce is not None:

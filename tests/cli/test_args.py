@@ -79,3 +79,25 @@ def test_xic_starts_the_cluster_its_config_file_asks_for(tmp_path, config, flags
         ["xic", "a.mzpeak", "--mz", "500", "--config", str(path), *flags]
     )
     assert analysis_cluster(args).cluster == cluster
+
+
+def test_the_dashboard_is_off_unless_asked_for_and_either_switch_beats_the_config(
+    tmp_path,
+) -> None:
+    """A cluster started here serves no dashboard unless ``--dashboard`` (or the config file)
+    asks for one; ``--no-dashboard``, unlisted, overrides a config file that asks."""
+    parse = cli.build_parser().parse_args
+    assert ClusterOptions().dashboard is False
+    assert options(parse(["convert", "a.mzML", "a.mzpeak"]), ClusterOptions).dashboard is False
+    args = parse(["convert", "a.mzML", "a.mzpeak", "--dashboard"])
+    assert options(args, ClusterOptions).dashboard is True
+    config = tmp_path / "c.toml"
+    config.write_text("[cluster]\ndashboard = true\n")
+    args = parse(["convert", "a.mzML", "a.mzpeak", "--config", str(config)])
+    assert options(args, ClusterOptions).dashboard is True
+    args = parse(["convert", "a.mzML", "a.mzpeak", "--config", str(config), "--no-dashboard"])
+    assert options(args, ClusterOptions).dashboard is False
+    parser = cli.build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command")
+    assert "--dashboard" in sub.choices["convert"].format_help()
+    assert "--no-dashboard" not in sub.choices["convert"].format_help()

@@ -3,6 +3,7 @@ of workers and partitions — also when a worker process is killed during the ru
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shutil
@@ -323,3 +324,13 @@ def test_batch_on_an_external_cluster_survives_a_killed_worker(tmp_path) -> None
     assert [f["status"] for f in report["files"]] == ["converted"] * 4, outcome
     for archive in clean.glob("*.mzpeak"):
         assert member_digests(output / archive.name) == member_digests(archive)
+
+
+def test_a_dashboard_is_served_only_when_bokeh_can_draw_it(caplog) -> None:
+    """Asked for a dashboard without bokeh installed, a cluster started here says so and runs
+    as without one (its system monitor every 5 s); with bokeh, it samples every 500 ms."""
+    bokeh = importlib.util.find_spec("bokeh") is not None
+    with cluster_client(ClusterOptions(workers=1, dashboard=True)) as client:
+        monitor = client.cluster.scheduler.periodic_callbacks["monitor"].callback_time
+    assert monitor == (500 if bokeh else 5000)
+    assert ("the Dask dashboard needs bokeh" in caplog.text) is not bokeh
