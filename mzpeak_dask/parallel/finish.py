@@ -22,12 +22,14 @@ out. Several consecutive small files of a batch can share one task
 (:func:`plan_or_finish_each`), each one's outcome returned in its place.
 
 The finishing task writes in a fresh folder inside the staging folder, removed first if a
-previous attempt left it (Dask reruns the task elsewhere if its worker dies), and does not
-delete the part files, which are removed with the staging folder: a rerun finds them all.
+previous attempt left it (Dask reruns the task elsewhere if its worker dies), and leaves only
+the archive there (its scratch files are removed on the worker); it does not delete the part
+files, which are removed with the staging folder: a rerun finds them all.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -162,9 +164,23 @@ def finish_run(
     except BaseException:
         writer.abort()
         raise
+    _drop_scratch(folder.path, writer.path)
     staged = str(writer.path)
     inspection = _named(inspect_output(staged), staged, output) if check else None
     return result, staged, inspection
+
+
+def _drop_scratch(folder: Path, archive: Path) -> None:
+    """Remove what the writer staged beside the finished ``archive`` (metadata spills, members
+    copied in): here, on the worker, rather than file by file by the coordinator, which
+    removes the staging folder once the archive is in place."""
+    for entry in os.scandir(folder):
+        if entry.path == str(archive):
+            continue
+        if entry.is_dir(follow_symlinks=False):
+            shutil.rmtree(entry.path, ignore_errors=True)
+        else:
+            os.unlink(entry.path)
 
 
 def _named(inspection: dict[str, Any], staged: str, output: str) -> dict[str, Any]:

@@ -115,6 +115,31 @@ def test_finishing_again_after_a_lost_worker_writes_the_same_archive(tmp_path) -
     assert not output.exists()  # the coordinator renames it into place
 
 
+@pytest.mark.parametrize("unpacked", [False, True], ids=["zip", "folder"])
+def test_the_finishing_task_leaves_only_the_archive_and_the_parts(tmp_path, unpacked) -> None:
+    """The writer's scratch files (metadata spills, staged members) are removed by the task
+    that finishes the run, on its worker: the coordinator, which removes the staging folder,
+    then has the parts and the archive's folder left. The parts stay for a rerun."""
+    options = ConvertOptions(partition_items=9, unpacked=unpacked)
+    staging = tmp_path / "staging"
+    staging.mkdir()
+    plan, parts = _written_parts(UV, options, staging)
+    output = tmp_path / "uv.mzpeak"
+    args = (str(UV), str(output), options, plan, str(staging), parts, file_sha256(UV))
+    _, archive, inspection = finish_run(*args, True)
+    assert inspection["errors"] == []
+    assert list(Path(archive).parent.iterdir()) == [Path(archive)]
+    assert sorted(staging.iterdir()) == sorted([Path(archive).parent, *map(Path, parts)])
+    expected = tmp_path / "inline.mzpeak"
+    convert(UV, expected, options, cluster=INLINE)
+    if unpacked:
+        assert sorted(p.name for p in Path(archive).iterdir()) == sorted(
+            p.name for p in expected.iterdir()
+        )
+    else:
+        assert member_digests(Path(archive)) == member_digests(expected)
+
+
 def _fanned_out(source: Path, output: Path, options: ConvertOptions, staging: Path, check: bool):
     """The archive of ``source`` written by the tasks a larger run fans out into: the plan,
     each partition encoded and written to a file with the offsets of those before it, then
