@@ -12,6 +12,7 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import logging
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -97,11 +98,21 @@ class DaskExecutor:
         self._visible: dict[Path, bool] = {}
 
     def workers_see(self, folder: Path, probe: Path | None = None) -> bool:
-        """Whether every worker sees ``folder`` (probed once, with a marker file written in
-        ``probe``, a folder inside it, or in ``folder`` itself)."""
+        """Whether every worker sees ``folder``: yes if they saw a folder above it on the same
+        file system, else probed once, with a marker file written in ``probe``, a folder
+        inside it, or in ``folder`` itself (every probe is a round trip to each worker)."""
         if folder not in self._visible:
-            self._visible[folder] = handoff.visible_to_workers(self.client, probe or folder)
+            self._visible[folder] = self._seen_above(folder) or handoff.visible_to_workers(
+                self.client, probe or folder
+            )
         return self._visible[folder]
+
+    def _seen_above(self, folder: Path) -> bool:
+        device = _device(folder)
+        return device is not None and any(
+            seen and folder.is_relative_to(known) and _device(known) == device
+            for known, seen in self._visible.items()
+        )
 
     def handoff_folder(self, staging: Path) -> str | None:
         """``staging`` when every worker can see it (results then travel through files)."""
@@ -161,6 +172,13 @@ class DaskExecutor:
         self._watched.discard(task.future.key)
         with contextlib.suppress(Exception):
             task.future.cancel()
+
+
+def _device(folder: Path) -> int | None:
+    try:
+        return os.stat(folder).st_dev
+    except OSError:
+        return None
 
 
 def executor_for(client: Any) -> InlineExecutor | DaskExecutor:

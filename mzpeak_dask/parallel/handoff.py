@@ -66,7 +66,10 @@ def load(path: str) -> Any:
 def visible_to_workers(client: Any, folder: Path) -> bool:
     """Whether every worker sees ``folder`` (probed with a marker file)."""
     marker = folder / f".probe-{uuid.uuid4().hex}"
-    marker.write_bytes(b"")
+    try:
+        marker.write_bytes(b"")
+    except OSError:  # e.g. a folder this process may not write in: not relied on
+        return False
     try:
         seen = client.run(os.path.exists, str(marker))
         return bool(seen) and all(seen.values())

@@ -118,6 +118,7 @@ class Coordinator:
         results: list[Any] = [None] * len(jobs)
         self.inputs = Inputs(source for source, _ in jobs)  # no output may overwrite one
         sweep_outputs(output for _, output in jobs)  # what conversions that died left for them
+        self._probe_once([output for _, output in jobs])
         pending = deque(enumerate(jobs))
         try:
             while pending or self.active:
@@ -131,6 +132,14 @@ class Coordinator:
                 self._abort(active)
             raise
         return results
+
+    def _probe_once(self, outputs: list[Path]) -> None:
+        """Outputs in several folders: whether the workers see the folder holding them all,
+        probed first, answers for each of them on the same file system (a probe per folder
+        is a round trip to every worker; a repository has thousands of folders)."""
+        folders = {os.path.dirname(os.path.abspath(o)) for o in outputs if not is_url(str(o))}
+        if len(folders) > 1:
+            self.executor.workers_see(Path(os.path.commonpath(sorted(folders))))
 
     def _ready_for_more(self) -> bool:
         busy = any(a.planned and not a.submitted_all for a in self.active)

@@ -221,3 +221,33 @@ def test_a_small_run_costs_the_cluster_one_task(local_client, tmp_path) -> None:
     for record in outcome.records:
         assert record["status"] == "converted"
         assert record["members"] == member_digests(Path(record["output"]))
+
+
+@pytest.mark.cluster
+@pytest.mark.slow
+def test_outputs_in_many_folders_probe_the_workers_once(local_client, tmp_path, monkeypatch):
+    """Whether the workers see an output folder takes a round trip to every worker: outputs in
+    several folders of one file system are answered by one probe of the folder holding them
+    all, and their runs still finish on the workers."""
+    from mzpeak_dask.parallel import handoff
+
+    probed: list[Path] = []
+    real = handoff.visible_to_workers
+
+    def counted(client, folder):
+        probed.append(folder)
+        return real(client, folder)
+
+    monkeypatch.setattr(handoff, "visible_to_workers", counted)
+    jobs = [(SMALL, tmp_path / f"folder{k}" / "small.mzpeak") for k in range(3)]
+    for _, output in jobs:
+        output.parent.mkdir()
+    results: list = []
+    kinds = _tasks(
+        local_client,
+        lambda: results.extend(convert_many(jobs, ConvertOptions(), client=local_client)),
+    )
+    assert probed == [tmp_path]
+    assert "plan_or_finish" in kinds
+    assert [r.spectra for r in results] == [48] * 3
+    assert all(output.is_file() for _, output in jobs)
