@@ -138,6 +138,11 @@ def test_the_nannies_in_the_coordinator_read_their_workers_memory_once_a_second(
     assert set(local_client.run(_memory_monitor).values()) == {100}
 
 
+def test_the_client_of_a_local_cluster_takes_results_from_the_workers(local_client) -> None:
+    """Results come straight from the workers on this machine, not through the scheduler."""
+    assert local_client.direct_to_workers is True
+
+
 def test_the_users_own_dask_config_wins_over_the_quieter_defaults() -> None:
     """Intervals the user set in Dask's configuration are kept, for the scheduler, the
     nannies and the workers alike."""
@@ -145,6 +150,7 @@ def test_the_users_own_dask_config_wins_over_the_quieter_defaults() -> None:
         "distributed.admin.tick.interval": "2s",
         "distributed.admin.system-monitor.interval": "3s",
         "distributed.worker.memory.monitor-interval": "300ms",
+        "distributed.client.direct-to-workers": False,
     }
     with (
         dask.config.set(mine),
@@ -155,6 +161,7 @@ def test_the_users_own_dask_config_wins_over_the_quieter_defaults() -> None:
         assert scheduler.periodic_callbacks["monitor"].callback_time == 3000
         assert _nanny_monitors(client) == {300}
         assert set(client.run(_memory_monitor).values()) == {300}
+        assert client.direct_to_workers is False
 
 
 def test_external_scheduler_through_the_cli(external_cluster, tmp_path, inline_archives) -> None:
