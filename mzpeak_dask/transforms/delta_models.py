@@ -164,24 +164,27 @@ def _quadratics(
         np.multiply(x**2, w, out=stacked_design[:, 2])
         stacked_rhs = deltas[spacing] * w
     edges = [0, *(np.flatnonzero(counts[1:] != counts[:-1]) + 1).tolist(), candidates.shape[0]]
-    for first, stop in zip(edges[:-1], edges[1:], strict=True):
-        if first == stop:
-            continue
-        m = int(counts[first])
-        rows_of = slice(int(ends[first] - m), int(ends[stop - 1]))
-        q, r = np.linalg.qr(stacked_design[rows_of].reshape(stop - first, m, 3))
-        group_rhs = stacked_rhs[rows_of].reshape(stop - first, m)
-        members = candidates[first:stop]
-        regular = np.all(np.diagonal(r, axis1=1, axis2=2) != 0, axis=1)
-        if not regular.all():
-            if not regular.any():
+    triangles, projections = [], []
+    with np.errstate(all="ignore"):
+        for first, stop in zip(edges[:-1], edges[1:], strict=True):
+            if first == stop:
                 continue
-            members, q, r, group_rhs = members[regular], q[regular], r[regular], group_rhs[regular]
-        projected = np.swapaxes(q, 1, 2) @ group_rhs[:, :, None]
-        solved = np.linalg.solve(r, projected)[:, :, 0]
-        finite = np.all(np.isfinite(solved), axis=1)
-        coefficients[members[finite]] = solved[finite]
-        fitted[members[finite]] = True
+            m = int(counts[first])
+            rows_of = slice(int(ends[first] - m), int(ends[stop - 1]))
+            q, r = np.linalg.qr(stacked_design[rows_of].reshape(stop - first, m, 3))
+            group_rhs = stacked_rhs[rows_of].reshape(stop - first, m)
+            projections.append(np.swapaxes(q, 1, 2) @ group_rhs[:, :, None])
+            triangles.append(r)
+    if not triangles:
+        return coefficients, fitted
+    # every factorisation's triangular solve in one stacked call (LAPACK on each, as above)
+    r, projected = np.concatenate(triangles), np.concatenate(projections)
+    regular = np.all(np.diagonal(r, axis1=1, axis2=2) != 0, axis=1)
+    solved = np.linalg.solve(r[regular], projected[regular])[:, :, 0]
+    finite = np.all(np.isfinite(solved), axis=1)
+    members = candidates[regular][finite]
+    coefficients[members] = solved[finite]
+    fitted[members] = True
     return coefficients, fitted
 
 
