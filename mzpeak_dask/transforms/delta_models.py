@@ -31,17 +31,21 @@ def _weights(intensities: list[np.ndarray | None], lengths: np.ndarray) -> np.nd
     single-spectrum fit computes them; 1.0 without intensities, 0.0 where undefined."""
     weights = np.ones(int(lengths.sum()), dtype=np.float64)
     starts = np.cumsum(lengths) - lengths
+    present = [k for k, intensity in enumerate(intensities) if intensity is not None]
+    sizes = np.array([intensities[k].shape[0] for k in present], dtype=np.int64)
+    wrong = np.flatnonzero(sizes != lengths[present])
+    if wrong.size:
+        k = present[int(wrong[0])]
+        raise InputError(
+            f"intensity array has {sizes[wrong[0]]} points but the m/z array has {lengths[k]}"
+        )
+    kinds = [intensities[k].dtype for k in present]
     groups: dict[np.dtype, list[int]] = {}
-    for k, intensity in enumerate(intensities):
-        if intensity is None:
-            continue
-        if intensity.shape[0] != lengths[k]:
-            raise InputError(
-                f"intensity array has {intensity.shape[0]} points but the m/z array has "
-                f"{lengths[k]}"
-            )
-        dtype = intensity.dtype if intensity.dtype.kind == "f" else np.dtype(np.float64)
-        groups.setdefault(dtype, []).append(k)
+    if kinds and kinds.count(kinds[0]) == len(kinds):  # one dtype for all, as runs have
+        groups[kinds[0] if kinds[0].kind == "f" else np.dtype(np.float64)] = present
+    else:
+        for k, kind in zip(present, kinds, strict=True):
+            groups.setdefault(kind if kind.kind == "f" else np.dtype(np.float64), []).append(k)
     for dtype, members in groups.items():
         values = np.concatenate([intensities[k] for k in members]).astype(dtype, copy=False)
         with np.errstate(invalid="ignore", divide="ignore"):
@@ -64,9 +68,11 @@ def fit_delta_models(
     before zero-run stripping, intensities as stored), as lists of floats."""
     if not mzs:
         return []
-    mzs = [np.asarray(mz, dtype=np.float64) for mz in mzs]
     lengths = np.array([mz.shape[0] for mz in mzs], dtype=np.int64)
-    mz_all = np.concatenate(mzs)
+    if all(mz.dtype == np.float64 for mz in mzs):
+        mz_all = np.concatenate(mzs)
+    else:
+        mz_all = np.concatenate([np.asarray(mz, dtype=np.float64) for mz in mzs])
     weights = _weights(intensities, lengths)
     # Spacings of the concatenation: spectrum k's are deltas[starts[k] : starts[k] + spans[k]];
     # the spacing across two spectra sits between them and belongs to neither.
