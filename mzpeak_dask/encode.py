@@ -20,6 +20,7 @@ import pyarrow as pa
 from . import vocabulary as V
 from .contracts import PEAKS, EncodedPartition, EncodeSpec, Partition
 from .errors import InputError, NumpressEncodeError
+from .heap import keep_freed_blocks
 from .layouts import layout_of, point
 from .layouts.schema import PreparedSignal, SignalColumn, SignalSchema, array_key
 from .options import ConvertOptions
@@ -354,7 +355,9 @@ def collector_paused() -> Iterator[None]:
 
 
 def encode_partition(partition: Partition, spec: EncodeSpec) -> EncodedPartition:
-    """Read and encode one partition (runs on a worker)."""
+    """Read and encode one partition (runs on a worker), the process's heap keeping the blocks
+    the partition frees for the next (:mod:`~mzpeak_dask.heap`)."""
+    keep_freed_blocks()
     with collector_paused():
         return _read_and_encode(partition, spec)
 

@@ -160,10 +160,12 @@ def test_every_module_imports_on_its_own() -> None:
 
 
 def test_the_package_loads_neither_dask_nor_zarr() -> None:
-    """``import mzpeak_dask`` (the command line too) pays for Dask and zarr only when used."""
+    """``import mzpeak_dask`` (the command line too) pays for Dask and zarr only when used,
+    and for h5py only when an mzMLb input is read."""
     code = (
         "import sys, mzpeak_dask, mzpeak_dask.cli; "
-        "print(sorted({m.split('.')[0] for m in sys.modules} & {'dask', 'distributed', 'zarr'}))"
+        "print(sorted({m.split('.')[0] for m in sys.modules} "
+        "& {'dask', 'distributed', 'zarr', 'h5py'}))"
     )
     result = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=ROOT

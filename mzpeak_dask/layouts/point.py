@@ -40,26 +40,32 @@ def array_index(schema: SignalSchema, options: ConvertOptions) -> list[ArrayInde
 
 
 def _column_array(column: SignalColumn, items: list[PreparedSignal], total: int) -> pa.Array:
+    """The items' values of ``column``, end to end; null where an item lacks the column or
+    marked its points null. The validity mask is built only when some point is null, in one
+    array with the null items' stretches written into it."""
     dtype = np.dtype(column.dtype)
-    parts, masks = [], []
-    any_null = False
+    parts = []
+    nulls: list[tuple[int, int, np.ndarray | None]] = []  # (start, points, validity or None)
+    start = 0
+    name, marked = column.name, column.null_marked
     for item in items:
-        values = item.values.get(column.name)
+        values = item.values.get(name)
         if values is None:
             parts.append(np.zeros(item.length, dtype=dtype))
-            masks.append(np.zeros(item.length, dtype=bool))
-            any_null = any_null or item.length > 0
+            if item.length:
+                nulls.append((start, item.length, None))
         else:
             parts.append(values)
-            if column.null_marked and item.valid is not None:
-                masks.append(item.valid)
-                any_null = True
-            else:
-                masks.append(np.ones(item.length, dtype=bool))
+            if marked and item.valid is not None:
+                nulls.append((start, item.length, item.valid))
+        start += item.length
     values = np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
-    if not any_null:
+    if not nulls:
         return from_numpy(values, arrow_type(column))
-    return from_numpy(values, arrow_type(column), np.concatenate(masks))
+    valid = np.ones(total, dtype=bool)
+    for at, length, validity in nulls:
+        valid[at : at + length] = False if validity is None else validity
+    return from_numpy(values, arrow_type(column), valid)
 
 
 def encode(schema: SignalSchema, items: list[PreparedSignal], options: ConvertOptions) -> pa.Table:

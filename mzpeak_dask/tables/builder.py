@@ -10,33 +10,35 @@ from ..arrow_build import from_list
 
 
 class StructBuilder:
-    """Collects rows (dicts keyed by field name) column by column.
+    """Collects rows (dicts keyed by field name) and builds them column by column.
 
     Column-wise lists convert to Arrow faster than a list of row dicts, and a missing key simply
-    becomes a null. Columns given to :meth:`finish` as ready Arrow arrays (e.g. the auxiliary
+    becomes a null. The rows are kept as given and each column is read out of them at once when
+    the array is built. Columns given to :meth:`finish` as ready Arrow arrays (e.g. the auxiliary
     arrays, built from numpy buffers) bypass the Python lists.
     """
 
     def __init__(self, type: pa.StructType):
         self.type = type
-        self._columns: list[tuple[str, list[Any]]] = [(f.name, []) for f in type]
-        self._data: dict[str, list[Any]] = dict(self._columns)
-        self.length = 0
+        self._rows: list[dict[str, Any]] = []
+
+    @property
+    def length(self) -> int:
+        return len(self._rows)
 
     def append(self, row: dict[str, Any]) -> None:
-        get = row.get
-        for name, values in self._columns:
-            values.append(get(name))
-        self.length += 1
+        self._rows.append(row)
 
     def finish(self, prebuilt: dict[str, pa.Array] | None = None) -> pa.StructArray:
         prebuilt = prebuilt or {}
+        rows = self._rows
         children = []
         for f in self.type:
             if f.name in prebuilt:
                 children.append(prebuilt[f.name])
             else:
-                children.append(from_list(self._data[f.name], f.type))
+                name = f.name
+                children.append(from_list([row.get(name) for row in rows], f.type))
         return pa.StructArray.from_arrays(children, fields=list(self.type))
 
 

@@ -69,57 +69,64 @@ def param_rows(params: list[Param]) -> list[dict[str, Any]]:
 
 
 class ParamLists:
-    """The ``parameters`` lists of many rows, gathered column by column (each param's value in
-    the slot :func:`param_row` gives it, its accession, name and unit) and built into one Arrow
-    list array at once: the same array as converting :func:`param_rows` row by row."""
+    """The ``parameters`` lists of many rows, gathered as they come (each row's params, in
+    order) and built into one Arrow list array at once, column by column (each param's value in
+    the slot :func:`param_row` gives it, its accession, name and unit): the same array as
+    converting :func:`param_rows` row by row."""
 
-    __slots__ = ("accession", "boolean", "counts", "float", "integer", "name", "string", "unit")
+    __slots__ = ("counts", "params")
 
     def __init__(self) -> None:
-        self.integer: list[int | None] = []
-        self.float: list[float | None] = []
-        self.string: list[str | None] = []
-        self.boolean: list[bool | None] = []
-        self.accession: list[str | None] = []
-        self.name: list[str | None] = []
-        self.unit: list[str | None] = []
+        self.params: list[Param] = []
         self.counts: list[int] = []
 
     def add(self, params: list[Param]) -> None:
         """One row's list."""
-        for p in params:
-            slots = _value_row(p.value)
-            self.integer.append(slots["integer"])
-            self.float.append(slots["float"])
-            self.string.append(slots["string"])
-            self.boolean.append(slots["boolean"])
-            self.accession.append(p.accession)
-            self.name.append(p.name)
-            self.unit.append(p.unit)
+        self.params.extend(params)
         self.counts.append(len(params))
 
     def finish(self) -> pa.LargeListArray:
+        params = self.params
+        integer, floating, string, boolean = _value_slots([p.value for p in params])
         value = pa.StructArray.from_arrays(
             [
-                from_list(self.integer, pa.int64()),
-                from_list(self.float, pa.float64()),
-                from_list(self.string, pa.large_string()),
-                from_list(self.boolean, pa.bool_()),
+                from_list(integer, pa.int64()),
+                from_list(floating, pa.float64()),
+                from_list(string, pa.large_string()),
+                from_list(boolean, pa.bool_()),
             ],
             fields=list(VALUE_TYPE),
         )
         items = pa.StructArray.from_arrays(
             [
                 value,
-                from_list(self.accession, pa.string()),
-                from_list(self.name, pa.large_string()),
-                from_list(self.unit, pa.string()),
+                from_list([p.accession for p in params], pa.string()),
+                from_list([p.name for p in params], pa.large_string()),
+                from_list([p.unit for p in params], pa.string()),
             ],
             fields=list(PARAM_TYPE),
         )
         offsets = np.zeros(len(self.counts) + 1, dtype=np.int64)
         np.cumsum(self.counts, out=offsets[1:])
         return pa.LargeListArray.from_arrays(from_numpy(offsets), items, type=PARAM_LIST_TYPE)
+
+
+def _value_slots(values: list[Any]) -> tuple[list[Any], list[Any], list[Any], list[Any]]:
+    """The integer, float, string and boolean slots of many values, as :func:`_value_row` fills
+    them one by one: a plain float (most values) goes straight to its slot, None to none, every
+    other value through :func:`_value_row`."""
+    floating = [v if type(v) is float else None for v in values]
+    integer: list[Any] = [None] * len(values)
+    string: list[Any] = [None] * len(values)
+    boolean: list[Any] = [None] * len(values)
+    for i, v in enumerate(values):
+        if v is not None and type(v) is not float:
+            slots = _value_row(v)
+            integer[i] = slots["integer"]
+            floating[i] = slots["float"]
+            string[i] = slots["string"]
+            boolean[i] = slots["boolean"]
+    return integer, floating, string, boolean
 
 
 def value_of(value: dict[str, Any] | Any) -> Any:

@@ -13,6 +13,7 @@ from typing import Any
 import pyarrow as pa
 
 from .. import vocabulary as V
+from ..arrow_build import from_list
 from ..records import Param, PrecursorRecord, ScanRecord, SpectrumRecord
 from .auxiliary import AUXILIARY_LIST_TYPE, auxiliary_column
 from .builder import StructBuilder
@@ -244,9 +245,30 @@ class PrecursorTables:
         }
 
 
+_SPECTRUM_GATHERED = (
+    "index",
+    "id",
+    "time",
+    "data_processing_ref",
+    NUMBER_OF_DATA_POINTS,
+    NUMBER_OF_PEAKS,
+    "number_of_auxiliary_arrays",
+    "mz_delta_model",
+)
+_SCAN_GATHERED = ("source_index", "instrument_configuration_ref", "scan_windows")
+
+
+def _gathered(names: tuple[str, ...]) -> dict[str, list]:
+    return {name: [] for name in names}
+
+
 @dataclass
 class SpectrumTables:
-    """Accumulates the four packed tables for the spectra of one partition."""
+    """Accumulates the four packed tables for the spectra of one partition.
+
+    The columns every row has (index, id, time, counts, the spacing model; a scan's source
+    index, instrument and windows) are gathered straight into one list each; only the
+    promoted params go through a row dict (:func:`~mzpeak_dask.tables.columns.promote`)."""
 
     instrument_ids: dict[str, int]
     default_data_processing: str | None = None  # the run's default_data_processing_id
@@ -256,6 +278,10 @@ class SpectrumTables:
     _auxiliary: list = field(default_factory=list)
     _parameters: ParamLists = field(default_factory=ParamLists)  # of the spectrum rows
     _scan_parameters: ParamLists = field(default_factory=ParamLists)
+    _spectrum_columns: dict[str, list] = field(
+        default_factory=lambda: _gathered(_SPECTRUM_GATHERED)
+    )
+    _scan_columns: dict[str, list] = field(default_factory=lambda: _gathered(_SCAN_GATHERED))
 
     def add(
         self,
@@ -273,22 +299,22 @@ class SpectrumTables:
             self._add_scan(index, scan)
             if first_scan_time is None:
                 first_scan_time = minutes(_find(scan.params, V.SCAN_START_TIME))
-        row.update(
-            index=index,
-            id=record.id,
-            time=first_scan_time,
-            data_processing_ref=own_data_processing(
-                record.data_processing_ref, self.default_data_processing
-            ),
-            number_of_auxiliary_arrays=len(auxiliary),
-            mz_delta_model=mz_delta_model,
+        columns = self._spectrum_columns
+        columns["index"].append(index)
+        columns["id"].append(record.id)
+        columns["time"].append(first_scan_time)
+        columns["data_processing_ref"].append(
+            own_data_processing(record.data_processing_ref, self.default_data_processing)
         )
-        row[NUMBER_OF_DATA_POINTS] = number_of_data_points
-        row[NUMBER_OF_PEAKS] = number_of_peaks
+        columns[NUMBER_OF_DATA_POINTS].append(number_of_data_points)
+        columns[NUMBER_OF_PEAKS].append(number_of_peaks)
+        columns["number_of_auxiliary_arrays"].append(len(auxiliary))
+        columns["mz_delta_model"].append(mz_delta_model)
         self.spectrum.append(row)
         self._parameters.add(rest)
         self._auxiliary.append(auxiliary)
-        self.precursors.add(index, record.precursors)
+        if record.precursors:
+            self.precursors.add(index, record.precursors)
 
     def _add_scan(self, index: int, scan: ScanRecord) -> None:
         mobility, params = split_ion_mobility(_scan_params(scan))
@@ -298,14 +324,14 @@ class SpectrumTables:
             wrow, wrest = promote(w, _WINDOW_PROMOTED)
             wrow["parameters"] = param_rows(wrest)
             windows.append(wrow)
-        row.update(
-            mobility,
-            source_index=index,
-            instrument_configuration_ref=self.instrument_ids.get(
-                scan.instrument_configuration_ref or ""
-            ),
-            scan_windows=windows,
+        if mobility:
+            row.update(mobility)
+        columns = self._scan_columns
+        columns["source_index"].append(index)
+        columns["instrument_configuration_ref"].append(
+            self.instrument_ids.get(scan.instrument_configuration_ref or "")
         )
+        columns["scan_windows"].append(windows)
         self.scan.append(row)
         self._scan_parameters.add(rest)
 
@@ -317,13 +343,24 @@ class SpectrumTables:
         return {
             "spectrum": self.spectrum.finish(
                 {
+                    **_built(SPECTRUM_TYPE_STRUCT, self._spectrum_columns),
                     "parameters": self._parameters.finish(),
                     "auxiliary_arrays": auxiliary_column(self._auxiliary),
                 }
             ),
-            "scan": self.scan.finish({"parameters": self._scan_parameters.finish()}),
+            "scan": self.scan.finish(
+                {
+                    **_built(SCAN_TYPE_STRUCT, self._scan_columns),
+                    "parameters": self._scan_parameters.finish(),
+                }
+            ),
             **self.precursors.finish(),
         }
+
+
+def _built(type: pa.StructType, columns: dict[str, list]) -> dict[str, pa.Array]:
+    """The gathered columns of a struct type as Arrow arrays of their fields' types."""
+    return {name: from_list(values, type.field(name).type) for name, values in columns.items()}
 
 
 def _find(params: list[Param], accession: str) -> Param | None:

@@ -31,17 +31,21 @@ def _weights(intensities: list[np.ndarray | None], lengths: np.ndarray) -> np.nd
     single-spectrum fit computes them; 1.0 without intensities, 0.0 where undefined."""
     weights = np.ones(int(lengths.sum()), dtype=np.float64)
     starts = np.cumsum(lengths) - lengths
+    present = [k for k, intensity in enumerate(intensities) if intensity is not None]
+    sizes = np.array([intensities[k].shape[0] for k in present], dtype=np.int64)
+    wrong = np.flatnonzero(sizes != lengths[present])
+    if wrong.size:
+        k = present[int(wrong[0])]
+        raise InputError(
+            f"intensity array has {sizes[wrong[0]]} points but the m/z array has {lengths[k]}"
+        )
+    kinds = [intensities[k].dtype for k in present]
     groups: dict[np.dtype, list[int]] = {}
-    for k, intensity in enumerate(intensities):
-        if intensity is None:
-            continue
-        if intensity.shape[0] != lengths[k]:
-            raise InputError(
-                f"intensity array has {intensity.shape[0]} points but the m/z array has "
-                f"{lengths[k]}"
-            )
-        dtype = intensity.dtype if intensity.dtype.kind == "f" else np.dtype(np.float64)
-        groups.setdefault(dtype, []).append(k)
+    if kinds and kinds.count(kinds[0]) == len(kinds):  # one dtype for all, as runs have
+        groups[kinds[0] if kinds[0].kind == "f" else np.dtype(np.float64)] = present
+    else:
+        for k, kind in zip(present, kinds, strict=True):
+            groups.setdefault(kind if kind.kind == "f" else np.dtype(np.float64), []).append(k)
     for dtype, members in groups.items():
         values = np.concatenate([intensities[k] for k in members]).astype(dtype, copy=False)
         with np.errstate(invalid="ignore", divide="ignore"):
@@ -64,9 +68,11 @@ def fit_delta_models(
     before zero-run stripping, intensities as stored), as lists of floats."""
     if not mzs:
         return []
-    mzs = [np.asarray(mz, dtype=np.float64) for mz in mzs]
     lengths = np.array([mz.shape[0] for mz in mzs], dtype=np.int64)
-    mz_all = np.concatenate(mzs)
+    if all(mz.dtype == np.float64 for mz in mzs):
+        mz_all = np.concatenate(mzs)
+    else:
+        mz_all = np.concatenate([np.asarray(mz, dtype=np.float64) for mz in mzs])
     weights = _weights(intensities, lengths)
     # Spacings of the concatenation: spectrum k's are deltas[starts[k] : starts[k] + spans[k]];
     # the spacing across two spectra sits between them and belongs to neither.
@@ -80,19 +86,13 @@ def fit_delta_models(
     before = np.concatenate([[0], np.cumsum(usable)])
     first_row = before[np.minimum(starts, deltas.shape[0])]
     n_usable = before[np.minimum(starts + spans, deltas.shape[0])] - first_row
-    x = mz_all[1:][usable]
-    w = weights[1:][usable]
-    with np.errstate(invalid="ignore", over="ignore"):
-        design = np.empty((x.shape[0], 3))  # rows (1, x, x**2) weighted by w
-        design[:, 0] = w  # 1.0 * w
-        np.multiply(x, w, out=design[:, 1])
-        np.multiply(x**2, w, out=design[:, 2])
-        rhs = deltas[usable] * w
     constants = second_medians(deltas, starts, spans)
     models: list[list[float]] = [[c] for c in constants.tolist()]
-    betas = _quadratics(design, rhs, n_usable, first_row)
-    if betas:
-        _prefer(models, betas, constants, mz_all, deltas, lengths, starts, spans)
+    coefficients, fitted = _quadratics(
+        mz_all, weights, deltas, np.flatnonzero(usable), n_usable, first_row
+    )
+    if fitted.any():
+        _prefer(models, coefficients, fitted, constants, mz_all, deltas, lengths, starts, spans)
     return models
 
 
@@ -106,14 +106,17 @@ def second_medians(deltas: np.ndarray, starts: np.ndarray, spans: np.ndarray) ->
     if present.size == 0:
         return result
     bucket = np.ceil(np.log2(spans[present])).astype(np.int64)
-    for b in np.unique(bucket):
+    for b in np.unique(bucket).tolist():
         rows = present[bucket == b]
         counts = spans[rows]
-        column = np.arange(int(counts.max()))
-        real = column < counts[:, None]
-        picked = np.where(real, deltas[np.where(real, starts[rows, None] + column, 0)], np.inf)
-        has_nan = np.isnan(picked).any(axis=1)
-        picked[np.isnan(picked)] = np.inf
+        width = int(counts.max())
+        real = np.arange(width) < counts[:, None]
+        picked = np.where(
+            real, deltas[np.where(real, starts[rows, None] + np.arange(width), 0)], np.inf
+        )
+        nan = np.isnan(picked)
+        has_nan = nan.any(axis=1)
+        picked[nan] = np.inf
         picked.sort(axis=1)
         first = _middle_of_prefix(picked, counts)
         below = np.count_nonzero(real & (picked <= first[:, None]), axis=1)
@@ -134,36 +137,67 @@ def _middle_of_prefix(rows: np.ndarray, counts: np.ndarray) -> np.ndarray:
 
 
 def _quadratics(
-    design: np.ndarray, rhs: np.ndarray, rows: np.ndarray, row_starts: np.ndarray
-) -> dict[int, np.ndarray]:
-    """The weighted quadratic of every spectrum with enough usable spacings, by QR of its own
+    mz_all: np.ndarray,
+    weights: np.ndarray,
+    deltas: np.ndarray,
+    usable: np.ndarray,
+    rows: np.ndarray,
+    row_starts: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The weighted quadratic of every spectrum with enough usable spacings (spectrum k's rows
+    are the spacings ``usable[row_starts[k] : row_starts[k] + rows[k]]``), by QR of its own
     rows as the single-spectrum fit solves it: spectra with the same number of rows are
     factorised in one stacked call (numpy runs LAPACK on each matrix of the stack, so every
-    matrix gets its own factorisation, bit for bit). Singular or non-finite fits are left out."""
-    betas: dict[int, np.ndarray] = {}
+    matrix gets its own factorisation, bit for bit). Returns the coefficients of every spectrum
+    (one row each) and which were fitted: singular or non-finite fits are left out.
+
+    The candidates' rows are gathered once, group after group (spectra sorted by row count),
+    and weighted in one pass, so that each group's stack is a slice of one array."""
+    coefficients = np.zeros((rows.shape[0], 3))
+    fitted = np.zeros(rows.shape[0], dtype=bool)
     candidates = np.flatnonzero(rows >= MIN_REGRESSION_POINTS)
     candidates = candidates[np.argsort(rows[candidates], kind="stable")]
-    shapes = rows[candidates]
-    for members in np.split(candidates, np.flatnonzero(shapes[1:] != shapes[:-1]) + 1):
-        if members.size == 0:
-            continue
-        m = rows[members[0]]
-        take = row_starts[members][:, None] + np.arange(m)
-        q, r = np.linalg.qr(design[take])
-        regular = np.all(np.diagonal(r, axis1=1, axis2=2) != 0, axis=1)
-        if not regular.any():
-            continue
-        members, q, r = members[regular], q[regular], r[regular]
-        projected = np.swapaxes(q, 1, 2) @ rhs[take[regular]][:, :, None]
-        solved = np.linalg.solve(r, projected)[:, :, 0]
-        finite = np.all(np.isfinite(solved), axis=1)
-        betas.update(zip(members[finite].tolist(), solved[finite], strict=True))
-    return betas
+    counts = rows[candidates]
+    ends = np.cumsum(counts)
+    total = int(ends[-1]) if ends.size else 0
+    take = np.repeat(row_starts[candidates] - (ends - counts), counts) + np.arange(total)
+    spacing = usable[take]  # spacing i pairs mz[i + 1] with mz[i + 1] - mz[i]
+    x, w = mz_all[spacing + 1], weights[spacing + 1]
+    with np.errstate(invalid="ignore", over="ignore"):
+        stacked_design = np.empty((total, 3))  # rows (1, x, x**2) weighted by w
+        stacked_design[:, 0] = w  # 1.0 * w
+        np.multiply(x, w, out=stacked_design[:, 1])
+        np.multiply(x**2, w, out=stacked_design[:, 2])
+        stacked_rhs = deltas[spacing] * w
+    edges = [0, *(np.flatnonzero(counts[1:] != counts[:-1]) + 1).tolist(), candidates.shape[0]]
+    triangles, projections = [], []
+    with np.errstate(all="ignore"):
+        for first, stop in zip(edges[:-1], edges[1:], strict=True):
+            if first == stop:
+                continue
+            m = int(counts[first])
+            rows_of = slice(int(ends[first] - m), int(ends[stop - 1]))
+            q, r = np.linalg.qr(stacked_design[rows_of].reshape(stop - first, m, 3))
+            group_rhs = stacked_rhs[rows_of].reshape(stop - first, m)
+            projections.append(np.swapaxes(q, 1, 2) @ group_rhs[:, :, None])
+            triangles.append(r)
+    if not triangles:
+        return coefficients, fitted
+    # every factorisation's triangular solve in one stacked call (LAPACK on each, as above)
+    r, projected = np.concatenate(triangles), np.concatenate(projections)
+    regular = np.all(np.diagonal(r, axis1=1, axis2=2) != 0, axis=1)
+    solved = np.linalg.solve(r[regular], projected[regular])[:, :, 0]
+    finite = np.all(np.isfinite(solved), axis=1)
+    members = candidates[regular][finite]
+    coefficients[members] = solved[finite]
+    fitted[members] = True
+    return coefficients, fitted
 
 
 def _prefer(
     models: list[list[float]],
-    betas: dict[int, np.ndarray],
+    coefficients: np.ndarray,
+    fitted: np.ndarray,
     constants: np.ndarray,
     mz_all: np.ndarray,
     deltas: np.ndarray,
@@ -171,12 +205,11 @@ def _prefer(
     starts: np.ndarray,
     spans: np.ndarray,
 ) -> None:
-    """Replace the constant by the quadratic where its error is not ten times smaller. Both
-    errors pair mz[i] with mz[i+1] - mz[i] over every spacing of the spectrum; the residuals
-    are computed at once, and :func:`constant_preferred` compares the sums."""
-    fitted = np.array(sorted(betas))
-    coefficients = np.zeros((len(models), 3))
-    coefficients[fitted] = np.array([betas[k] for k in fitted])
+    """Replace the constant by the quadratic (``coefficients``, where ``fitted``) where its error
+    is not ten times smaller. Both errors pair mz[i] with mz[i+1] - mz[i] over every spacing of
+    the spectrum; the residuals are computed at once, and :func:`constant_preferred` compares
+    the sums."""
+    fitted = np.flatnonzero(fitted)
     b0, b1, b2 = (np.repeat(coefficients[:, j], lengths)[:-1] for j in range(3))
     x = mz_all[:-1]
     with np.errstate(invalid="ignore", over="ignore"):
@@ -187,8 +220,9 @@ def _prefer(
     constant = constant_preferred(
         constant_residual, quadratic_residual, starts[fitted], spans[fitted]
     )
-    for k in fitted[~constant].tolist():
-        models[k] = betas[k].tolist()
+    chosen = fitted[~constant]
+    for k, model in zip(chosen.tolist(), coefficients[chosen].tolist(), strict=True):
+        models[k] = model
 
 
 def constant_preferred(

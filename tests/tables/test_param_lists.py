@@ -11,11 +11,19 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from mzpeak_dask.readers import SPECTRA, MzMLFormat
 from mzpeak_dask.readers.base import ItemRange
 from mzpeak_dask.records import Param
-from mzpeak_dask.tables.params import PARAM_LIST_TYPE, ParamLists, param_rows
+from mzpeak_dask.tables.params import (
+    PARAM_LIST_TYPE,
+    ParamLists,
+    _value_row,
+    _value_slots,
+    param_rows,
+)
 
 from ..helpers import DATA, SMALL_MZML
 
@@ -76,3 +84,30 @@ def test_param_lists_equal_row_by_row_conversion_on_every_kind_of_value() -> Non
     _assert_same(HOSTILE)
     _assert_same([[]])
     _assert_same([])
+
+
+_VALUES = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.floats(allow_nan=False).map(np.float64),
+    st.integers(-(2**63), 2**63 - 1).map(np.int64),
+    st.text(max_size=5),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(_VALUES, max_size=30))
+def test_value_slots_are_each_values_own_slots(values) -> None:
+    """The four slot columns of many values, filled at once, hold what each value's own
+    ``_value_row`` gives it (same types too: a numpy float becomes a Python float)."""
+    columns = _value_slots(values)
+    for i, value in enumerate(values):
+        expected = _value_row(value)
+        got = dict(
+            zip(("integer", "float", "string", "boolean"), (c[i] for c in columns), strict=True)
+        )
+        assert {k: (type(v), repr(v)) for k, v in got.items()} == {
+            k: (type(v), repr(v)) for k, v in expected.items()
+        }

@@ -1,0 +1,49 @@
+"""The C heap of a process that encodes partitions: freed blocks kept for reuse (glibc).
+
+Encoding a partition allocates and frees numpy temporaries of a few MB each (the spectra's
+concatenated arrays and every pass over them). glibc's ``malloc`` serves a block above its mmap
+threshold with pages fresh from the kernel and unmaps them on ``free``; the kernel zero-fills
+every page again on its first touch. Over the 13 partitions of a 4 M-point run that was about
+120,000 minor page faults, a third of the encode's CPU time. With the mmap threshold at 32 MiB
+(glibc's own ceiling for it) and the top of the heap trimmed only beyond 128 MiB free, those
+blocks come from the heap and the next pass reuses them: a few thousand faults, the same peak
+memory (a process keeps at most the 128 MiB it would have given back).
+
+Other C libraries (and other systems) have no ``mallopt`` with these parameters; nothing is
+changed there.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import sys
+
+_M_TRIM_THRESHOLD = -1  # glibc malloc.h
+_M_MMAP_THRESHOLD = -3
+MMAP_THRESHOLD = 32 << 20
+TRIM_THRESHOLD = 128 << 20
+
+_kept: bool | None = None
+
+
+def keep_freed_blocks() -> bool:
+    """Make this process's ``malloc`` keep and reuse the blocks it frees (once per process;
+    later calls only report). True when glibc took the settings."""
+    global _kept
+    if _kept is None:
+        _kept = _set_thresholds()
+    return _kept
+
+
+def _set_thresholds() -> bool:
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):
+        return False
+    mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
+    mallopt.restype = ctypes.c_int
+    return bool(mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)) and bool(
+        mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD)
+    )
