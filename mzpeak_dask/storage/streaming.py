@@ -153,15 +153,18 @@ class GrowingUpload:
 
 
 class _Settling:
-    """A file that passes writes on to a ZIP member and the file's new length to an upload."""
+    """A file that passes writes on to a ZIP member and, once a whole part more is written,
+    the file's new length to an upload (a member's thousands of small writes are not each
+    flushed to disk)."""
 
     def __init__(self, sink: IO[bytes], fp: IO[bytes], path: Path, upload: GrowingUpload):
         self.sink, self.fp, self.path, self.upload = sink, fp, path, upload
 
     def write(self, data) -> int:  # noqa: ANN001 - bytes or a memoryview
         written = self.sink.write(data)
-        self.fp.flush()  # on disk, where the upload reads it
-        self.upload.advance(self.path, self.fp.tell())
+        if self.fp.tell() >= self.upload.sent + self.upload.part:  # a whole part formed
+            self.fp.flush()  # on disk, where the upload reads it
+            self.upload.advance(self.path, self.fp.tell())
         return written
 
 

@@ -62,16 +62,25 @@ def part_numbers(requests, key: str) -> list[int]:
 
 
 def test_an_archive_is_sent_as_it_is_written_and_equals_the_local_one(
-    s3_endpoint, bucket, tmp_path, large_run, five_mib_parts
+    s3_endpoint, bucket, tmp_path, large_run, five_mib_parts, monkeypatch
 ):
     client = s3_client(s3_endpoint)
     client.upload_file(str(large_run), bucket, "in/x10.mzML")
     url = f"s3://{bucket}/in/x10.mzML"
     local = convert(url, tmp_path / "local.mzpeak", SMALL_PARTS, cluster=INLINE)
+    advances = []
+    advance = streaming.GrowingUpload.advance
+    monkeypatch.setattr(
+        streaming.GrowingUpload,
+        "advance",
+        lambda self, *args: advances.append(args) or advance(self, *args),
+    )
     with moto_requests(query=True) as requests:
         sent = convert(url, f"s3://{bucket}/out/x10.mzpeak", SMALL_PARTS, cluster=INLINE)
     assert sent.output_bytes == local.output_bytes > 10 << 20
     numbers = part_numbers(requests, "/out/x10.mzpeak")
+    # told of the file's length once a part more was written (each write told it: 1,000s)
+    assert len(advances) <= len(numbers), len(advances)
     assert sorted(numbers) == list(range(1, len(numbers) + 1)) and len(numbers) >= 3
     assert numbers[0] == 2 and 1 not in numbers[:-2]  # the first part among the last sent
     client.download_file(bucket, "out/x10.mzpeak", str(tmp_path / "back.mzpeak"))
