@@ -6,7 +6,9 @@ this process, without a cluster), it reads their byte spans in order, one ranged
 each; waiting for each request in turn leaves the processor idle for a round trip per
 partition. :func:`expect_reads` tells this process the spans it is going to read: the first
 is fetched alone, the others in groups of consecutive spans up to 32 MiB, one request each
-(fewer, larger reads), and a read of one of them starts fetching the next group beside it. The
+(fewer, larger reads), and a read of one of them starts fetching the next group beside it; a
+group the plan already fetched (the first partition, with the sampled spectra; the last ones, in
+the tail with the index) is taken from those bytes, not fetched again. The
 object's SHA-256 is then taken from those reads and the few bytes between them (its header
 and index), so the object is read once, not once more for its digest. Processes that were
 told nothing (the workers of a cluster, each reading the partitions Dask gives it) never read

@@ -145,6 +145,37 @@ def convert_throughput(source: Path, bucket: str, endpoint: str, root: Path, rep
     )
 
 
+def server_costs(source: Path, bucket: str, endpoint: str, root: Path) -> None:
+    """What one ranged GET costs the S3 server, for a large object and a small one, and
+    whether it serves 7 of them side by side (a plan's sample): wall time against the sum of
+    the same GETs one after another. moto answers a ranged GET by reading the whole object
+    (and under a lock of the object's), so its cost grows with the object, unlike S3's."""
+    from mzpeak_dask.storage.urls import filesystem
+
+    small = root / "one-mb.bin"
+    with open(source, "rb") as f:
+        small.write_bytes(f.read(1 << 20))
+    s3_client(endpoint).upload_file(str(small), bucket, "in/one-mb.bin")
+    for key, size in ((f"in/{source.name}", source.stat().st_size), ("in/one-mb.bin", 1 << 20)):
+        fs, path = filesystem(f"s3://{bucket}/{key}")
+        spans = [(k * size // 8, k * size // 8 + (64 << 10)) for k in range(7)]
+        fs.cat_file(path, start=0, end=16)  # a connection ready
+        one = []
+        for a, b in spans:
+            start = time.perf_counter()
+            fs.cat_file(path, start=a, end=b)
+            one.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        fs.cat_ranges([path] * len(spans), [a for a, _ in spans], [b for _, b in spans])
+        wall = time.perf_counter() - start
+        print(
+            f"S3 server: a 64 KiB ranged GET of a {size / 1e6:.1f} MB object "
+            f"{statistics.median(one) * 1e3:.1f} ms; 7 of them side by side {wall * 1e3:.1f} ms "
+            f"wall, one after another {sum(one) * 1e3:.1f} ms"
+        )
+    small.unlink()
+
+
 def cluster_reads(root: Path, copies: int = 4) -> None:
     """What a run of several partitions converted on a 2-worker LocalCluster reads of its
     input over HTTP: the workers' partitions, and the stream its SHA-256 is taken from."""
@@ -222,6 +253,7 @@ def main() -> None:
             )
         if not args.no_convert:
             convert_throughput(source, bucket, endpoint, root, args.repeats)
+            server_costs(source, bucket, endpoint, root)
     shutil.rmtree(root / "local-out.mzpeak", ignore_errors=True)
     if not args.no_cluster:
         cluster_reads(root)
