@@ -1,6 +1,8 @@
 """Remote-archive benchmark: what ``info``, one random spectrum and an XIC cost over HTTP and
-S3 (requests made, bytes transferred, time) against the same archive on local disk; and the
-conversion throughput s3 -> s3 against local -> local.
+S3 (requests made, bytes transferred, time) against the same archive on local disk; the
+conversion throughput s3 -> s3 against local -> local, and http -> s3 (the input on the HTTP
+server, whose ranged GETs cost the same for any object, where moto's read the whole object
+each: see the last lines); and what a ranged GET costs the S3 server.
 
     python -m tests.benchmarks.bench_remote [--copies 28] [--spectra 20] [--no-cluster]
 
@@ -104,7 +106,7 @@ def convert_throughput(source: Path, bucket: str, endpoint: str, root: Path, rep
     size = source.stat().st_size
     s3_client(endpoint).upload_file(str(source), bucket, f"in/{source.name}")
     server = SERVER_PIDS.get(endpoint)
-    local, remote, transfers = [], [], []
+    local, remote, transfers, served = [], [], [], []
     for _ in range(repeats):
         with Breakdown(server).timing() as timed:
             convert(
@@ -121,6 +123,14 @@ def convert_throughput(source: Path, bucket: str, endpoint: str, root: Path, rep
             )
         remote.append(timed)
         transfers.append((TOTAL.requests - before[0], TOTAL.bytes - before[1]))
+        with range_server(source.parent) as http, Breakdown(server).timing() as timed:
+            convert(
+                f"{http.url}/{source.name}",
+                f"s3://{bucket}/out/run.mzpeak",
+                ConvertOptions(overwrite=True),
+                cluster=INLINE,
+            )
+        served.append(timed)
     fast_local = min(local, key=lambda b: b.seconds["total"])
     fast_remote = min(remote, key=lambda b: b.seconds["total"])
     t_local, t_remote = fast_local.seconds["total"], fast_remote.seconds["total"]
@@ -137,6 +147,14 @@ def convert_throughput(source: Path, bucket: str, endpoint: str, root: Path, rep
     )
     print("where the time went (the coordinator's wall time in each step; fastest runs):")
     print("\n".join(fast_local.lines(fast_remote, ("local", "s3"))))
+    fast_http = min(served, key=lambda b: b.seconds["total"])
+    t_http = fast_http.seconds["total"]
+    print(
+        f"convert http -> s3 (the input on the loopback HTTP server, whose ranged GET costs the "
+        f"same for any object; the archive to moto), fastest of {repeats}: {t_http:.2f} s, "
+        f"{t_http / t_local:.2f}x local; its plan {fast_http.seconds['plan (survey, sample)']:.2f}"
+        f" s (s3 -> s3: {fast_remote.seconds['plan (survey, sample)']:.2f} s)"
+    )
     requests, received = transfers[-1]
     print(
         f"convert s3 -> s3 read the input by ranges: {requests} requests, {received / 1e6:.1f} MB "
