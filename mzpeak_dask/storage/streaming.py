@@ -5,8 +5,10 @@ partitions arrive; that member is most of the archive. Its bytes after the membe
 never change once written, so each whole part of them is sent as a part of a multipart
 upload at once (:meth:`GrowingUpload.advance`), beside the conversion. The ZIP rewrites the
 member's header (its sizes and CRC) when the member closes, so the first part, which holds
-it, is sent last, with the members written at the end (:meth:`GrowingUpload.complete`); S3
-orders the parts by number, not by arrival. The object appears only when the upload
+it, is sent once it has closed; the members written after it are final as each closes, and
+their whole parts go at once too (:meth:`GrowingUpload.settle`), leaving the ZIP's central
+directory and the last part's bytes for :meth:`GrowingUpload.complete`; S3 orders the parts
+by number, not by arrival. The object appears only when the upload
 completes; a failure or an interrupt aborts it, leaving nothing at the key and no parts.
 
 Only S3 takes parts out of order; other stores get the finished archive uploaded whole
@@ -44,7 +46,8 @@ os.register_at_fork(after_in_child=_forget_in_child)
 
 class GrowingUpload:
     """The multipart upload of a file being written; parts ``[PART_BYTES * k, ...)`` for
-    ``k >= 1`` are sent as they settle, the first part and the rest at :meth:`complete`."""
+    ``k >= 1`` are sent as they settle, the first part once the member holding its header is
+    closed (:meth:`settle`), and the rest at :meth:`complete`."""
 
     def __init__(self, url: str, part_bytes: int = PART_BYTES):
         check_writable(url)
@@ -58,6 +61,8 @@ class GrowingUpload:
         self.pending: list[concurrent.futures.Future] = []
         self.lock = threading.Lock()
         self.fd: int | None = None  # the file being written (renamed into place at its end)
+        self.head_final = False  # the first member is closed: its header is rewritten
+        self.first_sent = False  # the first part is sent or being sent
 
     def advance(self, path: Path, settled: int) -> None:
         """``path``'s bytes from the first part's end up to ``settled`` are final: send the
@@ -69,6 +74,17 @@ class GrowingUpload:
             while self.sent + self.part <= settled and self._number(self.sent) < MAX_PARTS // 2:
                 start, self.sent = self.sent, self.sent + self.part
                 self.pending.append(self.pool.submit(self._send, start, self.sent))
+            if self.head_final and not self.first_sent and settled >= self.part:
+                self.first_sent = True
+                self.pending.append(self.pool.submit(self._send, 0, self.part, 1))
+
+    def settle(self, path: Path, settled: int) -> None:
+        """A member of the ZIP at ``path`` was closed: every byte up to ``settled`` is final,
+        the first part too (its header rewritten): send the whole parts among them now, while
+        the archive's last members are written, not at its end."""
+        with self.lock:
+            self.head_final = True
+        self.advance(path, settled)
 
     def watch(self, sink: IO[bytes], fp: IO[bytes], path: Path) -> _Settling:
         """``sink``, a member being written into the ZIP at ``path`` through ``fp``, whose
@@ -82,7 +98,7 @@ class GrowingUpload:
             for future in self.pending:
                 future.result()
             self.pending.clear()
-            if self.upload_id is None:  # nothing sent before the end: one upload now
+            if self.upload_id is None and not self.first_sent:  # nothing sent: one upload
                 self._close()
                 return upload_file(path, self.url)
             size = os.fstat(self.fd).st_size
@@ -92,7 +108,8 @@ class GrowingUpload:
                 self.pool.submit(self._send, start, min(size, start + step), first + k)
                 for k, start in enumerate(range(self.sent, size, step))
             ]
-            last.append(self.pool.submit(self._send, 0, self.part, 1))
+            if not self.first_sent:
+                last.append(self.pool.submit(self._send, 0, self.part, 1))
             for future in last:
                 future.result()
             parts = [{"PartNumber": n, "ETag": e} for n, e in sorted(self.etags.items())]
