@@ -95,10 +95,7 @@ class GrowingUpload:
         """Send the rest of the finished file at ``path`` and its first part, and complete the
         upload: the object appears at the URL. Returns its size."""
         try:
-            for future in self.pending:
-                future.result()
-            self.pending.clear()
-            if self.upload_id is None and not self.first_sent:  # nothing sent: one upload
+            if not self.pending:  # nothing sent before the end: one upload now
                 self._close()
                 return upload_file(path, self.url)
             size = os.fstat(self.fd).st_size
@@ -110,8 +107,9 @@ class GrowingUpload:
             ]
             if not self.first_sent:
                 last.append(self.pool.submit(self._send, 0, self.part, 1))
-            for future in last:
+            for future in [*self.pending, *last]:  # beside the parts still on their way
                 future.result()
+            self.pending.clear()
             parts = [{"PartNumber": n, "ETag": e} for n, e in sorted(self.etags.items())]
             self._call(
                 "complete_multipart_upload",
