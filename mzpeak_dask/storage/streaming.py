@@ -28,6 +28,7 @@ from .uploads import upload_file
 from .urls import check_writable, filesystem, scheme
 
 PART_BYTES = 8 << 20  # S3 takes parts of 5 MiB to 5 GiB, at most 10,000 of them
+MIN_PART = 5 << 20  # the smallest part S3 takes but for the last
 MAX_PARTS = 10_000
 
 _following: dict[str, GrowingUpload] = {}  # staged archive path -> its upload
@@ -45,9 +46,10 @@ os.register_at_fork(after_in_child=_forget_in_child)
 
 
 class GrowingUpload:
-    """The multipart upload of a file being written; parts ``[PART_BYTES * k, ...)`` for
-    ``k >= 1`` are sent as they settle, the first part once the member holding its header is
-    closed (:meth:`settle`), and the rest at :meth:`complete`."""
+    """The multipart upload of a file being written: parts of ``part_bytes`` after the first
+    are sent as they settle, and a closed member's last bytes when they make a part
+    (:data:`MIN_PART`); the first part once the member holding its header is closed
+    (:meth:`settle`), and the rest at :meth:`complete`."""
 
     def __init__(self, url: str, part_bytes: int = PART_BYTES):
         check_writable(url)
@@ -57,6 +59,7 @@ class GrowingUpload:
         self.upload_id: str | None = None
         self.etags: dict[int, str] = {}
         self.sent = part_bytes  # the parts before this offset are sent or being sent
+        self.number = 2  # the number of the part that starts there
         self.pool = concurrent.futures.ThreadPoolExecutor(2, thread_name_prefix="upload")
         self.pending: list[concurrent.futures.Future] = []
         self.lock = threading.Lock()
@@ -71,9 +74,8 @@ class GrowingUpload:
             if self.fd is None:
                 self.fd = os.open(path, os.O_RDONLY)
             # half the part numbers at most: the rest of a huge archive needs the others
-            while self.sent + self.part <= settled and self._number(self.sent) < MAX_PARTS // 2:
-                start, self.sent = self.sent, self.sent + self.part
-                self.pending.append(self.pool.submit(self._send, start, self.sent))
+            while self.sent + self.part <= settled and self.number < MAX_PARTS // 2:
+                self._submit(self.sent + self.part)
             if self.head_final and not self.first_sent and settled >= self.part:
                 self.first_sent = True
                 self.pending.append(self.pool.submit(self._send, 0, self.part, 1))
@@ -85,6 +87,15 @@ class GrowingUpload:
         with self.lock:
             self.head_final = True
         self.advance(path, settled)
+        with self.lock:  # the member's last bytes too, when they make a part
+            if settled - self.sent >= MIN_PART and self.number < MAX_PARTS // 2:
+                self._submit(settled)
+
+    def _submit(self, stop: int) -> None:
+        """Send ``[sent, stop)`` as the next part, beside the caller (the lock held)."""
+        start, self.sent, number = self.sent, stop, self.number
+        self.number += 1
+        self.pending.append(self.pool.submit(self._send, start, stop, number))
 
     def watch(self, sink: IO[bytes], fp: IO[bytes], path: Path) -> _Settling:
         """``sink``, a member being written into the ZIP at ``path`` through ``fp``, whose
@@ -99,7 +110,7 @@ class GrowingUpload:
                 self._close()
                 return upload_file(path, self.url)
             size = os.fstat(self.fd).st_size
-            first = self._number(self.sent)
+            first = self.number
             step = max(self.part, -(-(size - self.sent) // max(1, MAX_PARTS - first + 1)))
             last = [
                 self.pool.submit(self._send, start, min(size, start + step), first + k)
@@ -143,11 +154,7 @@ class GrowingUpload:
             os.close(self.fd)
             self.fd = None
 
-    def _number(self, start: int) -> int:
-        return 2 + (start - self.part) // self.part  # the part that starts at ``start``
-
-    def _send(self, start: int, stop: int, number: int | None = None) -> None:
-        number = self._number(start) if number is None else number
+    def _send(self, start: int, stop: int, number: int) -> None:
         data = os.pread(self.fd, stop - start, start)
         if len(data) != stop - start:
             raise StorageError(f"{self.url}: upload failed (the staged archive is short)")

@@ -155,3 +155,22 @@ def test_an_interrupt_after_parts_were_sent_leaves_nothing(
     assert sent.is_set()  # a part was in when the run was interrupted
     assert keys(s3_endpoint, bucket) == ["in/x20.mzML"]
     assert uploads(s3_endpoint, bucket) == []
+
+
+def test_a_closed_members_last_bytes_go_as_a_part_when_they_make_one(s3_endpoint, bucket, tmp_path):
+    """When a member closes, its bytes after the last whole part are sent at once if they
+    make a part S3 takes (5 MiB at least), with the first part: only the rest waits for the
+    end."""
+    data = os.urandom(21 << 20)
+    path = tmp_path / "archive.bin"
+    path.write_bytes(data)
+    upload = streaming.GrowingUpload(f"s3://{bucket}/out/archive.bin", 8 << 20)
+    upload.advance(path, 13 << 20)  # no whole part after the first yet
+    assert upload.pending == []
+    upload.settle(path, 14 << 20)  # a member closed at 14 MiB: parts [0, 8) and [8, 14)
+    assert len(upload.pending) == 2 and upload.sent == 14 << 20
+    assert upload.complete(path) == len(data)  # the rest, [14, 21), as the last part
+    assert sorted(upload.etags) == [1, 2, 3]
+    back = s3_client(s3_endpoint).get_object(Bucket=bucket, Key="out/archive.bin")["Body"].read()
+    assert back == data
+    assert uploads(s3_endpoint, bucket) == []
