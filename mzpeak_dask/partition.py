@@ -29,7 +29,7 @@ from .readers import (
 )
 from .readers.base import sample_positions
 from .records import SignalArray
-from .storage.inputs import ranges_ahead, remote_input, surveying
+from .storage.inputs import Lead, ranges_ahead, remote_input, sample_spans, surveying
 from .storage.urls import is_url
 from .transforms.units import in_minutes
 
@@ -47,16 +47,40 @@ def cut(survey: Survey, kind: str, options: ConvertOptions) -> list[ItemRange]:
     whose offsets only locate its items, cut as it is cut without them)."""
     n = survey.count(kind)
     offsets = survey.offsets(kind)
+    if not survey.hints.get("cut_by_bytes", True):
+        offsets = None
     ranges, start = [], 0
     while start < n:
-        stop = min(n, start + options.partition_items)
-        if offsets is not None and survey.hints.get("cut_by_bytes", True):
-            limit = offsets[start] + options.partition_bytes
-            by_bytes = int(np.searchsorted(offsets, limit, side="right")) - 1
-            stop = max(start + 1, min(stop, by_bytes))
+        stop = _stop(offsets, start, n, options)
         ranges.append(item_range(survey, kind, start, stop))
         start = stop
     return ranges
+
+
+def _stop(offsets: np.ndarray | None, start: int, n: int, options: ConvertOptions) -> int:
+    """The end of the partition that starts at item ``start`` (of ``n``; ``offsets``: their
+    start offsets and end, to cut by bytes, or None)."""
+    stop = min(n, start + options.partition_items)
+    if offsets is not None:
+        limit = offsets[start] + options.partition_bytes
+        by_bytes = int(np.searchsorted(offsets, limit, side="right")) - 1
+        stop = max(start + 1, min(stop, by_bytes))
+    return stop
+
+
+def first_read(options: ConvertOptions, whole: bool = False) -> Lead:
+    """Where the first partition of spectra ends, for a plan that parses it right after
+    (:func:`~mzpeak_dask.storage.inputs.surveying`); ``whole``: only when it holds every
+    spectrum (a small run, converted where it is planned)."""
+
+    def lead(kind: str, offsets: np.ndarray) -> int | None:
+        n = len(offsets) - 1
+        if kind != SPECTRA or n < 1:
+            return None
+        stop = _stop(offsets, 0, n, options)
+        return None if whole and stop < n else int(offsets[stop])
+
+    return lead
 
 
 def _sample(fmt: type[InputFormat], path: str, survey: Survey, kind: str) -> list:
@@ -70,17 +94,19 @@ def _sample(fmt: type[InputFormat], path: str, survey: Survey, kind: str) -> lis
             runs.append([k])
     ranges = [item_range(survey, kind, run[0], run[-1] + 1) for run in runs]
     records = []
-    with _ahead(path, ranges):
+    with _ahead(path, ranges, kind, survey):
         for items in ranges:
             records.extend(fmt.read(path, items, survey.hints))
     return records
 
 
-def _ahead(path: str, ranges: list[ItemRange]):  # noqa: ANN202 - a context manager
-    """For an object in storage, its sample ranges fetched side by side."""
-    if not is_url(path) or any(r.byte_start is None for r in ranges):
+def _ahead(path: str, ranges: list[ItemRange], kind: str, survey: Survey):  # noqa: ANN202
+    """For an object in storage, its sample ranges fetched side by side (a context
+    manager; the first with the first partition when it is parsed next)."""
+    if not is_url(path) or not ranges or any(r.byte_start is None for r in ranges):
         return nullcontext()
-    return ranges_ahead(path, [(r.byte_start, r.byte_stop) for r in ranges])
+    spans = [(r.byte_start, r.byte_stop) for r in ranges]
+    return ranges_ahead(path, sample_spans(path, kind, survey.offsets(kind), spans))
 
 
 def _schemas(
@@ -104,10 +130,17 @@ def _schemas(
     }
 
 
-def plan_run(source: Path, staging_dir: Path, options: ConvertOptions) -> RunPlan:
-    """Everything the coordinator decides before the workers start."""
+def plan_run(
+    source: Path, staging_dir: Path, options: ConvertOptions, reads: str = "elsewhere"
+) -> RunPlan:
+    """Everything the coordinator decides before the workers start. ``reads``: where the
+    run's first partition is parsed, ``"here"`` (right after the plan, in this process),
+    ``"here if small"`` (when the run is small enough to be converted where it is planned)
+    or ``"elsewhere"``; for an object in storage parsed here, the plan fetches the first
+    partition with the first spectra it samples, one request fewer."""
     url = remote_input(source)  # an object read where it lies, by ranges
-    with surveying(url):  # one cache for its reads: the survey's bytes serve the sample
+    lead = None if reads == "elsewhere" else first_read(options, whole=reads != "here")
+    with surveying(url, lead):  # one cache for its reads: the survey's bytes serve the sample
         return _plan(source, url, staging_dir, options)
 
 

@@ -97,6 +97,7 @@ class Container:
             with self._zip.open(_entry(name), "w", force_zip64=True) as f:
                 yield f
             self.members.append((name, self._zip.getinfo(name).file_size))
+            self._settled()
 
     def watched(self, sink: IO[bytes]) -> IO[bytes]:
         """``sink``, the first member being streamed into the ZIP, seen by the upload that
@@ -112,6 +113,7 @@ class Container:
             with open(path, "rb") as src, self._zip.open(_entry(name), "w", force_zip64=True) as f:
                 shutil.copyfileobj(src, f, COPY_BLOCK)
             path.unlink()
+            self._settled()
         self.members.append((name, self._size(name)))
 
     def add_bytes(self, name: str, data: bytes) -> None:
@@ -119,7 +121,16 @@ class Container:
             (self._dir / name).write_bytes(data)
         else:
             self._zip.writestr(_entry(name), data)
+            self._settled()
         self.members.append((name, len(data)))
+
+    def _settled(self) -> None:
+        """A member was closed: the ZIP's bytes so far are final (only its central directory
+        follows), and the upload following the archive, if one does, may send them."""
+        upload = following(self.output)
+        if upload is not None:
+            self._zip.fp.flush()
+            upload.settle(self._zip_path, self._zip.fp.tell())
 
     def _size(self, name: str) -> int:
         if self._zip is None:

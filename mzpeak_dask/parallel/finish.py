@@ -94,7 +94,7 @@ def plan_or_finish(
     """The plan of the run (:func:`~mzpeak_dask.partition.plan_run`); a :func:`small` run is
     converted too, its partitions encoded and written in order (each one's offsets follow
     from the counts of those before it), and finished (:func:`finish_run`)."""
-    plan = plan_run(Path(source), Path(staging), options)
+    plan = plan_run(Path(source), Path(staging), options, reads="here if small")
     if not small(plan):
         return plan
     digest = read_in_order(plan)  # an input in storage: its digest taken as it is read

@@ -196,7 +196,8 @@ class Coordinator:
     def _plan_here(self, active: _Active, results: list) -> None:
         job = active.job
         try:
-            plan = plan_run(job.source, job.staging.path, self.options)
+            reads = "here" if self.executor.runs_here else "elsewhere"
+            plan = plan_run(job.source, job.staging.path, self.options, reads)
         except Exception as exc:  # noqa: BLE001 - one run's failure, never the whole call
             self._fail(active, describe_failure(job, PLAN, exc), results)
             return

@@ -24,7 +24,8 @@ class ByteSource:
 
     def __init__(self, path: str | None = None, data: bytes | None = None):
         self.data, self._fd, self._remote = data, None, None
-        if data is None and is_url(path):
+        self.url = path if data is None and is_url(path) else None  # an object in storage
+        if self.url is not None:
             self._remote = range_source(path)
             # a search's chunk (and its overlap) within one read-ahead span: one request each
             self.size, self.chunk = self._remote.size, self._remote.read_ahead // 2

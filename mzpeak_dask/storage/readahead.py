@@ -6,7 +6,9 @@ this process, without a cluster), it reads their byte spans in order, one ranged
 each; waiting for each request in turn leaves the processor idle for a round trip per
 partition. :func:`expect_reads` tells this process the spans it is going to read: the first
 is fetched alone, the others in groups of consecutive spans up to 32 MiB, one request each
-(fewer, larger reads), and a read of one of them starts fetching the next group beside it. The
+(fewer, larger reads), and a read of one of them starts fetching the next group beside it; a
+group the plan already fetched (the first partition, with the sampled spectra; the last ones, in
+the tail with the index) is taken from those bytes, not fetched again. The
 object's SHA-256 is then taken from those reads and the few bytes between them (its header
 and index), so the object is read once, not once more for its digest. Processes that were
 told nothing (the workers of a cluster, each reading the partitions Dask gives it) never read
@@ -60,7 +62,7 @@ class _InOrder:
     """The spans of one object this process reads in order, and the ones fetched ahead."""
 
     def __init__(self, url: str, spans: list[tuple[int, int]], size: int | None, known: list):  # noqa: ANN001
-        self.url, self.groups = url, _groups(spans)
+        self.url, self.groups, self.known = url, _groups(spans), known
         self.group_of = {span: g for g, (_, _, held) in enumerate(self.groups) for span in held}
         self.pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="read-ahead")
         # hashing on a thread of its own (hashlib lets go of the interpreter lock): in order
@@ -87,17 +89,19 @@ class _InOrder:
             except Exception:  # noqa: BLE001 - read again here, failing with its own line
                 data = None
         start, stop, held = self.groups[g]
-        if data is None:
-            data = _fetch(self.url, start, stop)  # alone, then the next while it is parsed
+        if data is None:  # alone, then the next while it is parsed
+            data = piece(self.known, start, stop)
+            if data is None:
+                data = _fetch(self.url, start, stop)
             with self.lock:
                 self.ahead[g] = _done(data)
                 self._fetch_group(g + 1)
         if span == held[-1]:
             with self.lock:
                 self.ahead.pop(g, None)
-        piece = data if len(held) == 1 else data[span[0] - start : span[1] - start]
-        self.digest.last = self.hasher.submit(self.digest.add, span, piece)
-        return piece
+        mine = data if len(held) == 1 else data[span[0] - start : span[1] - start]
+        self.digest.last = self.hasher.submit(self.digest.add, span, mine)
+        return mine
 
     def _fetch_group(self, g: int) -> None:
         """Start fetching group ``g`` (the lock held); a group skipped is dropped."""
@@ -106,7 +110,10 @@ class _InOrder:
         for old in [k for k in self.ahead if k < g - 1]:
             self.ahead.pop(old).cancel()
         start, stop, _ = self.groups[g]
-        self.ahead[g] = self.pool.submit(_fetch, self.url, start, stop)
+        data = piece(self.known, start, stop)  # the plan fetched it (the index's tail)
+        self.ahead[g] = (
+            _done(data) if data is not None else self.pool.submit(_fetch, self.url, start, stop)
+        )
 
     def close(self) -> None:
         with self.lock:
@@ -174,10 +181,16 @@ class _Digest:
 
 def _gap(url: str, start: int, stop: int, pool, known: list) -> concurrent.futures.Future:  # noqa: ANN001
     """Bytes ``[start, stop)``: from ``known`` when one piece holds them, else fetched."""
+    data = piece(known, start, stop)
+    return _done(data) if data is not None else pool.submit(_fetch, url, start, stop)
+
+
+def piece(known: list, start: int, stop: int) -> bytes | None:
+    """Bytes ``[start, stop)`` when one of the ``(offset, bytes)`` in ``known`` holds them."""
     for offset, data in known:
         if offset <= start and stop <= offset + len(data):
-            return _done(data[start - offset : stop - offset])
-    return pool.submit(_fetch, url, start, stop)
+            return data[start - offset : stop - offset]
+    return None
 
 
 def _done(data: bytes) -> concurrent.futures.Future:
@@ -222,4 +235,4 @@ def taken(url: str, start: int, stop: int) -> bytes | None:
     return None if order is None else order.read((start, stop))
 
 
-__all__ = ["expect_reads", "forget", "taken"]
+__all__ = ["expect_reads", "forget", "piece", "taken"]

@@ -5,8 +5,10 @@ partitions arrive; that member is most of the archive. Its bytes after the membe
 never change once written, so each whole part of them is sent as a part of a multipart
 upload at once (:meth:`GrowingUpload.advance`), beside the conversion. The ZIP rewrites the
 member's header (its sizes and CRC) when the member closes, so the first part, which holds
-it, is sent last, with the members written at the end (:meth:`GrowingUpload.complete`); S3
-orders the parts by number, not by arrival. The object appears only when the upload
+it, is sent once it has closed; the members written after it are final as each closes, and
+their whole parts go at once too (:meth:`GrowingUpload.settle`), leaving the ZIP's central
+directory and the last part's bytes for :meth:`GrowingUpload.complete`; S3 orders the parts
+by number, not by arrival. The object appears only when the upload
 completes; a failure or an interrupt aborts it, leaving nothing at the key and no parts.
 
 Only S3 takes parts out of order; other stores get the finished archive uploaded whole
@@ -26,6 +28,7 @@ from .uploads import upload_file
 from .urls import check_writable, filesystem, scheme
 
 PART_BYTES = 8 << 20  # S3 takes parts of 5 MiB to 5 GiB, at most 10,000 of them
+MIN_PART = 5 << 20  # the smallest part S3 takes but for the last
 MAX_PARTS = 10_000
 
 _following: dict[str, GrowingUpload] = {}  # staged archive path -> its upload
@@ -43,8 +46,10 @@ os.register_at_fork(after_in_child=_forget_in_child)
 
 
 class GrowingUpload:
-    """The multipart upload of a file being written; parts ``[PART_BYTES * k, ...)`` for
-    ``k >= 1`` are sent as they settle, the first part and the rest at :meth:`complete`."""
+    """The multipart upload of a file being written: parts of ``part_bytes`` after the first
+    are sent as they settle, and a closed member's last bytes when they make a part
+    (:data:`MIN_PART`); the first part once the member holding its header is closed
+    (:meth:`settle`), and the rest at :meth:`complete`."""
 
     def __init__(self, url: str, part_bytes: int = PART_BYTES):
         check_writable(url)
@@ -54,10 +59,13 @@ class GrowingUpload:
         self.upload_id: str | None = None
         self.etags: dict[int, str] = {}
         self.sent = part_bytes  # the parts before this offset are sent or being sent
+        self.number = 2  # the number of the part that starts there
         self.pool = concurrent.futures.ThreadPoolExecutor(2, thread_name_prefix="upload")
         self.pending: list[concurrent.futures.Future] = []
         self.lock = threading.Lock()
         self.fd: int | None = None  # the file being written (renamed into place at its end)
+        self.head_final = False  # the first member is closed: its header is rewritten
+        self.first_sent = False  # the first part is sent or being sent
 
     def advance(self, path: Path, settled: int) -> None:
         """``path``'s bytes from the first part's end up to ``settled`` are final: send the
@@ -66,9 +74,28 @@ class GrowingUpload:
             if self.fd is None:
                 self.fd = os.open(path, os.O_RDONLY)
             # half the part numbers at most: the rest of a huge archive needs the others
-            while self.sent + self.part <= settled and self._number(self.sent) < MAX_PARTS // 2:
-                start, self.sent = self.sent, self.sent + self.part
-                self.pending.append(self.pool.submit(self._send, start, self.sent))
+            while self.sent + self.part <= settled and self.number < MAX_PARTS // 2:
+                self._submit(self.sent + self.part)
+            if self.head_final and not self.first_sent and settled >= self.part:
+                self.first_sent = True
+                self.pending.append(self.pool.submit(self._send, 0, self.part, 1))
+
+    def settle(self, path: Path, settled: int) -> None:
+        """A member of the ZIP at ``path`` was closed: every byte up to ``settled`` is final,
+        the first part too (its header rewritten): send the whole parts among them now, while
+        the archive's last members are written, not at its end."""
+        with self.lock:
+            self.head_final = True
+        self.advance(path, settled)
+        with self.lock:  # the member's last bytes too, when they make a part
+            if settled - self.sent >= MIN_PART and self.number < MAX_PARTS // 2:
+                self._submit(settled)
+
+    def _submit(self, stop: int) -> None:
+        """Send ``[sent, stop)`` as the next part, beside the caller (the lock held)."""
+        start, self.sent, number = self.sent, stop, self.number
+        self.number += 1
+        self.pending.append(self.pool.submit(self._send, start, stop, number))
 
     def watch(self, sink: IO[bytes], fp: IO[bytes], path: Path) -> _Settling:
         """``sink``, a member being written into the ZIP at ``path`` through ``fp``, whose
@@ -79,22 +106,21 @@ class GrowingUpload:
         """Send the rest of the finished file at ``path`` and its first part, and complete the
         upload: the object appears at the URL. Returns its size."""
         try:
-            for future in self.pending:
-                future.result()
-            self.pending.clear()
-            if self.upload_id is None:  # nothing sent before the end: one upload now
+            if not self.pending:  # nothing sent before the end: one upload now
                 self._close()
                 return upload_file(path, self.url)
             size = os.fstat(self.fd).st_size
-            first = self._number(self.sent)
+            first = self.number
             step = max(self.part, -(-(size - self.sent) // max(1, MAX_PARTS - first + 1)))
             last = [
                 self.pool.submit(self._send, start, min(size, start + step), first + k)
                 for k, start in enumerate(range(self.sent, size, step))
             ]
-            last.append(self.pool.submit(self._send, 0, self.part, 1))
-            for future in last:
+            if not self.first_sent:
+                last.append(self.pool.submit(self._send, 0, self.part, 1))
+            for future in [*self.pending, *last]:  # beside the parts still on their way
                 future.result()
+            self.pending.clear()
             parts = [{"PartNumber": n, "ETag": e} for n, e in sorted(self.etags.items())]
             self._call(
                 "complete_multipart_upload",
@@ -128,11 +154,7 @@ class GrowingUpload:
             os.close(self.fd)
             self.fd = None
 
-    def _number(self, start: int) -> int:
-        return 2 + (start - self.part) // self.part  # the part that starts at ``start``
-
-    def _send(self, start: int, stop: int, number: int | None = None) -> None:
-        number = self._number(start) if number is None else number
+    def _send(self, start: int, stop: int, number: int) -> None:
         data = os.pread(self.fd, stop - start, start)
         if len(data) != stop - start:
             raise StorageError(f"{self.url}: upload failed (the staged archive is short)")
@@ -153,15 +175,18 @@ class GrowingUpload:
 
 
 class _Settling:
-    """A file that passes writes on to a ZIP member and the file's new length to an upload."""
+    """A file that passes writes on to a ZIP member and, once a whole part more is written,
+    the file's new length to an upload (a member's thousands of small writes are not each
+    flushed to disk)."""
 
     def __init__(self, sink: IO[bytes], fp: IO[bytes], path: Path, upload: GrowingUpload):
         self.sink, self.fp, self.path, self.upload = sink, fp, path, upload
 
     def write(self, data) -> int:  # noqa: ANN001 - bytes or a memoryview
         written = self.sink.write(data)
-        self.fp.flush()  # on disk, where the upload reads it
-        self.upload.advance(self.path, self.fp.tell())
+        if self.fp.tell() >= self.upload.sent + self.upload.part:  # a whole part formed
+            self.fp.flush()  # on disk, where the upload reads it
+            self.upload.advance(self.path, self.fp.tell())
         return written
 
 

@@ -1,6 +1,8 @@
 """Remote-archive benchmark: what ``info``, one random spectrum and an XIC cost over HTTP and
-S3 (requests made, bytes transferred, time) against the same archive on local disk; and the
-conversion throughput s3 -> s3 against local -> local.
+S3 (requests made, bytes transferred, time) against the same archive on local disk; the
+conversion throughput s3 -> s3 against local -> local, and http -> s3 (the input on the HTTP
+server, whose ranged GETs cost the same for any object, where moto's read the whole object
+each: see the last lines); and what a ranged GET costs the S3 server.
 
     python -m tests.benchmarks.bench_remote [--copies 28] [--spectra 20] [--no-cluster]
 
@@ -104,7 +106,7 @@ def convert_throughput(source: Path, bucket: str, endpoint: str, root: Path, rep
     size = source.stat().st_size
     s3_client(endpoint).upload_file(str(source), bucket, f"in/{source.name}")
     server = SERVER_PIDS.get(endpoint)
-    local, remote, transfers = [], [], []
+    local, remote, transfers, served = [], [], [], []
     for _ in range(repeats):
         with Breakdown(server).timing() as timed:
             convert(
@@ -121,6 +123,14 @@ def convert_throughput(source: Path, bucket: str, endpoint: str, root: Path, rep
             )
         remote.append(timed)
         transfers.append((TOTAL.requests - before[0], TOTAL.bytes - before[1]))
+        with range_server(source.parent) as http, Breakdown(server).timing() as timed:
+            convert(
+                f"{http.url}/{source.name}",
+                f"s3://{bucket}/out/run.mzpeak",
+                ConvertOptions(overwrite=True),
+                cluster=INLINE,
+            )
+        served.append(timed)
     fast_local = min(local, key=lambda b: b.seconds["total"])
     fast_remote = min(remote, key=lambda b: b.seconds["total"])
     t_local, t_remote = fast_local.seconds["total"], fast_remote.seconds["total"]
@@ -137,12 +147,51 @@ def convert_throughput(source: Path, bucket: str, endpoint: str, root: Path, rep
     )
     print("where the time went (the coordinator's wall time in each step; fastest runs):")
     print("\n".join(fast_local.lines(fast_remote, ("local", "s3"))))
+    fast_http = min(served, key=lambda b: b.seconds["total"])
+    t_http = fast_http.seconds["total"]
+    print(
+        f"convert http -> s3 (the input on the loopback HTTP server, whose ranged GET costs the "
+        f"same for any object; the archive to moto), fastest of {repeats}: {t_http:.2f} s, "
+        f"{t_http / t_local:.2f}x local; its plan {fast_http.seconds['plan (survey, sample)']:.2f}"
+        f" s (s3 -> s3: {fast_remote.seconds['plan (survey, sample)']:.2f} s)"
+    )
     requests, received = transfers[-1]
     print(
         f"convert s3 -> s3 read the input by ranges: {requests} requests, {received / 1e6:.1f} MB "
         f"for a {size / 1e6:.1f} MB object ({received / size:.2f}x: the plan's reads and the "
         "partitions, the SHA-256 taken from them)"
     )
+
+
+def server_costs(source: Path, bucket: str, endpoint: str, root: Path) -> None:
+    """What one ranged GET costs the S3 server, for a large object and a small one, and
+    whether it serves 7 of them side by side (a plan's sample): wall time against the sum of
+    the same GETs one after another. moto answers a ranged GET by reading the whole object
+    (and under a lock of the object's), so its cost grows with the object, unlike S3's."""
+    from mzpeak_dask.storage.urls import filesystem
+
+    small = root / "one-mb.bin"
+    with open(source, "rb") as f:
+        small.write_bytes(f.read(1 << 20))
+    s3_client(endpoint).upload_file(str(small), bucket, "in/one-mb.bin")
+    for key, size in ((f"in/{source.name}", source.stat().st_size), ("in/one-mb.bin", 1 << 20)):
+        fs, path = filesystem(f"s3://{bucket}/{key}")
+        spans = [(k * size // 8, k * size // 8 + (64 << 10)) for k in range(7)]
+        fs.cat_file(path, start=0, end=16)  # a connection ready
+        one = []
+        for a, b in spans:
+            start = time.perf_counter()
+            fs.cat_file(path, start=a, end=b)
+            one.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        fs.cat_ranges([path] * len(spans), [a for a, _ in spans], [b for _, b in spans])
+        wall = time.perf_counter() - start
+        print(
+            f"S3 server: a 64 KiB ranged GET of a {size / 1e6:.1f} MB object "
+            f"{statistics.median(one) * 1e3:.1f} ms; 7 of them side by side {wall * 1e3:.1f} ms "
+            f"wall, one after another {sum(one) * 1e3:.1f} ms"
+        )
+    small.unlink()
 
 
 def cluster_reads(root: Path, copies: int = 4) -> None:
@@ -222,6 +271,7 @@ def main() -> None:
             )
         if not args.no_convert:
             convert_throughput(source, bucket, endpoint, root, args.repeats)
+            server_costs(source, bucket, endpoint, root)
     shutil.rmtree(root / "local-out.mzpeak", ignore_errors=True)
     if not args.no_cluster:
         cluster_reads(root)

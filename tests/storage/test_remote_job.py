@@ -76,6 +76,10 @@ def test_a_small_run_in_storage_is_read_once_on_a_worker(served, tmp_path, local
     assert not isinstance(result, BaseException), result
     assert result.input_sha256 == file_sha256(source)
     size = source.stat().st_size
-    # the plan's survey (head, tail and index, sampled spectra) and the partitions: about
-    # 1.44 times the object; streaming it again for its digest made it 2.44 times
-    assert served.served.bytes < 1.6 * size, (served.served.bytes, size, served.served.log)
+    # the plan's survey (head, tail and index) and its sampled spectra, fetched with the
+    # whole spectrum list (the run's one partition of spectra, parsed right after the plan):
+    # 1.15 times the object in 3 GETs (1.44 times in 11 when the partition was fetched apart;
+    # streaming it again for its digest made it 2.44 times)
+    gets = [entry for entry in served.served.log if entry[0] == "GET"]
+    assert len(gets) <= 3, gets
+    assert served.served.bytes < 1.25 * size, (served.served.bytes, size, served.served.log)

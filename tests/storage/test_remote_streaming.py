@@ -62,18 +62,41 @@ def part_numbers(requests, key: str) -> list[int]:
 
 
 def test_an_archive_is_sent_as_it_is_written_and_equals_the_local_one(
-    s3_endpoint, bucket, tmp_path, large_run, five_mib_parts
+    s3_endpoint, bucket, tmp_path, large_run, five_mib_parts, monkeypatch
 ):
     client = s3_client(s3_endpoint)
     client.upload_file(str(large_run), bucket, "in/x10.mzML")
     url = f"s3://{bucket}/in/x10.mzML"
     local = convert(url, tmp_path / "local.mzpeak", SMALL_PARTS, cluster=INLINE)
+    advances, sends = [], []
+    advance, send = streaming.GrowingUpload.advance, streaming.GrowingUpload._send
+    monkeypatch.setattr(
+        streaming.GrowingUpload,
+        "advance",
+        lambda self, *args: advances.append(args) or advance(self, *args),
+    )
+    monkeypatch.setattr(  # each part sent, and whether the first member had closed by then
+        streaming.GrowingUpload,
+        "_send",
+        lambda self, *args: sends.append((args[-1], self.head_final)) or send(self, *args),
+    )
     with moto_requests(query=True) as requests:
         sent = convert(url, f"s3://{bucket}/out/x10.mzpeak", SMALL_PARTS, cluster=INLINE)
     assert sent.output_bytes == local.output_bytes > 10 << 20
     numbers = part_numbers(requests, "/out/x10.mzpeak")
+    with zipfile.ZipFile(tmp_path / "local.mzpeak") as z:
+        members, directory = len(z.infolist()), z.start_dir
+    # told of the file's length once a part more was written (each write told it: 1,000s),
+    # and as each member closed: before the central directory was written, every member's
+    # bytes were final and their whole parts sent, the first part among them (both waited
+    # for the archive's end before)
+    assert len(advances) <= len(numbers) + members, len(advances)
+    assert max(settled for _, settled in advances) == directory, (advances, directory)
     assert sorted(numbers) == list(range(1, len(numbers) + 1)) and len(numbers) >= 3
-    assert numbers[0] == 2 and 1 not in numbers[:-2]  # the first part among the last sent
+    # the first part, which holds the data member's header, only once that member closed
+    # (the ZIP rewrites the header then); parts after it before (2 when 10.5 MB were written)
+    assert [closed for number, closed in sends if number == 1] == [True], sends
+    assert 2 in {number for number, _ in sends}, sends
     client.download_file(bucket, "out/x10.mzpeak", str(tmp_path / "back.mzpeak"))
     back, here = (tmp_path / "back.mzpeak").read_bytes(), (tmp_path / "local.mzpeak").read_bytes()
     with zipfile.ZipFile(tmp_path / "back.mzpeak") as z:
@@ -139,4 +162,23 @@ def test_an_interrupt_after_parts_were_sent_leaves_nothing(
     watcher.join()
     assert sent.is_set()  # a part was in when the run was interrupted
     assert keys(s3_endpoint, bucket) == ["in/x20.mzML"]
+    assert uploads(s3_endpoint, bucket) == []
+
+
+def test_a_closed_members_last_bytes_go_as_a_part_when_they_make_one(s3_endpoint, bucket, tmp_path):
+    """When a member closes, its bytes after the last whole part are sent at once if they
+    make a part S3 takes (5 MiB at least), with the first part: only the rest waits for the
+    end."""
+    data = os.urandom(21 << 20)
+    path = tmp_path / "archive.bin"
+    path.write_bytes(data)
+    upload = streaming.GrowingUpload(f"s3://{bucket}/out/archive.bin", 8 << 20)
+    upload.advance(path, 13 << 20)  # no whole part after the first yet
+    assert upload.pending == []
+    upload.settle(path, 14 << 20)  # a member closed at 14 MiB: parts [0, 8) and [8, 14)
+    assert len(upload.pending) == 2 and upload.sent == 14 << 20
+    assert upload.complete(path) == len(data)  # the rest, [14, 21), as the last part
+    assert sorted(upload.etags) == [1, 2, 3]
+    back = s3_client(s3_endpoint).get_object(Bucket=bucket, Key="out/archive.bin")["Body"].read()
+    assert back == data
     assert uploads(s3_endpoint, bucket) == []
