@@ -25,7 +25,7 @@ from ..errors import InputError, StorageError
 from .origins import origin_of
 from .ranges import TOTAL, RangeFile, RangeSource, fetch, fetch_many
 from .readahead import piece, taken
-from .urls import filesystem, is_url
+from .urls import filesystem, is_url, renewed_in_forked_child
 
 SURVEY_READ_AHEAD = 1 << 18  # a survey's reads fetch at least this much (a header, a scan)
 LEAD_BYTES = 32 << 20  # a plan's first read extends over its first partition up to this much
@@ -47,15 +47,7 @@ def remote_input(path: str | os.PathLike) -> str | None:
 _sizes: dict[str, int] = {}  # the sizes asked while a conversion holds them
 _holders = 0
 _sizes_lock = threading.Lock()
-
-
-def _new_lock_in_child() -> None:
-    """A forked child's lock is its own (another thread of the parent may have held it)."""
-    global _sizes_lock
-    _sizes_lock = threading.Lock()
-
-
-os.register_at_fork(after_in_child=_new_lock_in_child)
+renewed_in_forked_child(globals(), _sizes_lock=threading.Lock)  # a forked child's own lock
 
 
 @contextmanager

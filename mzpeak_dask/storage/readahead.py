@@ -19,26 +19,17 @@ from __future__ import annotations
 
 import concurrent.futures
 import hashlib
-import os
 import threading
 from typing import Any
 
 from ..errors import StorageError
 from .ranges import TOTAL, fetch
-from .urls import filesystem
+from .urls import filesystem, renewed_in_forked_child
 
 _orders: dict[str, _InOrder] = {}
 _lock = threading.Lock()
-
-
-def _forget_in_child() -> None:
-    """A forked child has none of the parent's reads in order (nor their threads)."""
-    global _lock
-    _orders.clear()
-    _lock = threading.Lock()
-
-
-os.register_at_fork(after_in_child=_forget_in_child)
+# a forked child has none of the parent's reads in order (nor their threads)
+renewed_in_forked_child(globals(), _orders=dict, _lock=threading.Lock)
 
 
 GROUP_BYTES = 32 << 20  # consecutive spans fetched in one request, up to this much

@@ -25,7 +25,7 @@ from typing import IO
 
 from ..errors import StorageError
 from .uploads import upload_file
-from .urls import check_writable, filesystem, scheme
+from .urls import check_writable, filesystem, renewed_in_forked_child, scheme
 
 PART_BYTES = 8 << 20  # S3 takes parts of 5 MiB to 5 GiB, at most 10,000 of them
 MIN_PART = 5 << 20  # the smallest part S3 takes but for the last
@@ -33,16 +33,8 @@ MAX_PARTS = 10_000
 
 _following: dict[str, GrowingUpload] = {}  # staged archive path -> its upload
 _lock = threading.Lock()
-
-
-def _forget_in_child() -> None:
-    """A forked child never sends the parent's uploads."""
-    global _lock
-    _following.clear()
-    _lock = threading.Lock()
-
-
-os.register_at_fork(after_in_child=_forget_in_child)
+# a forked child never sends the parent's uploads
+renewed_in_forked_child(globals(), _following=dict, _lock=threading.Lock)
 
 
 class GrowingUpload:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
@@ -36,20 +37,24 @@ EXTRAS = {
 READ_ONLY = ("http", "https")
 ENVIRONMENT = "MZPEAK_DASK_STORAGE_OPTIONS"  # how worker processes inherit the options
 
+
+def renewed_in_forked_child(namespace: dict[str, Any], **fresh: Callable[[], Any]) -> None:
+    """In every child this process forks (a LocalCluster's worker on Linux), rebind each name
+    of ``fresh`` in ``namespace`` (a module's ``globals()``) to a new value of its factory: the
+    child keeps none of the parent's cached objects, and none of its locks, which another of
+    its threads may have held at the fork."""
+
+    def renew() -> None:
+        namespace.update({name: make() for name, make in fresh.items()})
+
+    os.register_at_fork(after_in_child=renew)
+
+
 _filesystems: dict[tuple[str, str], Any] = {}
 _lock = threading.Lock()
-
-
-def _forget_in_child() -> None:
-    """In a forked child (a LocalCluster's worker on Linux): the parent's filesystems hold its
-    event loop, connections and locks, which fsspec refuses in another process ("not
-    fork-safe"); the child makes its own."""
-    global _lock
-    _filesystems.clear()
-    _lock = threading.Lock()
-
-
-os.register_at_fork(after_in_child=_forget_in_child)
+# the parent's filesystems hold its event loop, connections and locks, which fsspec refuses in
+# another process ("not fork-safe"): a forked child makes its own
+renewed_in_forked_child(globals(), _filesystems=dict, _lock=threading.Lock)
 
 
 def scheme(location: str | os.PathLike) -> str | None:
@@ -162,6 +167,7 @@ __all__ = [
     "is_url",
     "join",
     "local_path",
+    "renewed_in_forked_child",
     "scheme",
     "set_default_options",
 ]
