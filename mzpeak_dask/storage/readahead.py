@@ -101,10 +101,8 @@ class _InOrder:
         for old in [k for k in self.ahead if k < g - 1]:
             self.ahead.pop(old).cancel()
         start, stop, _ = self.groups[g]
-        data = piece(self.known, start, stop)  # the plan fetched it (the index's tail)
-        self.ahead[g] = (
-            _done(data) if data is not None else self.pool.submit(_fetch, self.url, start, stop)
-        )
+        # from what the plan fetched (the index's tail) when it holds the group
+        self.ahead[g] = _held_or_fetched(self.url, start, stop, self.pool, self.known)
 
     def close(self) -> None:
         with self.lock:
@@ -133,7 +131,7 @@ class _Digest:
         at = 0
         for a, b in [*spans, (size, size)]:
             if a > at:  # the bytes before a span, or after the last
-                self.pieces.append((at, a, _gap(url, at, a, pool, known)))
+                self.pieces.append((at, a, _held_or_fetched(url, at, a, pool, known)))
             if b > a:
                 self.pieces.append((a, b, None))
             at = b
@@ -170,7 +168,9 @@ class _Digest:
             return self.sha.hexdigest()
 
 
-def _gap(url: str, start: int, stop: int, pool, known: list) -> concurrent.futures.Future:  # noqa: ANN001
+def _held_or_fetched(
+    url: str, start: int, stop: int, pool: concurrent.futures.Executor, known: list
+) -> concurrent.futures.Future:
     """Bytes ``[start, stop)``: from ``known`` when one piece holds them, else fetched."""
     data = piece(known, start, stop)
     return _done(data) if data is not None else pool.submit(_fetch, url, start, stop)
