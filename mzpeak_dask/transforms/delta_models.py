@@ -39,13 +39,10 @@ def _weights(intensities: list[np.ndarray | None], lengths: np.ndarray) -> np.nd
         raise InputError(
             f"intensity array has {sizes[wrong[0]]} points but the m/z array has {lengths[k]}"
         )
-    kinds = [intensities[k].dtype for k in present]
     groups: dict[np.dtype, list[int]] = {}
-    if kinds and kinds.count(kinds[0]) == len(kinds):  # one dtype for all, as runs have
-        groups[kinds[0] if kinds[0].kind == "f" else np.dtype(np.float64)] = present
-    else:
-        for k, kind in zip(present, kinds, strict=True):
-            groups.setdefault(kind if kind.kind == "f" else np.dtype(np.float64), []).append(k)
+    for k in present:
+        kind = intensities[k].dtype
+        groups.setdefault(kind if kind.kind == "f" else np.dtype(np.float64), []).append(k)
     for dtype, members in groups.items():
         values = np.concatenate([intensities[k] for k in members]).astype(dtype, copy=False)
         with np.errstate(invalid="ignore", divide="ignore"):
@@ -69,10 +66,7 @@ def fit_delta_models(
     if not mzs:
         return []
     lengths = np.array([mz.shape[0] for mz in mzs], dtype=np.int64)
-    if all(mz.dtype == np.float64 for mz in mzs):
-        mz_all = np.concatenate(mzs)
-    else:
-        mz_all = np.concatenate([np.asarray(mz, dtype=np.float64) for mz in mzs])
+    mz_all = np.concatenate(mzs, dtype=np.float64)
     weights = _weights(intensities, lengths)
     # Spacings of the concatenation: spectrum k's are deltas[starts[k] : starts[k] + spans[k]];
     # the spacing across two spectra sits between them and belongs to neither.
