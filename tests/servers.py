@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import signal
 import socket
 import subprocess
 import sys
@@ -232,6 +233,33 @@ def s3_client(endpoint: str):
     import boto3
 
     return boto3.client("s3", endpoint_url=endpoint)
+
+
+def interrupt_once_a_part_is_in(
+    endpoint: str, bucket: str, key: str, within: float
+) -> tuple[threading.Thread, threading.Event]:
+    """A started thread that interrupts this process (SIGINT, as Ctrl-C does) as soon as the
+    multipart upload to ``key`` holds a part, giving up after ``within`` seconds, and an event
+    set when it did."""
+    client = s3_client(endpoint)
+    sent = threading.Event()
+
+    def watch() -> None:
+        deadline = time.monotonic() + within
+        while time.monotonic() < deadline:
+            listed = client.list_multipart_uploads(Bucket=bucket).get("Uploads", [])
+            started = [u["UploadId"] for u in listed if u["Key"] == key]
+            if started and client.list_parts(Bucket=bucket, Key=key, UploadId=started[0]).get(
+                "Parts"
+            ):
+                sent.set()
+                os.kill(os.getpid(), signal.SIGINT)
+                return
+            time.sleep(0.005)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    return watcher, sent
 
 
 def cpu_seconds(pid: int) -> float:

@@ -5,8 +5,6 @@ and no multipart upload behind."""
 from __future__ import annotations
 
 import os
-import signal
-import threading
 import time
 
 import pytest
@@ -17,7 +15,7 @@ from mzpeak_dask.storage.uploads import upload_file
 
 from ..conftest import BUNDLED, DATA, INLINE
 from ..helpers import member_digests, one_line_error, run_cli
-from ..servers import s3_client
+from ..servers import interrupt_once_a_part_is_in, s3_client
 from .test_remote_read import assert_same
 
 
@@ -92,22 +90,7 @@ def test_an_interrupted_multipart_upload_is_aborted(s3_endpoint, bucket, tmp_pat
     big = tmp_path / "big.bin"
     big.write_bytes(os.urandom(23 << 20))  # five parts of 5 MiB
     url = f"s3://{bucket}/out/big.bin"
-
-    def interrupt_once_a_part_is_in() -> None:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            started = uploads(s3_endpoint, bucket)
-            if started:
-                parts = s3_client(s3_endpoint).list_parts(
-                    Bucket=bucket, Key="out/big.bin", UploadId=started[0]["UploadId"]
-                )
-                if parts.get("Parts"):
-                    os.kill(os.getpid(), signal.SIGINT)
-                    return
-            time.sleep(0.005)
-
-    watcher = threading.Thread(target=interrupt_once_a_part_is_in)
-    watcher.start()
+    watcher, _ = interrupt_once_a_part_is_in(s3_endpoint, bucket, "out/big.bin", 60)
     with pytest.raises(KeyboardInterrupt):
         upload_file(big, url, part_bytes=5 << 20)
         time.sleep(30)  # the upload finished before the interrupt: fail below

@@ -8,8 +8,6 @@ nothing at the key and no upload behind."""
 from __future__ import annotations
 
 import os
-import signal
-import threading
 import time
 import zipfile
 from urllib.parse import parse_qs
@@ -23,7 +21,7 @@ from mzpeak_dask.storage import streaming
 from ..conftest import BUNDLED, INLINE
 from ..helpers import member_digests
 from ..replicate import replicate
-from ..servers import moto_requests, s3_client
+from ..servers import interrupt_once_a_part_is_in, moto_requests, s3_client
 from .test_remote_convert import keys, uploads
 
 SMALL_PARTS = ConvertOptions(partition_items=40)
@@ -133,24 +131,7 @@ def test_an_interrupt_after_parts_were_sent_leaves_nothing(
 ):
     client = s3_client(s3_endpoint)
     client.upload_file(str(larger_run), bucket, "in/x20.mzML")
-    sent = threading.Event()
-
-    def interrupt_once_a_part_is_in() -> None:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            started = [u for u in uploads(s3_endpoint, bucket) if u["Key"] == "out/x20.mzpeak"]
-            if started:
-                listed = client.list_parts(
-                    Bucket=bucket, Key="out/x20.mzpeak", UploadId=started[0]["UploadId"]
-                )
-                if listed.get("Parts"):
-                    sent.set()
-                    os.kill(os.getpid(), signal.SIGINT)
-                    return
-            time.sleep(0.005)
-
-    watcher = threading.Thread(target=interrupt_once_a_part_is_in)
-    watcher.start()
+    watcher, sent = interrupt_once_a_part_is_in(s3_endpoint, bucket, "out/x20.mzpeak", 120)
     with pytest.raises(KeyboardInterrupt):
         convert(
             f"s3://{bucket}/in/x20.mzML",
