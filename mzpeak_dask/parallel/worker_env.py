@@ -4,10 +4,12 @@ Dask's nanny starts workers with ``MALLOC_TRIM_THRESHOLD_=65536``. Setting that 
 freezes glibc's mmap threshold at 128 KiB, so every large numpy array becomes an mmap/munmap
 pair with fresh page faults: encoding runs about 1.45x slower (measured: 5.30 s against 3.60 s
 for the same partitions). Raising ``MALLOC_MMAP_THRESHOLD_`` alongside keeps the trimming and
-restores the speed (3.66 s). A worker forked from the coordinator (a LocalCluster on Linux,
-see :class:`~mzpeak_dask.parallel.cluster.LocalKind`) keeps the coordinator's allocator as it
-is: glibc reads these variables when a process starts. Dask's statistical profiler is turned
-off in workers as well: it samples the worker's stacks every 10 ms, which costs the GIL in a
+restores the speed (3.66 s). glibc reads these variables when a process starts; a process
+forked from the coordinator (a LocalCluster on Linux, see
+:class:`~mzpeak_dask.parallel.cluster.LocalKind`), or started without them, gets that mmap
+threshold, with a trim threshold of 128 MiB, from its first partition's encode
+(:mod:`mzpeak_dask.heap`, by ``mallopt``). Dask's statistical profiler is turned off in
+workers as well: it samples the worker's stacks every 10 ms, which costs the GIL in a
 CPU-bound task.
 
 For workers started elsewhere (``--scheduler``), put the same variables in their environment.
