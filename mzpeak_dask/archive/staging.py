@@ -9,6 +9,7 @@ wall-time limit) from one in use right now, and sweep only the former.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
@@ -93,7 +94,7 @@ class Staging(Folder):
         """Remove the folder. A cancelled worker task may still drop a file into it while it
         is being removed (the removal then fails with the folder not empty): try again."""
         self.cleaned = True
-        for attempt in range(attempts):
+        for attempt in range(0 if self._remove_empty() else attempts):
             shutil.rmtree(self.path, ignore_errors=True)
             if not self.path.exists():
                 break
@@ -101,6 +102,17 @@ class Staging(Folder):
         if self._lock is not None:
             self._lock.release()
         _LIVE.discard(str(self.path))
+
+    def _remove_empty(self) -> bool:
+        """Remove the folder if it holds nothing but its lock (a run finished on a worker,
+        whose archive was renamed into place): two calls, not a walk of the tree."""
+        try:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.path / OWNER_LOCK)  # still held: the descriptor stays open
+            os.rmdir(self.path)
+        except OSError:
+            return False
+        return True
 
 
 def _owner_lock(folder: Path, output: Path) -> HeldLock | None:

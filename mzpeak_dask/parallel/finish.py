@@ -22,9 +22,10 @@ out. Several consecutive small files of a batch can share one task
 (:func:`plan_or_finish_each`), each one's outcome returned in its place.
 
 The finishing task writes in a fresh folder inside the staging folder, removed first if a
-previous attempt left it (Dask reruns the task elsewhere if its worker dies), and leaves only
-the archive there (its scratch files are removed on the worker); it does not delete the part
-files, which are removed with the staging folder: a rerun finds them all.
+previous attempt left it (Dask reruns the task elsewhere if its worker dies); once the archive
+is complete it removes its scratch files, moves the archive up into the staging folder and
+removes its own folder, all on the worker. It does not delete the part files, which are
+removed with the staging folder: a rerun finds them all.
 """
 
 from __future__ import annotations
@@ -165,7 +166,7 @@ def finish_run(
         writer.abort()
         raise
     _drop_scratch(folder.path, writer.path)
-    staged = str(writer.path)
+    staged = str(_lifted(writer.path, Path(staging)))
     inspection = _named(inspect_output(staged), staged, output) if check else None
     return result, staged, inspection
 
@@ -181,6 +182,19 @@ def _drop_scratch(folder: Path, archive: Path) -> None:
             shutil.rmtree(entry.path, ignore_errors=True)
         else:
             os.unlink(entry.path)
+
+
+def _lifted(archive: Path, staging: Path) -> Path:
+    """``archive`` moved from its (now empty) finishing folder up into ``staging``, and that
+    folder removed, here on the worker: the coordinator, once it has renamed the archive into
+    place, finds only its lock in the staging folder (and the parts of a larger run), and
+    removes it without walking it. A rerun replaces what a previous attempt lifted."""
+    lifted = staging / archive.name
+    if lifted.is_dir():
+        shutil.rmtree(lifted)
+    os.replace(archive, lifted)
+    archive.parent.rmdir()
+    return lifted
 
 
 def _named(inspection: dict[str, Any], staged: str, output: str) -> dict[str, Any]:

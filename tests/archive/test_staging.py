@@ -6,7 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from mzpeak_dask import ConvertOptions, convert_many
-from mzpeak_dask.archive.staging import OWNER_LOCK
+from mzpeak_dask.archive import staging
+from mzpeak_dask.archive.staging import OWNER_LOCK, Staging, sweep
 
 from ..conftest import DATA, INLINE
 
@@ -47,3 +48,24 @@ def test_each_output_folder_is_listed_once_for_stale_staging(tmp_path, monkeypat
     assert sorted(p.name for p in out.iterdir()) == sorted(
         [unrelated.name] + [f"run{k}.mzpeak" for k in range(4)]
     )
+
+
+def test_a_staging_folder_holding_only_its_lock_is_removed_without_a_walk(
+    tmp_path, monkeypatch
+) -> None:
+    """What a run finished on a worker leaves: the lock alone, removed with an unlink and a
+    rmdir; a folder holding more is still removed whole, and its lock released."""
+    walked: list[Path] = []
+    rmtree = staging.shutil.rmtree
+    monkeypatch.setattr(
+        staging.shutil, "rmtree", lambda path, *a, **k: walked.append(path) or rmtree(path, *a, **k)
+    )
+    empty, full = Staging(tmp_path / "a.mzpeak"), Staging(tmp_path / "b.mzpeak")
+    (full.path / "part-1.pkl5").write_bytes(b"part")
+    (full.path / "finish").mkdir()
+    (full.path / "finish" / "archive.mzpeak").write_bytes(b"archive")
+    empty.cleanup()
+    assert walked == [] and not empty.path.exists()
+    full.cleanup()
+    assert walked == [full.path] and not full.path.exists()
+    assert list(tmp_path.iterdir()) == [] and sweep(tmp_path) == []

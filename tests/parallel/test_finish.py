@@ -12,6 +12,7 @@ from dask.utils import key_split
 from distributed import get_task_stream
 
 from mzpeak_dask import ConvertOptions, convert, convert_many
+from mzpeak_dask.archive import staging
 from mzpeak_dask.archive.parts import next_offsets
 from mzpeak_dask.batch.runner import run_batch
 from mzpeak_dask.contracts import RunPlan
@@ -117,9 +118,10 @@ def test_finishing_again_after_a_lost_worker_writes_the_same_archive(tmp_path) -
 
 @pytest.mark.parametrize("unpacked", [False, True], ids=["zip", "folder"])
 def test_the_finishing_task_leaves_only_the_archive_and_the_parts(tmp_path, unpacked) -> None:
-    """The writer's scratch files (metadata spills, staged members) are removed by the task
-    that finishes the run, on its worker: the coordinator, which removes the staging folder,
-    then has the parts and the archive's folder left. The parts stay for a rerun."""
+    """The writer's scratch files (metadata spills, staged members) and the task's own folder
+    are removed by the task that finishes the run, on its worker: the coordinator, which
+    removes the staging folder, then has the parts and the archive left. The parts stay for
+    a rerun."""
     options = ConvertOptions(partition_items=9, unpacked=unpacked)
     staging = tmp_path / "staging"
     staging.mkdir()
@@ -128,8 +130,7 @@ def test_the_finishing_task_leaves_only_the_archive_and_the_parts(tmp_path, unpa
     args = (str(UV), str(output), options, plan, str(staging), parts, file_sha256(UV))
     _, archive, inspection = finish_run(*args, True)
     assert inspection["errors"] == []
-    assert list(Path(archive).parent.iterdir()) == [Path(archive)]
-    assert sorted(staging.iterdir()) == sorted([Path(archive).parent, *map(Path, parts)])
+    assert sorted(staging.iterdir()) == sorted([Path(archive), *map(Path, parts)])
     expected = tmp_path / "inline.mzpeak"
     convert(UV, expected, options, cluster=INLINE)
     if unpacked:
@@ -182,7 +183,7 @@ def test_a_small_run_finished_in_its_plan_task_writes_the_fanned_out_bytes(
     assert fused.inspection == inspection and inspection["errors"] == []
     items = sum(len(p.items) for p in plan_run(source, fanned_staging, options).partitions)
     assert fused.items == items >= result.spectra + result.chromatograms  # UV spectra too
-    assert Path(fused.archive).parent.parent == fused_staging  # renamed by the coordinator
+    assert Path(fused.archive).parent == fused_staging  # renamed by the coordinator
     assert not output.exists()
 
 
@@ -221,6 +222,27 @@ def test_a_small_run_costs_the_cluster_one_task(local_client, tmp_path) -> None:
     for record in outcome.records:
         assert record["status"] == "converted"
         assert record["members"] == member_digests(Path(record["output"]))
+
+
+@pytest.mark.cluster
+def test_the_coordinator_removes_a_finished_runs_staging_folder_without_walking_it(
+    local_client, tmp_path, monkeypatch
+) -> None:
+    """A small run finished on a worker leaves its staging folder holding only the lock this
+    process holds: removing it takes an unlink and a rmdir here, not a walk of the tree."""
+    walked: list[str] = []
+    rmtree = staging.shutil.rmtree
+
+    def counted(path, *args, **kwargs):
+        walked.append(str(path))
+        return rmtree(path, *args, **kwargs)
+
+    monkeypatch.setattr(staging.shutil, "rmtree", counted)
+    jobs = [(s, tmp_path / f"{s.stem}.mzpeak") for s in (THREE, TINY)]
+    results = convert_many(jobs, ConvertOptions(), client=local_client)
+    assert [r.spectra for r in results] == [3, 4]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(o.name for _, o in jobs)
+    assert walked == []
 
 
 @pytest.mark.cluster
