@@ -53,18 +53,33 @@ def try_lock(path: Path, note: str | None = None, create: bool = True) -> HeldLo
     """Lock ``path`` (created if missing, with ``create``) or return None when another
     holder has it. ``note`` (who holds it) replaces the file's content once it is held."""
     fd = os.open(path, os.O_RDWR | (os.O_CREAT if create else 0), 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
+    if not _locked(fd):
         return None
-    except BaseException:
-        os.close(fd)
-        raise
     if note is not None:
         os.ftruncate(fd, 0)
         os.pwrite(fd, note.encode("utf-8", "backslashreplace"), 0)
     return HeldLock(fd, path)
+
+
+def lock_folder(path: Path) -> HeldLock | None:
+    """Lock the folder ``path`` itself (no file is created in it), or return None when another
+    holder has it. Raises OSError where the file system locks only files (NFS, which locks
+    only what is open for writing)."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    return HeldLock(fd, path) if _locked(fd) else None
+
+
+def _locked(fd: int) -> bool:
+    """Whether this process now holds the exclusive lock on ``fd`` (closed if not)."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return False
+    except BaseException:
+        os.close(fd)
+        raise
+    return True
 
 
 def unsupported(exc: OSError) -> bool:
@@ -86,4 +101,4 @@ def holder(path: Path) -> str:
         return ""
 
 
-__all__ = ["HeldLock", "holder", "owner_note", "try_lock", "unsupported"]
+__all__ = ["HeldLock", "holder", "lock_folder", "owner_note", "try_lock", "unsupported"]

@@ -2,14 +2,19 @@
 
 Each is a hidden folder ``.<output name>.<random>.tmp`` beside the output (same file system,
 so the final rename is atomic, and cluster workers on shared storage can read and write it).
-Its owner holds a lock on ``owner.lock`` inside it for as long as it converts, so a later
-conversion or batch can tell a folder left by a process that died (SIGKILL, a node lost, a
-wall-time limit) from one in use right now, and sweep only the former.
+Its owner holds a lock on it for as long as it converts, so a later conversion or batch can
+tell a folder left by a process that died (SIGKILL, a node lost, a wall-time limit) from one
+in use right now, and sweep only the former. The lock is on the folder itself, taken while it
+still has a name no sweep looks at (``.new``) and before it is renamed to its ``.tmp`` name, so
+no folder is ever found unlocked while its owner lives; on a file system that locks only files
+(NFS), on an ``owner.lock`` file inside it, as older versions always did. A folder locked on
+itself costs its owner no file: creating, locking and removing it takes half the work.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import logging
 import os
 import re
@@ -20,14 +25,17 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from ..errors import OutputError
-from ..locks import HeldLock, owner_note, try_lock, unsupported
+from ..locks import HeldLock, lock_folder, owner_note, try_lock, unsupported
 from ..pathtext import is_utf8, text
 
 log = logging.getLogger(__name__)
 OWNER_LOCK = "owner.lock"
-# a folder without its owner's lock is being created (the lock follows within microseconds)
-# or was left by an older version: older than this, it is dead
+BORN = ".new"  # a staging folder's name until it is locked
+# where folders cannot be locked on themselves, one without a lock file is being created by
+# an older version (the lock follows within microseconds) or was left by one: older than
+# this, it is dead
 UNLOCKED_GRACE_SECONDS = 60.0
+_OLD = object()
 _NAME = re.compile(r"^\..+\.[a-z0-9_]{8}\.tmp$")  # tempfile.mkdtemp's random part
 _LIVE: set[str] = set()  # this process's own (a lock on NFS does not exclude its own process)
 
@@ -76,15 +84,16 @@ class Staging(Folder):
 
     def __init__(self, output: Path):
         try:
-            self.path = Path(
-                tempfile.mkdtemp(prefix=prefix_for(output), suffix=".tmp", dir=folder_for(output))
+            born = Path(
+                tempfile.mkdtemp(prefix=prefix_for(output), suffix=BORN, dir=folder_for(output))
             )
         except OSError as exc:
             raise OutputError(
                 f"{text(output)}: cannot create a temporary folder ({exc.strerror})"
             ) from None
+        self._lock = _owner_lock(born, output)
+        self.path = _named(born, output, self._lock)
         _LIVE.add(str(self.path))
-        self._lock = _owner_lock(self.path, output)
         self.cleaned = False
 
     def file(self, name: str) -> Path:
@@ -107,8 +116,9 @@ class Staging(Folder):
         """Remove the folder if it holds nothing but its lock (a run finished on a worker,
         whose archive was renamed into place): two calls, not a walk of the tree."""
         try:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(self.path / OWNER_LOCK)  # still held: the descriptor stays open
+            if self._lock is None or self._lock.path != self.path:  # a lock file, if any
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(self.path / OWNER_LOCK)  # still held: the descriptor stays open
             os.rmdir(self.path)
         except OSError:
             return False
@@ -116,6 +126,11 @@ class Staging(Folder):
 
 
 def _owner_lock(folder: Path, output: Path) -> HeldLock | None:
+    """The lock on ``folder`` (new: nobody else has it), else on a lock file in it."""
+    try:
+        return lock_folder(folder)
+    except OSError:  # a file system that locks only files
+        pass
     try:
         return try_lock(folder / OWNER_LOCK, owner_note())
     except OSError as exc:
@@ -126,6 +141,25 @@ def _owner_lock(folder: Path, output: Path) -> HeldLock | None:
         _LIVE.discard(str(folder))
         message = f"{text(output)}: cannot lock its temporary folder ({exc.strerror})"
         raise OutputError(message) from None
+
+
+def _named(born: Path, output: Path, lock: HeldLock | None) -> Path:
+    """``born`` renamed to its ``.tmp`` name, which a sweep looks at, once it is locked."""
+    path = born.with_name(born.name[: -len(BORN)] + ".tmp")
+    try:
+        if os.path.lexists(path):  # the same random name: never replace another's folder
+            raise FileExistsError(errno.EEXIST, "exists")
+        os.rename(born, path)
+    except OSError as exc:
+        shutil.rmtree(born, ignore_errors=True)
+        if lock is not None:
+            lock.release()
+        raise OutputError(
+            f"{text(output)}: cannot create a temporary folder ({exc.strerror})"
+        ) from None
+    if lock is not None and lock.path == born:
+        lock.path = path
+    return path
 
 
 def sweep(folder: Path, output: Path | None = None, recursive: bool = False) -> list[Path]:
@@ -166,7 +200,14 @@ def _remove_if_dead(path: Path) -> bool:
         if not path.is_dir() or path.is_symlink():
             return False
         lock = try_lock(path / OWNER_LOCK, create=False)
-    except FileNotFoundError:  # no lock: being created, or left by an older version
+    except FileNotFoundError:  # no lock file: locked on the folder itself (see above)
+        try:
+            lock = lock_folder(path)
+        except OSError:  # a file system that locks only files: a folder left by an older
+            lock = _OLD  # version (being created, or dead), told by its age
+    except OSError:
+        return False
+    if lock is _OLD:
         try:
             if time.time() - path.stat().st_mtime < UNLOCKED_GRACE_SECONDS:
                 return False
@@ -174,8 +215,6 @@ def _remove_if_dead(path: Path) -> bool:
             return False
         shutil.rmtree(path, ignore_errors=True)
         return True
-    except OSError:
-        return False
     if lock is None:  # its owner is alive
         return False
     try:

@@ -3,6 +3,10 @@ each output folder per call, however many runs write there."""
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 from mzpeak_dask import ConvertOptions, convert_many
@@ -53,8 +57,8 @@ def test_each_output_folder_is_listed_once_for_stale_staging(tmp_path, monkeypat
 def test_a_staging_folder_holding_only_its_lock_is_removed_without_a_walk(
     tmp_path, monkeypatch
 ) -> None:
-    """What a run finished on a worker leaves: the lock alone, removed with an unlink and a
-    rmdir; a folder holding more is still removed whole, and its lock released."""
+    """What a run finished on a worker leaves: nothing but the lock, removed without a walk;
+    a folder holding more is still removed whole, and its lock released."""
     walked: list[Path] = []
     rmtree = staging.shutil.rmtree
     monkeypatch.setattr(
@@ -69,3 +73,32 @@ def test_a_staging_folder_holding_only_its_lock_is_removed_without_a_walk(
     full.cleanup()
     assert walked == [full.path] and not full.path.exists()
     assert list(tmp_path.iterdir()) == [] and sweep(tmp_path) == []
+
+
+def test_a_staging_folder_is_locked_on_itself_and_holds_only_what_is_written_in_it(
+    tmp_path,
+) -> None:
+    """No lock file: the folder itself is locked (a file fewer to create and remove for each
+    run). Another process's sweep leaves it while its owner lives, and removes it at once
+    when the owner has died (a killed batch resumed right away)."""
+    mine = Staging(tmp_path / "mine.mzpeak")
+    assert list(mine.path.iterdir()) == []
+    mine.cleanup()
+    code = (
+        "import sys; from pathlib import Path; "
+        "from mzpeak_dask.archive.staging import Staging; "
+        f"s = Staging(Path({str(tmp_path)!r}) / 'run.mzpeak'); "
+        "(s.path / 'archive.mzpeak').write_bytes(b'partial'); "
+        "print(s.path, flush=True); sys.stdin.read()"
+    )
+    owner = subprocess.Popen(
+        [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        folder = Path(owner.stdout.readline().strip())
+        assert folder.name.startswith(".run.mzpeak.") and folder.name.endswith(".tmp")
+        assert sweep(tmp_path) == [] and folder.is_dir()
+    finally:
+        os.kill(owner.pid, signal.SIGKILL)
+        owner.wait(timeout=60)
+    assert sweep(tmp_path) == [folder] and list(tmp_path.iterdir()) == []
