@@ -24,13 +24,16 @@ out. Several consecutive small files of a batch can share one task
 The finishing task writes in a fresh folder inside the staging folder, removed first if a
 previous attempt left it (Dask reruns the task elsewhere if its worker dies); once the archive
 is complete it removes its scratch files, moves the archive up into the staging folder and
-removes its own folder, all on the worker. It does not delete the part files, which are
-removed with the staging folder: a rerun finds them all.
+removes its own folder, all on the worker. Then it removes the part files it read, having
+first kept its outcome beside them: a rerun (its worker lost before the coordinator had the
+result) returns that outcome; a rerun before then finds every part.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import pickle
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,6 +53,7 @@ from ..tables.file_metadata import file_sha256
 from . import handoff
 
 FINISH_FOLDER = "finish"
+FINISHED = "finished.pkl"  # a finished run's outcome, once its parts are removed
 
 
 def write_to_file(
@@ -154,6 +158,10 @@ def finish_run(
     staging folder (``sha256``: the input's, hashed here when None); returns its result, its
     path and, with ``check``, its inspection
     (:func:`~mzpeak_dask.read.inspection.inspect_output`, naming the output)."""
+    files = [p for p in parts if isinstance(p, str)]
+    finished = Path(staging) / FINISHED
+    if files and finished.exists():  # a rerun: an attempt finished, and removed parts
+        return pickle.loads(finished.read_bytes())
     folder = Folder(Path(staging) / FINISH_FOLDER)
     shutil.rmtree(folder.path, ignore_errors=True)
     folder.path.mkdir()
@@ -168,7 +176,22 @@ def finish_run(
     _drop_scratch(folder.path, writer.path)
     staged = str(_lifted(writer.path, Path(staging)))
     inspection = _named(inspect_output(staged), staged, output) if check else None
+    if files:
+        _drop_parts(files, finished, (result, staged, inspection))
     return result, staged, inspection
+
+
+def _drop_parts(files: list[str], finished: Path, outcome: tuple) -> None:
+    """Remove the part files the archive was stitched from, here on the worker, rather than
+    leave them to the coordinator, which removes the staging folder: unlinking a run's parts
+    was most of its CPU per partition. The outcome is kept first beside them, so a rerun of
+    the task (its worker lost before the coordinator had its result) returns it."""
+    written = finished.with_name(finished.name + ".new")
+    written.write_bytes(pickle.dumps(outcome, protocol=5))
+    os.replace(written, finished)
+    for path in files:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
 
 
 def _drop_scratch(folder: Path, archive: Path) -> None:

@@ -17,7 +17,13 @@ from mzpeak_dask.archive.parts import next_offsets
 from mzpeak_dask.batch.runner import run_batch
 from mzpeak_dask.contracts import RunPlan
 from mzpeak_dask.encode import encode_partition
-from mzpeak_dask.parallel.finish import FinishedRun, finish_run, plan_or_finish, write_to_file
+from mzpeak_dask.parallel.finish import (
+    FINISHED,
+    FinishedRun,
+    finish_run,
+    plan_or_finish,
+    write_to_file,
+)
 from mzpeak_dask.partition import plan_run
 from mzpeak_dask.tables.file_metadata import file_sha256
 
@@ -95,17 +101,26 @@ def test_a_batch_checks_each_run_in_the_task_that_finishes_it(local_client, tmp_
 
 
 def test_finishing_again_after_a_lost_worker_writes_the_same_archive(tmp_path) -> None:
-    """Dask reruns the finishing task if its worker dies: it starts afresh from the parts,
-    which it leaves in place, and writes the same bytes."""
+    """Dask reruns the finishing task if its worker dies: before it finished, the rerun
+    starts afresh from the parts and writes the same bytes; after, the parts are gone (the
+    task removes them on its worker) and the rerun gives the outcome that attempt kept."""
     options = ConvertOptions(partition_items=9)
     staging = tmp_path / "staging"
     staging.mkdir()
     plan, parts = _written_parts(SMALL, options, staging)
     output = tmp_path / "small.mzpeak"
     args = (str(SMALL), str(output), options, plan, str(staging), parts, file_sha256(SMALL))
+    copies = [tmp_path / f"copy-{k}" for k in range(len(parts))]
+    for part, copy in zip(parts, copies, strict=True):
+        shutil.copy(part, copy)
     first, archive, inspection = finish_run(*args, True)
+    assert not any(Path(p).exists() for p in parts)
     kept = tmp_path / "first.mzpeak"
     shutil.copy(archive, kept)
+    assert finish_run(*args, True) == (first, archive, inspection)
+    (staging / FINISHED).unlink()  # the worker lost before it finished: the parts are there
+    for part, copy in zip(parts, copies, strict=True):
+        shutil.copy(copy, part)
     again, archive, _ = finish_run(*args, False)
     assert member_digests(Path(archive)) == member_digests(kept)
     assert again == first and first.spectra == 48
@@ -118,10 +133,10 @@ def test_finishing_again_after_a_lost_worker_writes_the_same_archive(tmp_path) -
 
 @pytest.mark.parametrize("unpacked", [False, True], ids=["zip", "folder"])
 def test_the_finishing_task_leaves_only_the_archive_and_the_parts(tmp_path, unpacked) -> None:
-    """The writer's scratch files (metadata spills, staged members) and the task's own folder
-    are removed by the task that finishes the run, on its worker: the coordinator, which
-    removes the staging folder, then has the parts and the archive left. The parts stay for
-    a rerun."""
+    """The writer's scratch files (metadata spills, staged members), the task's own folder and
+    the parts are removed by the task that finishes the run, on its worker: the coordinator,
+    which removes the staging folder, then has the archive left, and the outcome the task
+    kept for a rerun."""
     options = ConvertOptions(partition_items=9, unpacked=unpacked)
     staging = tmp_path / "staging"
     staging.mkdir()
@@ -130,7 +145,7 @@ def test_the_finishing_task_leaves_only_the_archive_and_the_parts(tmp_path, unpa
     args = (str(UV), str(output), options, plan, str(staging), parts, file_sha256(UV))
     _, archive, inspection = finish_run(*args, True)
     assert inspection["errors"] == []
-    assert sorted(staging.iterdir()) == sorted([Path(archive), *map(Path, parts)])
+    assert sorted(staging.iterdir()) == sorted([Path(archive), staging / FINISHED])
     expected = tmp_path / "inline.mzpeak"
     convert(UV, expected, options, cluster=INLINE)
     if unpacked:
