@@ -122,8 +122,9 @@ def fetch_sized(fs: Any, path: str, spans: list[Span], transfer: Transfer):  # n
 
 
 async def _s3_get(fs: Any, path: str, header: str) -> tuple[str | None, bytes]:
-    bucket, key, _ = fs.split_path(path)
-    answer = await fs._call_s3("get_object", Bucket=bucket, Key=key, Range=header)
+    bucket, key, version = fs.split_path(path)
+    asked = {"VersionId": version} if version else {}
+    answer = await fs._call_s3("get_object", Bucket=bucket, Key=key, Range=header, **asked)
     try:
         return answer.get("ContentRange"), await answer["Body"].read()
     finally:
