@@ -239,7 +239,7 @@ def range_file(url: str) -> RangeFile:
 
 def _new_source(url: str) -> RangeSource:
     fs, path = filesystem(url)
-    size = _looked_size(url)
+    size = _looked_size(url, survey=True)
     source = RangeSource(fs, path, 0, size, url, TOTAL, read_ahead=SURVEY_READ_AHEAD, tail=True)
     with _sizes_lock:
         head, tail = _heads.get((url, size)), _tails.pop((url, size), None)
@@ -277,22 +277,21 @@ def _keep_last(kept: OrderedDict[tuple[str, int], bytes], key: tuple[str, int], 
             kept.popitem(last=False)
 
 
-def _looked_size(url: str) -> int:
+def _looked_size(url: str, survey: bool = False) -> int:
     """The object's size. Asked first within a conversion (:func:`sizes_held`), it comes
-    with the object's head and tail, fetched side by side by ranged GETs whose answers say
-    the size: one round trip where a HEAD, the head and the tail with the index took three
-    (the head is kept for the detection, the tail for the survey). A store whose client
-    does not show those answers is asked the size by a request of its own."""
+    with the object's head (kept for the detection and the survey), fetched by a ranged GET
+    whose answer says the size, and, for a ``survey`` in this process, its tail with the
+    index, fetched beside it: one round trip where a HEAD, the head and the tail took three.
+    A store whose client does not show those answers is asked the size by a HEAD."""
     known = _sizes.get(url)
     if known is not None or not _holders:
         return known if known is not None else size_of(url)
     with _sizes_lock:
-        seen = any(u == url for u, _ in _heads)  # its head kept: the tail gives the size
-    spans = (
-        [(None, SURVEY_READ_AHEAD)] if seen else [(0, SURVEY_READ_AHEAD), (None, SURVEY_READ_AHEAD)]
-    )
+        seen = any(u == url for u, _ in _heads)  # its head kept: only the tail would say it
+    spans = [] if seen else [(0, SURVEY_READ_AHEAD)]
+    spans += [(None, SURVEY_READ_AHEAD)] if survey else []
     fs, path = filesystem(url)
-    answer = fetch_sized(fs, path, spans, TOTAL)
+    answer = fetch_sized(fs, path, spans, TOTAL) if spans else None
     if answer is None:
         return size_of(url)
     size, parts = answer
@@ -301,7 +300,8 @@ def _looked_size(url: str) -> int:
             _sizes[url] = size
     if not seen:
         _keep_last(_heads, (url, size), parts[0])
-    _keep_last(_tails, (url, size), parts[-1])
+    if survey:
+        _keep_last(_tails, (url, size), parts[-1])
     return size
 
 

@@ -31,10 +31,10 @@ def test_a_conversion_learns_the_size_of_its_input_with_its_first_bytes(served, 
     assert result.input_bytes == (BUNDLED / "small.mzML").stat().st_size
 
 
-def test_an_s3_input_is_opened_in_one_round_of_ranged_gets(s3_endpoint, bucket, tmp_path):
-    """s3 -> s3: the input's size comes with its head and its tail (the index), fetched side
-    by side as its first requests, no HEAD; every GET of it is ranged, and the archive is the
-    local conversion's."""
+def test_an_s3_input_is_opened_without_a_head_request(s3_endpoint, bucket, tmp_path):
+    """s3 -> s3: the input's size comes with its first bytes (the ranged answer's
+    Content-Range), no HEAD; every GET of it is ranged, and the archive is the local
+    conversion's."""
     s3_client(s3_endpoint).upload_file(str(BUNDLED / "small.mzML"), bucket, "in/small.mzML")
     convert(BUNDLED / "small.mzML", tmp_path / "local.mzpeak", cluster=INLINE)
     with moto_requests(query=True) as seen:
