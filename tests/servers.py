@@ -131,6 +131,13 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
 
+def range_span(header: str, size: int) -> tuple[int, int]:
+    """``(first, last)`` byte a Range header (``bytes=a-b``, or ``bytes=-n``: the last n of
+    ``size``) asks for."""
+    first, last = header.removeprefix("bytes=").split("-")
+    return (max(0, size - int(last)), size - 1) if not first else (int(first), int(last))
+
+
 @contextmanager
 def range_server(root: Path):
     """A RangeServer over ``root`` on loopback, for the duration of the block."""

@@ -23,7 +23,7 @@ import numpy as np
 
 from ..errors import InputError, StorageError
 from .origins import origin_of
-from .ranges import TOTAL, RangeFile, RangeSource, fetch, fetch_many
+from .ranges import TOTAL, RangeFile, RangeSource, fetch, fetch_many, fetch_sized
 from .readahead import piece, taken
 from .urls import filesystem, is_url, renewed_in_forked_child
 
@@ -239,34 +239,70 @@ def range_file(url: str) -> RangeFile:
 
 def _new_source(url: str) -> RangeSource:
     fs, path = filesystem(url)
-    size = size_of(url)
+    size = _looked_size(url, survey=True)
     source = RangeSource(fs, path, 0, size, url, TOTAL, read_ahead=SURVEY_READ_AHEAD, tail=True)
     with _sizes_lock:
-        head = _heads.get((url, size))
+        head, tail = _heads.get((url, size)), _tails.pop((url, size), None)
     if head is not None:  # the first bytes the detection fetched: the survey reads them too
         source.hold(0, head)
+    if tail is not None:  # the last ones, with an index, fetched beside them
+        source.hold(size - len(tail), tail)
     return source
 
 
 _heads: OrderedDict[tuple[str, int], bytes] = OrderedDict()  # (url, size) -> first bytes
+_tails: OrderedDict[tuple[str, int], bytes] = OrderedDict()  # (url, size) -> last bytes
 
 
 def object_head(url: str) -> bytes:
     """The object's first bytes (a survey's read-ahead), in one ranged request, kept for the
     last 16 objects while their size is unchanged: a conversion looks at them several times
     (compression, format, before and in the plan, and the survey its header)."""
-    key = (url, size_of(url))
+    key = (url, _looked_size(url))
     with _sizes_lock:
         head = _heads.get(key)
         if head is not None:
             _heads.move_to_end(key)
             return head
     head = read_range(url, 0, min(SURVEY_READ_AHEAD, key[1]))
-    with _sizes_lock:
-        _heads[key] = head
-        while len(_heads) > 16:
-            _heads.popitem(last=False)
+    _keep_last(_heads, key, head)
     return head
+
+
+def _keep_last(kept: OrderedDict[tuple[str, int], bytes], key: tuple[str, int], data: bytes):
+    with _sizes_lock:
+        kept[key] = data
+        kept.move_to_end(key)
+        while len(kept) > 16:
+            kept.popitem(last=False)
+
+
+def _looked_size(url: str, survey: bool = False) -> int:
+    """The object's size. Asked first within a conversion (:func:`sizes_held`), it comes
+    with the object's head (kept for the detection and the survey), fetched by a ranged GET
+    whose answer says the size, and, for a ``survey`` in this process, its tail with the
+    index, fetched beside it: one round trip where a HEAD, the head and the tail took three.
+    A store whose client does not show those answers is asked the size by a HEAD."""
+    known = _sizes.get(url)
+    if known is not None or not _holders:
+        return known if known is not None else size_of(url)
+    with _sizes_lock:
+        seen = any(u == url for u, _ in _heads)  # its head kept: only the tail would say it
+    spans = [] if seen else [(0, SURVEY_READ_AHEAD)]
+    spans += [(None, SURVEY_READ_AHEAD)] if survey else []
+    fs, path = filesystem(url)
+    answer = fetch_sized(fs, path, spans, TOTAL) if spans else None
+    if answer is None:
+        return size_of(url)
+    size, parts = answer
+    with _sizes_lock:
+        if _holders:
+            _sizes[url] = size
+    if not seen:
+        _keep_last(_heads, (url, size), parts[0])
+    if survey:
+        _keep_last(_tails, (url, size), parts[-1])
+    return size
 
 
 def url_sha256(url: str) -> str:

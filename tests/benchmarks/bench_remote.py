@@ -147,6 +147,7 @@ def convert_throughput(source: Path, bucket: str, endpoint: str, root: Path, rep
     )
     print("where the time went (the coordinator's wall time in each step; fastest runs):")
     print("\n".join(fast_local.lines(fast_remote, ("local", "s3"))))
+    print(f"s3 -> s3 requests (the fastest run's, at the client): {fast_remote.request_line()}")
     fast_http = min(served, key=lambda b: b.seconds["total"])
     t_http = fast_http.seconds["total"]
     print(

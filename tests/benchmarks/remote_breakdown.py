@@ -1,7 +1,8 @@
 """Where a conversion's time goes, for ``bench_remote``: the coordinator's wall time in each
 step of an in-process conversion (timed by wrapping the functions that do them for the
 duration of the block), the parts of an S3 upload sent beside it, this process' CPU time and
-the S3 server's (a process of its own)."""
+the S3 server's (a process of its own), and the S3 requests this process made, by operation
+(counted at the client, HEADs too), with those the plan made."""
 
 from __future__ import annotations
 
@@ -46,6 +47,8 @@ class Breakdown:
         self.seconds: dict[str, float] = defaultdict(float)
         self.calls: dict[str, int] = defaultdict(int)
         self.main = threading.main_thread()
+        self.requests: dict[str, int] = defaultdict(int)  # "operation" and "operation, step"
+        self.step = ""  # the step of STEPS the main thread is in
 
     @contextmanager
     def timing(self):
@@ -55,6 +58,7 @@ class Breakdown:
                 original = getattr(owner, name)
                 saved.append((owner, name, original))
                 setattr(owner, name, self._timed(label, original, label in BESIDE))
+        saved.append(self._counting_s3_requests())
         cpu, server = os.times(), self._server()
         start = time.perf_counter()
         try:
@@ -70,6 +74,35 @@ class Breakdown:
             for owner, name, original in saved:
                 setattr(owner, name, original)
 
+    def _counting_s3_requests(self) -> tuple:
+        from aiobotocore.client import AioBaseClient
+
+        original = AioBaseClient._make_api_call
+        breakdown = self
+
+        async def counted(client, operation, params):  # noqa: ANN001, ANN202
+            breakdown.requests[operation] += 1
+            if breakdown.step:
+                breakdown.requests[f"{operation}, {breakdown.step}"] += 1
+            return await original(client, operation, params)
+
+        AioBaseClient._make_api_call = counted
+        return AioBaseClient, "_make_api_call", original
+
+    def request_line(self) -> str:
+        """The S3 requests, by operation; of them, those the plan made."""
+        ops = sorted(k for k in self.requests if ", " not in k)
+        plan = next(iter(STEPS))
+        return ", ".join(
+            f"{op} {self.requests[op]}"
+            + (
+                f" ({self.requests[f'{op}, {plan}']} in the plan)"
+                if f"{op}, {plan}" in self.requests
+                else ""
+            )
+            for op in ops
+        )
+
     def _server(self) -> float | None:
         return None if self.server_pid is None else cpu_seconds(self.server_pid)
 
@@ -79,9 +112,13 @@ class Breakdown:
             if not beside and threading.current_thread() is not self.main:
                 return fn(*args, **kwargs)
             start = time.perf_counter()
+            outer = self.step
+            if not beside:
+                self.step = outer or label
             try:
                 return fn(*args, **kwargs)
             finally:
+                self.step = outer
                 self.seconds[label] += time.perf_counter() - start
                 self.calls[label] += 1
 

@@ -14,17 +14,39 @@ from mzpeak_dask.storage.origins import mark_origin
 from mzpeak_dask.tables.file_metadata import file_sha256
 
 from ..conftest import BUNDLED, INLINE
+from ..servers import moto_requests, s3_client
+from .test_remote_ranges import assert_same_members
 
 
-def test_a_conversion_asks_the_size_of_its_input_once(served, tmp_path):
+def test_a_conversion_learns_the_size_of_its_input_with_its_first_bytes(served, tmp_path):
     served.served.reset()
     result = convert(f"{served.url}/small.mzML", tmp_path / "out.mzpeak", cluster=INLINE)
     methods = Counter(entry[0] for entry in served.served.log)
-    assert methods["HEAD"] == 1, served.served.log  # 8 before: each look asked again
+    # no HEAD: the size comes with the first bytes, in the ranged answers' Content-Range (a
+    # HEAD before them, and 8 when each look asked again)
+    assert methods["HEAD"] == 0, served.served.log
     # its first bytes fetched once, for its compression and format and the plan's survey
     heads = [e[2] for e in served.served.log if e[0] == "GET" and e[2].startswith("bytes=0-")]
     assert len(heads) == 1, heads
     assert result.input_bytes == (BUNDLED / "small.mzML").stat().st_size
+
+
+def test_an_s3_input_is_opened_without_a_head_request(s3_endpoint, bucket, tmp_path):
+    """s3 -> s3: the input's size comes with its first bytes (the ranged answer's
+    Content-Range), no HEAD; every GET of it is ranged, and the archive is the local
+    conversion's."""
+    s3_client(s3_endpoint).upload_file(str(BUNDLED / "small.mzML"), bucket, "in/small.mzML")
+    convert(BUNDLED / "small.mzML", tmp_path / "local.mzpeak", cluster=INLINE)
+    with moto_requests(query=True) as seen:
+        convert(f"s3://{bucket}/in/small.mzML", f"s3://{bucket}/out/small.mzpeak", cluster=INLINE)
+    mine = [(method, status) for method, path, status, _ in seen if path.endswith("/in/small.mzML")]
+    print(f"requests of the input: {mine}")
+    assert ("HEAD", 200) not in mine and mine, mine  # one before the head and the tail
+    assert {status for _, status in mine} == {206}, mine  # ranges only, never the whole object
+    assert len(mine) <= 5, mine  # head and tail, the sample (the lead with it), the chromatograms
+    back = tmp_path / "back.mzpeak"
+    s3_client(s3_endpoint).download_file(bucket, "out/small.mzpeak", str(back))
+    assert_same_members(tmp_path / "local.mzpeak", back)
 
 
 def test_an_input_in_storage_is_hashed_from_the_start_even_in_one_partition(served, tmp_path):
