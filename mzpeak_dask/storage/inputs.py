@@ -63,8 +63,10 @@ def sizes_held() -> Iterator[None]:
     finally:
         with _sizes_lock:
             _holders -= 1
-            if not _holders:
+            if not _holders:  # an object may be replaced once the call is over
                 _sizes.clear()
+                _heads.clear()
+                _tails.clear()
 
 
 def size_of(url: str) -> int:
@@ -256,8 +258,9 @@ _tails: OrderedDict[tuple[str, int], bytes] = OrderedDict()  # (url, size) -> la
 
 def object_head(url: str) -> bytes:
     """The object's first bytes (a survey's read-ahead), in one ranged request, kept for the
-    last 16 objects while their size is unchanged: a conversion looks at them several times
-    (compression, format, before and in the plan, and the survey its header)."""
+    last 16 objects while a call holds their sizes (:func:`sizes_held`): a conversion looks at
+    them several times (compression, format, before and in the plan, and the survey its
+    header). The next call fetches them again: the object may have been replaced."""
     key = (url, _looked_size(url))
     with _sizes_lock:
         head = _heads.get(key)
@@ -271,6 +274,8 @@ def object_head(url: str) -> bytes:
 
 def _keep_last(kept: OrderedDict[tuple[str, int], bytes], key: tuple[str, int], data: bytes):
     with _sizes_lock:
+        if not _holders:  # no call holds it: the next look asks the store again
+            return
         kept[key] = data
         kept.move_to_end(key)
         while len(kept) > 16:
