@@ -8,7 +8,9 @@ in use right now, and sweep only the former. The lock is on the folder itself, t
 still has a name no sweep looks at (``.new``) and before it is renamed to its ``.tmp`` name, so
 no folder is ever found unlocked while its owner lives; on a file system that locks only files
 (NFS), on an ``owner.lock`` file inside it, as older versions always did. A folder locked on
-itself costs its owner no file: creating, locking and removing it takes half the work.
+itself costs its owner no file: creating, locking and removing it takes half the work. A
+process killed in the microseconds between creating a folder and renaming it leaves a ``.new``
+folder: a sweep removes it once it is older than a minute and nobody holds its lock.
 """
 
 from __future__ import annotations
@@ -36,7 +38,8 @@ BORN = ".new"  # a staging folder's name until it is locked
 # this, it is dead
 UNLOCKED_GRACE_SECONDS = 60.0
 _OLD = object()
-_NAME = re.compile(r"^\..+\.[a-z0-9_]{8}\.tmp$")  # tempfile.mkdtemp's random part
+_NAME = re.compile(r"^\..+\.[a-z0-9_]{8}\.(tmp|new)$")  # tempfile.mkdtemp's random part
+_GLOBS = (".*.tmp", ".*" + BORN)
 _LIVE: set[str] = set()  # this process's own (a lock on NFS does not exclude its own process)
 
 
@@ -166,10 +169,11 @@ def sweep(folder: Path, output: Path | None = None, recursive: bool = False) -> 
     """Remove the staging folders that dead processes left in ``folder`` (those for
     ``output`` only, if given; in every subfolder too with ``recursive``); returns them."""
     prefix = prefix_for(output) if output is not None else "."
-    found = folder.rglob(".*.tmp") if recursive else folder.glob(".*.tmp")
+    listing = folder.rglob if recursive else folder.glob
     candidates = [
         p
-        for p in found
+        for pattern in _GLOBS
+        for p in listing(pattern)
         if _NAME.match(p.name) and p.name.startswith(prefix) and str(p) not in _LIVE
     ]
     return [p for p in candidates if _remove_if_dead(p)]
@@ -188,16 +192,19 @@ def sweep_outputs(outputs: Iterable[Path]) -> list[Path]:
         prefixes.setdefault(folder, set()).add(prefix_for(output))
     removed = []
     for folder, wanted in prefixes.items():
-        for path in folder.glob(".*.tmp"):  # name: PREFIX + 8 random characters + ".tmp"
-            mine = _NAME.match(path.name) and path.name[:-12] in wanted
-            if mine and str(path) not in _LIVE and _remove_if_dead(path):
-                removed.append(path)
+        for pattern in _GLOBS:  # name: PREFIX + 8 random characters + ".tmp" (or ".new")
+            for path in folder.glob(pattern):
+                mine = _NAME.match(path.name) and path.name[:-12] in wanted
+                if mine and str(path) not in _LIVE and _remove_if_dead(path):
+                    removed.append(path)
     return removed
 
 
 def _remove_if_dead(path: Path) -> bool:
     try:
         if not path.is_dir() or path.is_symlink():
+            return False
+        if path.name.endswith(BORN) and _young(path):  # its owner may be about to lock it
             return False
         lock = try_lock(path / OWNER_LOCK, create=False)
     except FileNotFoundError:  # no lock file: locked on the folder itself (see above)
@@ -208,10 +215,7 @@ def _remove_if_dead(path: Path) -> bool:
     except OSError:
         return False
     if lock is _OLD:
-        try:
-            if time.time() - path.stat().st_mtime < UNLOCKED_GRACE_SECONDS:
-                return False
-        except OSError:
+        if _young(path):
             return False
         shutil.rmtree(path, ignore_errors=True)
         return True
@@ -222,6 +226,14 @@ def _remove_if_dead(path: Path) -> bool:
     finally:
         lock.release()
     return True
+
+
+def _young(path: Path) -> bool:
+    """Changed less than :data:`UNLOCKED_GRACE_SECONDS` ago (or gone)."""
+    try:
+        return time.time() - path.stat().st_mtime < UNLOCKED_GRACE_SECONDS
+    except OSError:
+        return True
 
 
 __all__ = [

@@ -102,3 +102,31 @@ def test_a_staging_folder_is_locked_on_itself_and_holds_only_what_is_written_in_
         os.kill(owner.pid, signal.SIGKILL)
         owner.wait(timeout=60)
     assert sweep(tmp_path) == [folder] and list(tmp_path.iterdir()) == []
+
+
+def test_a_folder_left_before_it_was_renamed_is_swept_once_a_minute_old(tmp_path) -> None:
+    """A process killed between creating its staging folder and renaming it to its ``.tmp``
+    name leaves a ``.new`` folder: a sweep leaves it while it is young (its owner may be
+    about to lock it) and removes it once older than the grace period, unless it is locked."""
+    output = tmp_path / "run.mzpeak"
+    young = tmp_path / ".run.mzpeak.abcd1234.new"
+    old = tmp_path / ".run.mzpeak.efgh5678.new"
+    for folder in (young, old):
+        folder.mkdir()
+    held = Staging(tmp_path / "held.mzpeak")
+    locked = held.path.with_name(held.path.name[: -len(".tmp")] + ".new")
+    os.rename(held.path, locked)  # a live owner's folder, before its rename
+    past = os.stat(old).st_mtime - 2 * staging.UNLOCKED_GRACE_SECONDS
+    for folder in (old, locked):
+        os.utime(folder, (past, past))
+    staging._LIVE.discard(str(held.path))
+    assert sweep(tmp_path, output) == [old]
+    assert young.is_dir() and not old.exists()
+    code = (
+        "import sys; from pathlib import Path; from mzpeak_dask.archive.staging import sweep; "
+        f"print([p.name for p in sweep(Path({str(tmp_path)!r}))])"
+    )
+    other = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert other.returncode == 0, other.stderr
+    assert other.stdout.strip() == "[]"  # the young one, and the one its owner holds, stay
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([young.name, locked.name])
