@@ -29,7 +29,6 @@ from .readers import CHROMATOGRAMS, FORMATS
 from .records import ChromatogramRecord, SignalArray, SpectrumRecord
 from .tables.chromatogram_metadata import ChromatogramTables
 from .tables.spectrum_metadata import SpectrumTables
-from .transforms.delta_models import fit_delta_models
 from .transforms.null_marking import fit_delta_model, verified_null_mask
 from .transforms.peak_picking import pick_peaks
 from .transforms.sorting import is_sorted, sort_order
@@ -214,22 +213,15 @@ def prepare_signals(
     options: ConvertOptions,
 ) -> list[tuple[PreparedSignal, list[SignalArray]]]:
     """:func:`prepare_signal` of many items ``(index, arrays, profile)``, bit for bit, with the
-    work done once over the concatenated arrays: the spacing models
-    (:func:`~mzpeak_dask.transforms.delta_models.fit_delta_models`), zero-run stripping, null
-    marking and the order check (:func:`~mzpeak_dask.prepared.prepared_together`)."""
+    work done once over the arrays concatenated once: the spacing models, zero-run stripping,
+    null marking and the order check (:func:`~mzpeak_dask.prepared.prepared_together`)."""
     routes = Routes.of(schema)
     routed = [_routed(schema, arrays, options, None, routes) for _, arrays, _ in items]
-    inputs = [
-        _model_inputs(routes, columns, n, profile)
+    fitted = [
+        _model_inputs(routes, columns, n, profile) is not None
         for (_, _, profile), (columns, _, n) in zip(items, routed, strict=True)
     ]
-    models: list[list[float] | None] = [None] * len(items)
-    if options.null_marking:
-        fitted = [k for k, pair in enumerate(inputs) if pair is not None]
-        found = fit_delta_models([inputs[k][0] for k in fitted], [inputs[k][1] for k in fitted])
-        for k, model in zip(fitted, found, strict=True):
-            models[k] = model
-    signals = prepared_together(schema, items, routed, inputs, models, options)
+    signals = prepared_together(schema, items, routed, fitted, options)
     return [(signal, auxiliary) for signal, (_, auxiliary, _) in zip(signals, routed, strict=True)]
 
 
