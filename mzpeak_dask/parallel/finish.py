@@ -43,7 +43,6 @@ from ..contracts import ConversionResult, EncodedPartition, EncodeSpec, Partitio
 from ..encode import encode_partition
 from ..options import ConvertOptions
 from ..partition import plan_run
-from ..read.inspection import inspect_output
 from ..storage.readahead import forget
 from ..tables.file_metadata import file_sha256
 from . import handoff
@@ -166,7 +165,11 @@ def finish_run(
         raise
     _drop_scratch(folder.path, writer.path)
     staged = str(writer.path)
-    inspection = _named(inspect_output(staged), staged, output) if check else None
+    inspection = None
+    if check:  # the reader and validator load only when a batch checks its runs
+        from ..read.inspection import inspect_output
+
+        inspection = _named(inspect_output(staged), staged, output)
     return result, staged, inspection
 
 
