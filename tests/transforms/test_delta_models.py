@@ -103,7 +103,7 @@ def test_batched_models_match_on_arbitrary_arrays(spectra) -> None:
 )
 def test_concatenated_fit_is_the_fit_of_the_list(raw, dtype, seed: int) -> None:
     """Weights and models from one concatenation of a dtype are those of the list of arrays."""
-    with np.errstate(invalid="ignore"):
+    with np.errstate(invalid="ignore", over="ignore"):
         intensities = [np.nan_to_num(np.array(r)).astype(dtype) for r in raw]
     lengths = np.array([i.shape[0] for i in intensities], dtype=np.int64)
     rng = np.random.default_rng(seed)
