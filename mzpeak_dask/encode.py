@@ -22,7 +22,7 @@ from .contracts import PEAKS, EncodedPartition, EncodeSpec, Partition
 from .errors import InputError, NumpressEncodeError
 from .heap import keep_freed_blocks
 from .layouts import layout_of, point
-from .layouts.schema import PreparedSignal, SignalColumn, SignalSchema, array_key
+from .layouts.schema import PreparedSignal, SignalColumn, SignalSchema
 from .options import ConvertOptions
 from .prepared import prepared_together
 from .readers import CHROMATOGRAMS, FORMATS
@@ -79,18 +79,26 @@ def route_arrays(
 ) -> tuple[dict[str, np.ndarray], list[SignalArray], int]:
     """Assign arrays to data columns; the rest become auxiliary. Returns (columns, aux, n)."""
     routes = routes or Routes.of(schema)
-    by_key = routes.by_key
-    found = [(a, by_key.get(array_key(a.array_type, a.name, a.unit))) for a in arrays]
-    main_column = routes.main
-    main = next((a for a, column in found if column is main_column), None)
-    n = len(main.values) if main is not None else 0
+    by_key, dtypes = routes.by_key, routes.dtypes
+    found = []  # each array with its column (array_key, written out: it runs for every array)
+    main = None
+    for a in arrays:
+        kind = a.array_type
+        column = by_key.get((kind, a.name if kind == V.NON_STANDARD_ARRAY else "", a.unit))
+        found.append((a, column))
+        if main is None and column is routes.main:
+            main = a
+    if main is None:
+        return {}, list(arrays), 0
+    n = len(main.values)
     columns: dict[str, np.ndarray] = {}
     auxiliary: list[SignalArray] = []
     for a, column in found:
-        column = column if main is not None else None
         values = None
         if column is not None and column.name not in columns and len(a.values) == n:
-            values = _castable(np.asarray(a.values), routes.dtypes[column.name])
+            values, dtype = a.values, dtypes[column.name]
+            if type(values) is not np.ndarray or values.dtype != dtype:  # else as it is
+                values = _castable(np.asarray(values), dtype)
         if values is None:
             auxiliary.append(a)
         else:
