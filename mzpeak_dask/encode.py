@@ -42,8 +42,8 @@ def _castable(values: np.ndarray, dtype: np.dtype) -> np.ndarray | None:
         return values
     if values.dtype.kind == dtype.kind and values.dtype.itemsize <= dtype.itemsize:
         return values.astype(dtype)
-    cast = values.astype(dtype)
-    with np.errstate(invalid="ignore", over="ignore"):
+    with np.errstate(invalid="ignore", over="ignore"):  # a value out of range: not held
+        cast = values.astype(dtype)
         back = cast.astype(values.dtype)
     same = np.array_equal(back, values, equal_nan=values.dtype.kind == "f")
     return cast if same else None

@@ -6,6 +6,8 @@ kinds, other lengths, other dtypes (exact and inexact casts), lists, non-standar
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -79,3 +81,20 @@ def test_routing_is_the_plain_rule(sample, arrays) -> None:
     for name, values in columns.items():
         assert values.dtype == expected_columns[name].dtype
         assert values.tobytes() == expected_columns[name].tobytes()
+
+
+def test_values_a_column_cannot_hold_go_auxiliary_without_a_warning() -> None:
+    """An intensity array beyond float32's range, for a float32 column: auxiliary, and the
+    cast that finds out warns nobody (a conversion's output stays its one-line messages)."""
+    mz = SignalArray(V.MZ_ARRAY, "m/z array", V.UNIT_MZ, np.array([100.0, 101.0]))
+    stored = SignalArray(
+        V.INTENSITY_ARRAY, "intensity array", V.UNIT_DETECTOR_COUNTS, np.ones(2, np.float32)
+    )
+    schema = SignalSchema.from_sample(V.SPECTRUM, [[mz, stored]])
+    huge = SignalArray(
+        V.INTENSITY_ARRAY, "intensity array", V.UNIT_DETECTOR_COUNTS, np.array([1.0, 1e300])
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        columns, auxiliary, n = route_arrays(schema, [mz, huge], Routes.of(schema))
+    assert (list(columns), auxiliary, n) == (["mz"], [huge], 2)
