@@ -37,7 +37,6 @@ from .options import (
     StorageOptions,
     ZarrOptions,
 )
-from .read.archive import MzPeakArchive, open_archive
 
 __all__ = [
     "AnalysisOptions",
@@ -68,9 +67,13 @@ __all__ = [
 
 
 def __getattr__(name: str):
-    # zarr loads only when the export is used
+    # zarr loads only when the export is used, the reader when an archive is opened
     if name == "to_zarr":
         from .export.zarr import to_zarr
 
         return to_zarr
+    if name in ("MzPeakArchive", "open_archive"):
+        from .read import archive
+
+        return getattr(archive, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -22,14 +22,13 @@ from .contracts import PEAKS, EncodedPartition, EncodeSpec, Partition
 from .errors import InputError, NumpressEncodeError
 from .heap import keep_freed_blocks
 from .layouts import layout_of, point
-from .layouts.schema import PreparedSignal, SignalColumn, SignalSchema, array_key
+from .layouts.schema import PreparedSignal, SignalColumn, SignalSchema
 from .options import ConvertOptions
 from .prepared import prepared_together
 from .readers import CHROMATOGRAMS, FORMATS
 from .records import ChromatogramRecord, SignalArray, SpectrumRecord
 from .tables.chromatogram_metadata import ChromatogramTables
 from .tables.spectrum_metadata import SpectrumTables
-from .transforms.delta_models import fit_delta_models
 from .transforms.null_marking import fit_delta_model, verified_null_mask
 from .transforms.peak_picking import pick_peaks
 from .transforms.sorting import is_sorted, sort_order
@@ -43,8 +42,8 @@ def _castable(values: np.ndarray, dtype: np.dtype) -> np.ndarray | None:
         return values
     if values.dtype.kind == dtype.kind and values.dtype.itemsize <= dtype.itemsize:
         return values.astype(dtype)
-    cast = values.astype(dtype)
-    with np.errstate(invalid="ignore", over="ignore"):
+    with np.errstate(invalid="ignore", over="ignore"):  # a value out of range: not held
+        cast = values.astype(dtype)
         back = cast.astype(values.dtype)
     same = np.array_equal(back, values, equal_nan=values.dtype.kind == "f")
     return cast if same else None
@@ -80,18 +79,26 @@ def route_arrays(
 ) -> tuple[dict[str, np.ndarray], list[SignalArray], int]:
     """Assign arrays to data columns; the rest become auxiliary. Returns (columns, aux, n)."""
     routes = routes or Routes.of(schema)
-    by_key = routes.by_key
-    found = [(a, by_key.get(array_key(a.array_type, a.name, a.unit))) for a in arrays]
-    main_column = routes.main
-    main = next((a for a, column in found if column is main_column), None)
-    n = len(main.values) if main is not None else 0
+    by_key, dtypes = routes.by_key, routes.dtypes
+    found = []  # each array with its column (array_key, written out: it runs for every array)
+    main = None
+    for a in arrays:
+        kind = a.array_type
+        column = by_key.get((kind, a.name if kind == V.NON_STANDARD_ARRAY else "", a.unit))
+        found.append((a, column))
+        if main is None and column is routes.main:
+            main = a
+    if main is None:
+        return {}, list(arrays), 0
+    n = len(main.values)
     columns: dict[str, np.ndarray] = {}
     auxiliary: list[SignalArray] = []
     for a, column in found:
-        column = column if main is not None else None
         values = None
         if column is not None and column.name not in columns and len(a.values) == n:
-            values = _castable(np.asarray(a.values), routes.dtypes[column.name])
+            values, dtype = a.values, dtypes[column.name]
+            if type(values) is not np.ndarray or values.dtype != dtype:  # else as it is
+                values = _castable(np.asarray(values), dtype)
         if values is None:
             auxiliary.append(a)
         else:
@@ -214,22 +221,15 @@ def prepare_signals(
     options: ConvertOptions,
 ) -> list[tuple[PreparedSignal, list[SignalArray]]]:
     """:func:`prepare_signal` of many items ``(index, arrays, profile)``, bit for bit, with the
-    work done once over the concatenated arrays: the spacing models
-    (:func:`~mzpeak_dask.transforms.delta_models.fit_delta_models`), zero-run stripping, null
-    marking and the order check (:func:`~mzpeak_dask.prepared.prepared_together`)."""
+    work done once over the arrays concatenated once: the spacing models, zero-run stripping,
+    null marking and the order check (:func:`~mzpeak_dask.prepared.prepared_together`)."""
     routes = Routes.of(schema)
     routed = [_routed(schema, arrays, options, None, routes) for _, arrays, _ in items]
-    inputs = [
-        _model_inputs(routes, columns, n, profile)
+    fitted = [
+        _model_inputs(routes, columns, n, profile) is not None
         for (_, _, profile), (columns, _, n) in zip(items, routed, strict=True)
     ]
-    models: list[list[float] | None] = [None] * len(items)
-    if options.null_marking:
-        fitted = [k for k, pair in enumerate(inputs) if pair is not None]
-        found = fit_delta_models([inputs[k][0] for k in fitted], [inputs[k][1] for k in fitted])
-        for k, model in zip(fitted, found, strict=True):
-            models[k] = model
-    signals = prepared_together(schema, items, routed, inputs, models, options)
+    signals = prepared_together(schema, items, routed, fitted, options)
     return [(signal, auxiliary) for signal, (_, auxiliary, _) in zip(signals, routed, strict=True)]
 
 

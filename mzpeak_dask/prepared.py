@@ -10,6 +10,7 @@ import numpy as np
 from .layouts.schema import PreparedSignal, SignalSchema
 from .options import ConvertOptions
 from .records import SignalArray
+from .transforms.delta_models import concatenated_weights, fit_concatenated
 from .transforms.null_masks import verified_null_masks
 from .transforms.runs import owners, run_any, split_runs
 from .transforms.sorting import runs_sorted
@@ -22,26 +23,32 @@ def prepared_together(
     schema: SignalSchema,
     items: list[tuple[int, list[SignalArray], bool]],
     routed: list[tuple[dict[str, np.ndarray], list[SignalArray], int]],
-    inputs: list[tuple[np.ndarray, np.ndarray] | None],
-    models: list[list[float] | None],
+    fitted: list[bool],
     options: ConvertOptions,
 ) -> list[PreparedSignal]:
-    """The signal of every item (its routed columns, spacing-model inputs and model): items
-    with the same data columns are stripped, marked and checked together (profile items with
-    a model's inputs), or only checked together (the rest)."""
+    """The signal of every item (its routed columns; ``fitted``: whether it is a profile item
+    with a spacing model's inputs): items with the same data columns are concatenated once,
+    and their spacing models fitted (:func:`~mzpeak_dask.transforms.delta_models.fit_concatenated`),
+    stripped, marked and checked together (fitted items), or only checked together (the
+    rest)."""
     columns = [c for c, _, _ in routed]
     lengths = [n for _, _, n in routed]
+    models: list[list[float] | None] = [None] * len(items)
     valid: list[np.ndarray | None] = [None] * len(items)
     ordered = [True] * len(items)
     groups: dict[tuple[bool, tuple[str, ...]], list[int]] = {}
     for k, found in enumerate(columns):
         if schema.main.name in found:
-            groups.setdefault((inputs[k] is not None, tuple(found)), []).append(k)
+            groups.setdefault((fitted[k], tuple(found)), []).append(k)
     for (profile_inputs, names), members in groups.items():
         concatenated = {name: np.concatenate([columns[k][name] for k in members]) for name in names}
         sizes = np.array([lengths[k] for k in members], dtype=np.int64)
         mask = None
         if profile_inputs:
+            if options.null_marking:
+                found = _fitted(schema, concatenated, sizes)
+                for j, k in enumerate(members):
+                    models[k] = found[j]
             concatenated, sizes, mask = strip_and_mark(
                 schema, concatenated, sizes, [models[k] for k in members], options
             )
@@ -64,6 +71,16 @@ def prepared_together(
         PreparedSignal(index, columns[k], valid[k], lengths[k], profile, models[k], ordered[k])
         for k, (index, _, profile) in enumerate(items)
     ]
+
+
+def _fitted(
+    schema: SignalSchema, columns: dict[str, np.ndarray], lengths: np.ndarray
+) -> list[list[float]]:
+    """The spacing models of concatenated profile items, from their main axis and
+    intensities before stripping."""
+    mz = columns[schema.main.name].astype(np.float64, copy=False)
+    weights = concatenated_weights(columns[schema.intensity.name])
+    return fit_concatenated(mz, weights, lengths)
 
 
 def strip_and_mark(

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from .conftest import ROOT
+from .helpers import SMALL_MZML as SMALL
 
 PACKAGE = "mzpeak_dask"
 
@@ -172,3 +173,20 @@ def test_the_package_loads_neither_dask_nor_zarr() -> None:
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
+
+
+def test_a_conversion_loads_the_archive_reader_only_to_open_an_archive(tmp_path: Path) -> None:
+    """A conversion (the command line's import too) leaves the archive reader, its validator
+    and the checks of a batch unloaded; ``mzpeak_dask.open_archive`` loads them."""
+    output = tmp_path / "small.mzpeak"
+    code = (
+        "import sys, mzpeak_dask, mzpeak_dask.cli; "
+        f"mzpeak_dask.convert({str(SMALL)!r}, {str(output)!r}); "
+        "print(sorted(m for m in sys.modules if m.startswith('mzpeak_dask.read.'))); "
+        f"print(len(mzpeak_dask.open_archive({str(output)!r})))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=ROOT
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split("\n")[:2] == ["[]", "48"]

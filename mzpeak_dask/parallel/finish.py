@@ -47,7 +47,6 @@ from ..contracts import ConversionResult, EncodedPartition, EncodeSpec, Partitio
 from ..encode import encode_partition
 from ..options import ConvertOptions
 from ..partition import plan_run
-from ..read.inspection import inspect_output
 from ..storage.readahead import forget
 from ..tables.file_metadata import file_sha256
 from . import handoff
@@ -175,7 +174,11 @@ def finish_run(
         raise
     _drop_scratch(folder.path, writer.path)
     staged = str(_lifted(writer.path, Path(staging)))
-    inspection = _named(inspect_output(staged), staged, output) if check else None
+    inspection = None
+    if check:  # the reader and validator load only when a batch checks its runs
+        from ..read.inspection import inspect_output
+
+        inspection = _named(inspect_output(staged), staged, output)
     if files:
         _drop_parts(files, finished, (result, staged, inspection))
     return result, staged, inspection

@@ -49,25 +49,31 @@ class _Walker:
 
     Most params repeat from spectrum to spectrum with the same attributes ("ms level" 1, the
     array types, "zlib compression"...): a param element is read once per distinct set of
-    attributes in the document, its (immutable) :class:`Param` reused after that."""
+    attributes in the document, its (immutable) :class:`Param` reused after that, beside the
+    Param pyteomics gives where an "ms level" is made an int (:func:`_int_ms_level`)."""
 
     def __init__(self, ns: str):
         self.ns = ns
         self.cv, self.user = ns + "cvParam", ns + "userParam"
         self.ref = ns + "referenceableParamGroupRef"
         self.groups: dict[str, list[Raw]] = {}
-        self.read: dict[tuple, tuple[Raw, Param]] = {}  # attributes -> the param they make
+        # attributes -> the param they make: as read, and with an "ms level" made an int
+        self.read: dict[tuple, tuple[Raw, Param, Param]] = {}
 
     def local(self, tag: Any) -> str:
         return tag[len(self.ns) :] if isinstance(tag, str) else ""
 
-    def _param(self, child: Any, key: tuple) -> tuple[Raw, Param]:
+    def _param(self, child: Any, key: tuple) -> tuple[Raw, Param, Param]:
         a = child.attrib
         name = a.get("name")
         if name is None:
             raise ValueError(f"a {self.local(child.tag)} without a name")
         raw = (name, a.get("accession"), typed_value(a), unit_of(a))
-        found = self.read[key] = (raw, Param(*raw))
+        param = Param(*raw)
+        level = param
+        if name == _MS_LEVEL and type(param.value) is not int:
+            level = _int_ms_level(param)
+        found = self.read[key] = (raw, param, level)
         return found
 
     def walk(
@@ -79,13 +85,14 @@ class _Walker:
         children: dict[str, list[Any]] = {}
         grouped = False
         cv, user, read = self.cv, self.user, self.read
+        chosen = 2 if int_ms_level else 1  # the param with its "ms level" made an int, or not
         for child in element:
             tag = child.tag
             if tag == cv or tag == user:
                 key = tuple(child.items())
                 found = read.get(key) or self._param(child, key)
                 raw.append(found[0])
-                params.append(found[1])
+                params.append(found[chosen])
             elif tag == self.ref:
                 raw.extend(self.groups.get(child.get("ref", ""), ()))
                 grouped = True
@@ -93,7 +100,7 @@ class _Walker:
                 children.setdefault(self.local(tag), []).append(child)
         if grouped or len({p.name for p in params}) != len(params):
             return _merged(raw, grouped, int_ms_level), children
-        return _ms_level_int(params, int_ms_level), children
+        return params, children
 
     def group(self, element: Any) -> None:
         params, _ = self.walk(element)
@@ -134,16 +141,6 @@ def _merged(raw: list[Raw], grouped: bool, int_ms_level: bool) -> list[Param]:
     if int_ms_level and _MS_LEVEL in names:
         out = [_int_ms_level(p) if p.name == _MS_LEVEL else p for p in out]
     return out
-
-
-def _ms_level_int(params: list[Param], int_ms_level: bool) -> list[Param]:
-    """:func:`_merged`'s result for params of distinct names, none from a group."""
-    if not int_ms_level:
-        return params
-    for k, p in enumerate(params):
-        if p.name == _MS_LEVEL and type(p.value) is not int:
-            params[k] = _int_ms_level(p)
-    return params
 
 
 def _int_ms_level(param: Param) -> Param:

@@ -21,7 +21,13 @@ from .null_marking import (
     MIN_REGRESSION_POINTS,
 )
 
-__all__ = ["constant_preferred", "fit_delta_models", "second_medians"]
+__all__ = [
+    "concatenated_weights",
+    "constant_preferred",
+    "fit_concatenated",
+    "fit_delta_models",
+    "second_medians",
+]
 
 
 def _weights(intensities: list[np.ndarray | None], lengths: np.ndarray) -> np.ndarray:
@@ -44,10 +50,9 @@ def _weights(intensities: list[np.ndarray | None], lengths: np.ndarray) -> np.nd
         kind = intensities[k].dtype
         groups.setdefault(kind if kind.kind == "f" else np.dtype(np.float64), []).append(k)
     for dtype, members in groups.items():
-        values = np.concatenate([intensities[k] for k in members]).astype(dtype, copy=False)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            computed = np.sqrt(np.log(values + 1)).astype(np.float64)
-        computed = np.where(np.isfinite(computed), computed, 0.0)
+        computed = concatenated_weights(
+            np.concatenate([intensities[k] for k in members]).astype(dtype, copy=False)
+        )
         if len(members) == len(intensities):  # one precision for all: already in place
             return computed
         member_lengths = lengths[members]
@@ -66,8 +71,25 @@ def fit_delta_models(
     if not mzs:
         return []
     lengths = np.array([mz.shape[0] for mz in mzs], dtype=np.int64)
-    mz_all = np.concatenate(mzs, dtype=np.float64)
-    weights = _weights(intensities, lengths)
+    return fit_concatenated(
+        np.concatenate(mzs, dtype=np.float64), _weights(intensities, lengths), lengths
+    )
+
+
+def concatenated_weights(intensity: np.ndarray) -> np.ndarray:
+    """The row weights of spectra whose intensities (all of one dtype) are laid end to end:
+    :func:`_weights` of the same spectra, without splitting and joining them again."""
+    dtype = intensity.dtype if intensity.dtype.kind == "f" else np.dtype(np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        computed = np.sqrt(np.log(intensity.astype(dtype, copy=False) + 1)).astype(np.float64)
+    return np.where(np.isfinite(computed), computed, 0.0)
+
+
+def fit_concatenated(
+    mz_all: np.ndarray, weights: np.ndarray, lengths: np.ndarray
+) -> list[list[float]]:
+    """:func:`fit_delta_models` of spectra laid end to end: their m/z values as float64,
+    their row weights (:func:`concatenated_weights`), their lengths."""
     # Spacings of the concatenation: spectrum k's are deltas[starts[k] : starts[k] + spans[k]];
     # the spacing across two spectra sits between them and belongs to neither.
     deltas = np.diff(mz_all)

@@ -16,7 +16,10 @@ from mzpeak_dask.errors import InputError
 from mzpeak_dask.readers import SPECTRA, MzMLFormat
 from mzpeak_dask.readers.base import ItemRange
 from mzpeak_dask.transforms.delta_models import (
+    _weights,
+    concatenated_weights,
     constant_preferred,
+    fit_concatenated,
     fit_delta_models,
     second_medians,
 )
@@ -90,6 +93,28 @@ def test_batched_models_match_on_arbitrary_arrays(spectra) -> None:
         intensities.append(intensity if with_intensity else None)
     _assert_same(mzs, intensities)
     _assert_same(mzs * 2, intensities * 2)  # equal shapes: stacked factorisations
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.lists(st.floats(-2, 1e9, width=32) | values, max_size=30), max_size=6),
+    st.sampled_from([np.float32, np.float64, np.int32, np.int64]),
+    st.integers(0, 3),
+)
+def test_concatenated_fit_is_the_fit_of_the_list(raw, dtype, seed: int) -> None:
+    """Weights and models from one concatenation of a dtype are those of the list of arrays."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        intensities = [np.nan_to_num(np.array(r)).astype(dtype) for r in raw]
+    lengths = np.array([i.shape[0] for i in intensities], dtype=np.int64)
+    rng = np.random.default_rng(seed)
+    mzs = [300.0 + np.cumsum(0.01 + 0.3 * rng.random(n) * (seed % 2)) for n in lengths]
+    if not intensities:
+        return
+    joined = np.concatenate(intensities)
+    weights = concatenated_weights(joined)
+    assert weights.tobytes() == _weights(intensities, lengths).tobytes()
+    models = fit_concatenated(np.concatenate(mzs), weights, lengths)
+    assert [_bits(m) for m in models] == [_bits(m) for m in fit_delta_models(mzs, intensities)]
 
 
 def test_mismatched_intensity_is_an_input_error() -> None:
