@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from contextlib import nullcontext
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 
@@ -130,8 +131,11 @@ def _schemas(
     }
 
 
+Reads = Literal["here", "here if small", "elsewhere"]  # where a run's first partition is parsed
+
+
 def plan_run(
-    source: Path, staging_dir: Path, options: ConvertOptions, reads: str = "elsewhere"
+    source: Path, staging_dir: Path, options: ConvertOptions, reads: Reads = "elsewhere"
 ) -> RunPlan:
     """Everything the coordinator decides before the workers start. ``reads``: where the
     run's first partition is parsed, ``"here"`` (right after the plan, in this process),

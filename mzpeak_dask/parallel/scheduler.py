@@ -43,7 +43,7 @@ from ..contracts import ConversionResult, Progress
 from ..encode import encode_partition
 from ..errors import MzPeakDaskError
 from ..options import ClusterOptions, ConvertOptions
-from ..partition import plan_run
+from ..partition import Reads, plan_run
 from ..storage.urls import is_url
 from .executors import Task, open_executor
 from .failures import CONVERT, FINISH, PACK, PLAN, WRITE, describe_failure
@@ -196,7 +196,7 @@ class Coordinator:
     def _plan_here(self, active: _Active, results: list) -> None:
         job = active.job
         try:
-            reads = "here" if self.executor.runs_here else "elsewhere"
+            reads: Reads = "here" if self.executor.runs_here else "elsewhere"
             plan = plan_run(job.source, job.staging.path, self.options, reads)
         except Exception as exc:  # noqa: BLE001 - one run's failure, never the whole call
             self._fail(active, describe_failure(job, PLAN, exc), results)
