@@ -66,7 +66,6 @@ def sizes_held() -> Iterator[None]:
             if not _holders:  # an object may be replaced once the call is over
                 _sizes.clear()
                 _heads.clear()
-                _tails.clear()
 
 
 def size_of(url: str) -> int:
@@ -241,10 +240,10 @@ def range_file(url: str) -> RangeFile:
 
 def _new_source(url: str) -> RangeSource:
     fs, path = filesystem(url)
-    size = _looked_size(url, survey=True)
+    size, tail = _first_look(url, survey=True)
     source = RangeSource(fs, path, 0, size, url, TOTAL, read_ahead=SURVEY_READ_AHEAD, tail=True)
     with _sizes_lock:
-        head, tail = _heads.get((url, size)), _tails.pop((url, size), None)
+        head = _heads.get((url, size))
     if head is not None:  # the first bytes the detection fetched: the survey reads them too
         source.hold(0, head)
     if tail is not None:  # the last ones, with an index, fetched beside them
@@ -253,7 +252,6 @@ def _new_source(url: str) -> RangeSource:
 
 
 _heads: OrderedDict[tuple[str, int], bytes] = OrderedDict()  # (url, size) -> first bytes
-_tails: OrderedDict[tuple[str, int], bytes] = OrderedDict()  # (url, size) -> last bytes
 
 
 def object_head(url: str) -> bytes:
@@ -261,36 +259,36 @@ def object_head(url: str) -> bytes:
     last 16 objects while a call holds their sizes (:func:`sizes_held`): a conversion looks at
     them several times (compression, format, before and in the plan, and the survey its
     header). The next call fetches them again: the object may have been replaced."""
-    key = (url, _looked_size(url))
+    key = (url, _first_look(url)[0])
     with _sizes_lock:
         head = _heads.get(key)
         if head is not None:
             _heads.move_to_end(key)
             return head
     head = read_range(url, 0, min(SURVEY_READ_AHEAD, key[1]))
-    _keep_last(_heads, key, head)
+    _keep_head(key, head)
     return head
 
 
-def _keep_last(kept: OrderedDict[tuple[str, int], bytes], key: tuple[str, int], data: bytes):
+def _keep_head(key: tuple[str, int], head: bytes) -> None:
     with _sizes_lock:
         if not _holders:  # no call holds it: the next look asks the store again
             return
-        kept[key] = data
-        kept.move_to_end(key)
-        while len(kept) > 16:
-            kept.popitem(last=False)
+        _heads[key] = head
+        _heads.move_to_end(key)
+        while len(_heads) > 16:
+            _heads.popitem(last=False)
 
 
-def _looked_size(url: str, survey: bool = False) -> int:
-    """The object's size. Asked first within a conversion (:func:`sizes_held`), it comes
-    with the object's head (kept for the detection and the survey), fetched by a ranged GET
-    whose answer says the size, and, for a ``survey`` in this process, its tail with the
-    index, fetched beside it: one round trip where a HEAD, the head and the tail took three.
-    A store whose client does not show those answers is asked the size by a HEAD."""
-    known = _sizes.get(url)
-    if known is not None or not _holders:
-        return known if known is not None else size_of(url)
+def _first_look(url: str, survey: bool = False) -> tuple[int, bytes | None]:
+    """The object's size and, for a ``survey``, its tail when fetched here (else None).
+    Asked first within a conversion (:func:`sizes_held`), the size comes with the object's
+    head (kept for the detection and the survey), fetched by a ranged GET whose answer says
+    the size, and, for a survey, with its tail with the index, fetched beside it: one round
+    trip where a HEAD, the head and the tail took three. A store whose client does not show
+    those answers is asked the size by a HEAD."""
+    if url in _sizes or not _holders:
+        return size_of(url), None
     with _sizes_lock:
         seen = any(u == url for u, _ in _heads)  # its head kept: only the tail would say it
     spans = [] if seen else [(0, SURVEY_READ_AHEAD)]
@@ -298,16 +296,14 @@ def _looked_size(url: str, survey: bool = False) -> int:
     fs, path = filesystem(url)
     answer = fetch_sized(fs, path, spans, TOTAL) if spans else None
     if answer is None:
-        return size_of(url)
+        return size_of(url), None
     size, parts = answer
     with _sizes_lock:
         if _holders:
             _sizes[url] = size
     if not seen:
-        _keep_last(_heads, (url, size), parts[0])
-    if survey:
-        _keep_last(_tails, (url, size), parts[-1])
-    return size
+        _keep_head((url, size), parts[0])
+    return size, parts[-1] if survey else None
 
 
 def url_sha256(url: str) -> str:
