@@ -22,7 +22,7 @@ from .contracts import PEAKS, EncodedPartition, EncodeSpec, Partition
 from .errors import InputError, NumpressEncodeError
 from .heap import keep_freed_blocks
 from .layouts import layout_of, point
-from .layouts.schema import PreparedSignal, SignalColumn, SignalSchema
+from .layouts.schema import PreparedSignal, SignalColumn, SignalSchema, array_key
 from .options import ConvertOptions
 from .prepared import prepared_together
 from .readers import CHROMATOGRAMS, FORMATS
@@ -80,11 +80,10 @@ def route_arrays(
     """Assign arrays to data columns; the rest become auxiliary. Returns (columns, aux, n)."""
     routes = routes or Routes.of(schema)
     by_key, dtypes = routes.by_key, routes.dtypes
-    found = []  # each array with its column (array_key, written out: it runs for every array)
+    found = []  # each array with its column
     main = None
     for a in arrays:
-        kind = a.array_type
-        column = by_key.get((kind, a.name if kind == V.NON_STANDARD_ARRAY else "", a.unit))
+        column = by_key.get(array_key(a.array_type, a.name, a.unit))
         found.append((a, column))
         if main is None and column is routes.main:
             main = a
