@@ -106,18 +106,11 @@ class _Handler(BaseHTTPRequestHandler):
         ranged = self.headers.get("Range")
         start, stop = 0, size
         if ranged:
-            match = _RANGE.match(ranged.strip())
-            if not match or not (match.group(1) or match.group(2)):
+            span = range_span(ranged, size)
+            if span is None or span[0] >= size:
                 self.send_error(416)
                 return
-            first, last = match.groups()
-            if first:
-                start, stop = int(first), min(size, int(last) + 1 if last else size)
-            else:
-                start = max(0, size - int(last))
-            if start >= size:
-                self.send_error(416)
-                return
+            start, stop = span[0], min(size, span[1] + 1)
         with open(path, "rb") as f:
             f.seek(start)
             data = f.read(stop - start)
@@ -131,11 +124,17 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
 
-def range_span(header: str, size: int) -> tuple[int, int]:
-    """``(first, last)`` byte a Range header (``bytes=a-b``, or ``bytes=-n``: the last n of
-    ``size``) asks for."""
-    first, last = header.removeprefix("bytes=").split("-")
-    return (max(0, size - int(last)), size - 1) if not first else (int(first), int(last))
+def range_span(header: str, size: int) -> tuple[int, int] | None:
+    """``(first, last)`` byte a Range header asks for of an object of ``size`` bytes
+    (``bytes=a-b``; ``bytes=a-``: to the end; ``bytes=-n``: the last n), ``last`` as asked
+    even past the end; None for any other header."""
+    match = _RANGE.match(header.strip())
+    if not match or not (match.group(1) or match.group(2)):
+        return None
+    first, last = match.groups()
+    if not first:
+        return max(0, size - int(last)), size - 1
+    return int(first), int(last) if last else size - 1
 
 
 @contextmanager
