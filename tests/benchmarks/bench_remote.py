@@ -106,31 +106,21 @@ def convert_throughput(source: Path, bucket: str, endpoint: str, root: Path, rep
     size = source.stat().st_size
     s3_client(endpoint).upload_file(str(source), bucket, f"in/{source.name}")
     server = SERVER_PIDS.get(endpoint)
+    out = f"s3://{bucket}/out/run.mzpeak"
+
+    def timed(source: Path | str, output: Path | str) -> Breakdown:
+        with Breakdown(server).timing() as breakdown:
+            convert(source, output, ConvertOptions(overwrite=True), cluster=INLINE)
+        return breakdown
+
     local, remote, transfers, served = [], [], [], []
     for _ in range(repeats):
-        with Breakdown(server).timing() as timed:
-            convert(
-                source, root / "local-out.mzpeak", ConvertOptions(overwrite=True), cluster=INLINE
-            )
-        local.append(timed)
+        local.append(timed(source, root / "local-out.mzpeak"))
         before = (TOTAL.requests, TOTAL.bytes)
-        with Breakdown(server).timing() as timed:
-            convert(
-                f"s3://{bucket}/in/{source.name}",
-                f"s3://{bucket}/out/run.mzpeak",
-                ConvertOptions(overwrite=True),
-                cluster=INLINE,
-            )
-        remote.append(timed)
+        remote.append(timed(f"s3://{bucket}/in/{source.name}", out))
         transfers.append((TOTAL.requests - before[0], TOTAL.bytes - before[1]))
-        with range_server(source.parent) as http, Breakdown(server).timing() as timed:
-            convert(
-                f"{http.url}/{source.name}",
-                f"s3://{bucket}/out/run.mzpeak",
-                ConvertOptions(overwrite=True),
-                cluster=INLINE,
-            )
-        served.append(timed)
+        with range_server(source.parent) as http:
+            served.append(timed(f"{http.url}/{source.name}", out))
     fast_local = min(local, key=lambda b: b.seconds["total"])
     fast_remote = min(remote, key=lambda b: b.seconds["total"])
     t_local, t_remote = fast_local.seconds["total"], fast_remote.seconds["total"]
