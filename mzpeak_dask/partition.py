@@ -1,14 +1,16 @@
 """Planning a run before any worker starts: detect and stage the input, survey it, fix the data
 columns from a deterministic sample, and cut the work into partitions.
 
-Partitions are cut by input bytes (when the format has byte offsets) or by item count, never by
-anything that depends on the cluster. Workers write each partition's rows as row groups of
+Partitions are balanced by input bytes (when the format has byte offsets) or by item count, their
+number rounded up to a multiple of 2, 4 or 8 (:func:`boundaries`), never cut by anything that
+depends on the cluster. Workers write each partition's rows as row groups of
 their own (a row group never spans two partitions), so the partitioning fixes the archive's
 row-group cuts, and the number of workers changes nothing.
 """
 
 from __future__ import annotations
 
+import itertools
 from contextlib import nullcontext
 from pathlib import Path
 from typing import Literal
@@ -34,6 +36,8 @@ from .storage.inputs import Lead, ranges_ahead, remote_input, sample_spans, surv
 from .storage.urls import is_url
 from .transforms.units import in_minutes
 
+EVEN_UP_TO = 8  # a run's partition count is rounded up to a multiple of 2, 4 or 8
+
 
 def item_range(survey: Survey, kind: str, start: int, stop: int) -> ItemRange:
     offsets = survey.offsets(kind)
@@ -43,30 +47,60 @@ def item_range(survey: Survey, kind: str, start: int, stop: int) -> ItemRange:
 
 
 def cut(survey: Survey, kind: str, options: ConvertOptions) -> list[ItemRange]:
-    """Split one kind of item into ranges of at most ``partition_items`` items and about
-    ``partition_bytes`` input bytes (not by bytes when the survey's hints say so: an input
-    whose offsets only locate its items, cut as it is cut without them)."""
-    n = survey.count(kind)
+    """Split one kind of item into balanced ranges (:func:`boundaries`; by item count alone
+    when the survey's hints say so: an input whose offsets only locate its items, cut as it
+    is cut without them)."""
     offsets = survey.offsets(kind)
     if not survey.hints.get("cut_by_bytes", True):
         offsets = None
-    ranges, start = [], 0
-    while start < n:
-        stop = _stop(offsets, start, n, options)
-        ranges.append(item_range(survey, kind, start, stop))
-        start = stop
-    return ranges
+    stops = boundaries(survey.count(kind), offsets, options)
+    return [item_range(survey, kind, int(a), int(b)) for a, b in itertools.pairwise(stops)]
 
 
-def _stop(offsets: np.ndarray | None, start: int, n: int, options: ConvertOptions) -> int:
-    """The end of the partition that starts at item ``start`` (of ``n``; ``offsets``: their
-    start offsets and end, to cut by bytes, or None)."""
-    stop = min(n, start + options.partition_items)
+def boundaries(n: int, offsets: np.ndarray | None, options: ConvertOptions) -> np.ndarray:
+    """Where the partitions of ``n`` items start, then ``n`` (``offsets``: the items' start
+    offsets and their end, to balance by bytes, or None to balance by count).
+
+    A run gets the fewest partitions that hold at most ``partition_items`` items and about
+    ``partition_bytes`` bytes each, that count rounded up to a multiple of a power of two (the
+    largest not above it, at most :data:`EVEN_UP_TO`), and its items shared out evenly: 13
+    partitions' worth becomes 16 equal ones, so that 2, 4 or 8 workers each get the same share
+    of a run and none is left with a last partition of its own. The cuts depend on the run
+    alone, never on the cluster."""
+    if n < 1:
+        return np.zeros(1, dtype=np.int64)
+    count = -(-int(n) // options.partition_items)
     if offsets is not None:
-        limit = offsets[start] + options.partition_bytes
-        by_bytes = int(np.searchsorted(offsets, limit, side="right")) - 1
-        stop = max(start + 1, min(stop, by_bytes))
-    return stop
+        count = max(count, -(-int(offsets[n] - offsets[0]) // options.partition_bytes))
+    unit = min(EVEN_UP_TO, 1 << (count.bit_length() - 1))
+    count = min(n, -(-count // unit) * unit)
+    if offsets is None:
+        stops = np.arange(count + 1, dtype=np.int64) * n // count
+    else:
+        share = np.arange(1, count, dtype=np.int64) * int(offsets[n] - offsets[0]) // count
+        stops = np.unique(np.concatenate(([0], _nearest(offsets, offsets[0] + share), [n])))
+    return _at_most(stops, options.partition_items)
+
+
+def _nearest(offsets: np.ndarray, targets: np.ndarray) -> np.ndarray:
+    """The item whose start offset (or, last, the items' end) is nearest each target."""
+    right = np.searchsorted(offsets, targets)
+    left = np.maximum(right - 1, 0)
+    closer = targets - offsets[left] <= offsets[right] - targets
+    return np.where(closer, left, right).astype(np.int64)
+
+
+def _at_most(stops: np.ndarray, items: int) -> np.ndarray:
+    """``stops`` with every partition of more than ``items`` items split into equal parts
+    (byte-balanced cuts that crowd many small items together)."""
+    sizes = np.diff(stops)
+    if sizes.max() <= items:
+        return stops
+    pieces = [stops[:1]]
+    for start, size in zip(stops[:-1], sizes, strict=True):
+        parts = -(-int(size) // items)
+        pieces.append(start + np.arange(1, parts + 1, dtype=np.int64) * int(size) // parts)
+    return np.concatenate(pieces)
 
 
 def first_read(options: ConvertOptions, whole: bool = False) -> Lead:
@@ -78,7 +112,7 @@ def first_read(options: ConvertOptions, whole: bool = False) -> Lead:
         n = len(offsets) - 1
         if kind != SPECTRA or n < 1:
             return None
-        stop = _stop(offsets, 0, n, options)
+        stop = int(boundaries(n, offsets, options)[1])
         return None if whole and stop < n else int(offsets[stop])
 
     return lead

@@ -41,7 +41,7 @@ CONVERT_FLAGS = {
     "compression_level": "Parquet compression level",
     "data_page_size": "Parquet data page size in bytes",
     "row_group_points": "points per row group",
-    "partition_bytes": "input bytes per worker task",
+    "partition_bytes": "input bytes per worker task (about; a run is cut in equal shares)",
     "partition_items": "spectra per worker task (at most)",
     "unpacked": "write the directory form instead of a ZIP",
     "overwrite": "replace existing outputs",

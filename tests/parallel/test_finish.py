@@ -204,10 +204,10 @@ def test_a_small_run_finished_in_its_plan_task_writes_the_fanned_out_bytes(
 
 def test_a_run_of_several_partitions_of_a_kind_gets_its_plan_back(tmp_path) -> None:
     """Larger runs fan out as before: the plan task returns the plan and writes nothing."""
-    options = ConvertOptions(partition_items=20)  # 48 spectra: 3 partitions
+    options = ConvertOptions(partition_items=20)  # 48 spectra: 3 partitions' worth, cut as 4
     plan = plan_or_finish(str(SMALL), str(tmp_path / "small.mzpeak"), options, str(tmp_path), False)
     assert isinstance(plan, RunPlan)
-    assert [p.items.kind for p in plan.partitions] == ["spectrum"] * 3 + ["chromatogram"]
+    assert [p.items.kind for p in plan.partitions] == ["spectrum"] * 4 + ["chromatogram"]
     assert list(tmp_path.iterdir()) == []
 
 

@@ -61,7 +61,7 @@ def test_a_run_parsed_where_it_is_planned_has_its_first_partition_fetched_with_t
     """A conversion in this process parses the first partition right after the plan: the
     plan's request of the first sampled spectra brings the whole partition, and the parse
     takes it from there; the chromatogram partition lies in the tail the survey fetched."""
-    options = ConvertOptions(partition_items=10)
+    options = ConvertOptions(partition_items=12)  # 48 spectra: 4 partitions of 12
     local = convert(BUNDLED / "small.mzML", tmp_path / "local.mzpeak", options, cluster=INLINE)
     plan = plan_run(BUNDLED / "small.mzML", tmp_path, options)
     first = plan.partitions[0].items

@@ -1,0 +1,84 @@
+"""How a run is cut into partitions: balanced shares whose count is even (a multiple of 2, 4
+or 8), within the items and bytes limits, the same whatever the cluster, and the first
+partition a plan prefetches is the one the workers get."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mzpeak_dask.options import ConvertOptions
+from mzpeak_dask.partition import boundaries, first_read, plan_run
+from mzpeak_dask.readers import SPECTRA
+
+from .helpers import DATA
+
+
+def _offsets(sizes: list[int], start: int = 1000) -> np.ndarray:
+    return np.concatenate(([start], start + np.cumsum(sizes))).astype(np.int64)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    sizes=st.lists(st.integers(1, 5000), min_size=1, max_size=400),
+    items=st.integers(1, 60),
+    limit=st.integers(1, 40_000),
+    by_bytes=st.booleans(),
+)
+def test_partitions_cover_every_item_once_within_the_item_limit(sizes, items, limit, by_bytes):
+    options = ConvertOptions(partition_items=items, partition_bytes=limit)
+    offsets = _offsets(sizes) if by_bytes else None
+    stops = boundaries(len(sizes), offsets, options)
+    assert stops[0] == 0 and stops[-1] == len(sizes)
+    assert np.all(np.diff(stops) >= 1)
+    assert np.diff(stops).max() <= items
+    if by_bytes:  # each share is about the byte limit at most: over it by one item at most
+        spans = np.diff(offsets[stops])
+        assert np.all(spans <= limit + max(sizes) + 1) or np.diff(stops).max() == 1
+
+
+def test_a_run_cut_by_count_gets_an_even_number_of_equal_shares():
+    options = ConvertOptions(partition_items=1000)
+    # 12,920 spectra: 13 partitions' worth, cut as 16 of 807 or 808
+    stops = boundaries(12_920, None, options)
+    assert len(stops) - 1 == 16
+    assert set(np.diff(stops)) == {807, 808}
+    for n, count in ((1000, 1), (1001, 2), (2500, 4), (4001, 8), (7000, 8), (9001, 16)):
+        assert len(boundaries(n, None, options)) - 1 == count, n
+    assert list(boundaries(3, None, ConvertOptions(partition_items=1))) == [0, 1, 2, 3]
+    assert list(boundaries(0, None, options)) == [0]
+
+
+def test_a_run_cut_by_bytes_gets_shares_of_about_equal_bytes():
+    rng = np.random.default_rng(7)
+    sizes = rng.integers(2_000, 20_000, size=3000).tolist()
+    offsets = _offsets(sizes)
+    options = ConvertOptions(partition_bytes=int(offsets[-1] - offsets[0]) // 12)  # 12 (+1)
+    stops = boundaries(3000, offsets, options)
+    assert len(stops) - 1 == 16
+    spans = np.diff(offsets[stops])
+    assert spans.max() - spans.min() <= 2 * max(sizes)
+
+
+def test_the_plan_prefetches_exactly_the_first_partition():
+    rng = np.random.default_rng(3)
+    offsets = _offsets(rng.integers(500, 9_000, size=2000).tolist())
+    options = ConvertOptions(partition_bytes=1 << 20)
+    stops = boundaries(2000, offsets, options)
+    assert first_read(options)(SPECTRA, offsets) == offsets[stops[1]]
+    assert first_read(options, whole=True)(SPECTRA, offsets) is None  # the run has more
+    whole = ConvertOptions(partition_bytes=1 << 40, partition_items=10_000)
+    assert first_read(whole, whole=True)(SPECTRA, offsets) == offsets[-1]
+
+
+def test_a_real_run_is_cut_into_an_even_number_of_partitions(tmp_path: Path):
+    options = ConvertOptions(partition_items=10)
+    plan = plan_run(DATA / "mzdata" / "small.mzML", tmp_path, options)
+    spectra = [p.items for p in plan.partitions if p.items.kind == SPECTRA]
+    # 48 spectra at most 10 to a partition: 5 partitions' worth, cut as 8 of about equal bytes
+    assert len(spectra) == 8 and sum(len(r) for r in spectra) == 48
+    assert max(len(r) for r in spectra) <= 10
+    assert all(a.byte_stop == b.byte_start for a, b in zip(spectra, spectra[1:], strict=False))
