@@ -12,8 +12,10 @@ run (with the load average: figures on a shared machine are noisy, ratios less s
 * conversions as ratios to the bare pyteomics parse: a cold ``mzpeak-dask convert`` with the
   defaults (a fresh process; it chooses where to run from the size of the input), a cold one
   forced onto a LocalCluster of 2 workers, one on a cluster already running (how batch and HPC
-  jobs use it), and one in this process (inline); then where a cold 2-worker conversion spends
-  its time (imports, cluster start, conversion, close);
+  jobs use it), and one in this process (inline); the bare parses and the cold conversions are
+  the medians of three interleaved rounds (each round printed too: one round is at the mercy
+  of the machine's other load); then where a cold 2-worker conversion spends its time
+  (imports, cluster start, conversion, close);
 * a 3 MB real run: a cold ``convert`` with the defaults against a cold ``--cluster inline`` one
   and a cold LocalCluster one;
 * the executors' cold starts: a LocalCluster of 2 processes, of 2 threads in this process,
@@ -32,6 +34,7 @@ import argparse
 import io
 import os
 import random
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -58,6 +61,7 @@ from .common import DATA, ROOT, machine, median_ms, replicated, timed, workdir
 SMALL = DATA / "mzdata" / "small.mzML"
 PROFILE = DATA / "openms" / "FeatureFinderMetaboIdent_1_input.mzML"
 THREE_MB = PROFILE  # 3.0 MB, 378 profile spectra
+ROUNDS = 3  # the bare parses and cold conversions, each measured this many times
 
 
 def pyteomics_iterate(path: Path) -> int:
@@ -236,10 +240,15 @@ def main() -> None:
         f"(synthetic by replication); {machine()}"
     )
 
-    t_parse, n = timed(pyteomics_iterate, source)
-    t_lean, _ = timed(lean_iterate, source)
-    t_cold, choice = cold_convert(source, out / "cold.mzpeak")
-    t_cold_cluster, _ = cold_convert(source, out / "cold2.mzpeak", "--workers", "2")
+    rounds: dict[str, list[float]] = {"parse": [], "lean": [], "cold": [], "cold2": []}
+    for _ in range(ROUNDS):  # interleaved, so that a machine's drift touches each alike
+        t, n = timed(pyteomics_iterate, source)
+        rounds["parse"].append(t)
+        rounds["lean"].append(timed(lean_iterate, source)[0])
+        t, choice = cold_convert(source, out / "cold.mzpeak")
+        rounds["cold"].append(t)
+        rounds["cold2"].append(cold_convert(source, out / "cold2.mzpeak", "--workers", "2")[0])
+    t_parse, t_lean, t_cold, t_cold_cluster = (statistics.median(v) for v in rounds.values())
     with cluster_client(ClusterOptions(workers=2, dashboard=False)) as client:
         t_running, _ = timed(
             convert, source, out / "running.mzpeak", ConvertOptions(overwrite=True), client=client
@@ -266,6 +275,11 @@ def main() -> None:
     )
     print(f"convert, inline (this process)  {t_inline:6.2f} s  ratio {t_inline / t_parse:.2f}")
     print("goal: cold convert with defaults <= 0.6x the bare pyteomics parse (moonshot 0.3x)")
+    print(f"  (the first four lines: medians of {ROUNDS} interleaved rounds, in seconds:")
+    for name, values in rounds.items():
+        print(f"   {name:6s} " + ", ".join(f"{v:.2f}" for v in values))
+    shown = ", ".join(f"{c / p:.2f}" for c, p in zip(rounds["cold"], rounds["parse"], strict=True))
+    print(f"   cold defaults / parse, round by round: {shown})")
     cold_breakdown(source, out / "breakdown.mzpeak")
 
     small_out = out / "three_mb.mzpeak"
