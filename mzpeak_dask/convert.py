@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -87,17 +88,18 @@ def cluster_pays(size: int, workers: int) -> bool:
 
 
 def choose_cluster(
-    inputs: list[Path], cluster: ClusterOptions | None = None
+    inputs: list[Path], cluster: ClusterOptions | None = None, shape: ClusterOptions | None = None
 ) -> tuple[ClusterOptions, str]:
     """Where a conversion of ``inputs`` runs, and a line saying so.
 
     ``cluster`` given: exactly that (the caller or the user chose). None: in this process when
     the work is too small for a LocalCluster to pay for its start, else a LocalCluster of the
-    default options (a worker per core)."""
+    options ``shape`` (the user's memory limit, threads, window, dashboard: all but where to
+    run; default options when None, a worker per core)."""
     if cluster is not None:
         return cluster, _describe(cluster)
     size = work_bytes(inputs)
-    default = ClusterOptions()
+    default = replace(shape or ClusterOptions(), cluster="local", workers=None, scheduler=None)
     what = f"({size / 1e6:,.1f} MB input)"
     if cluster_pays(size, default.worker_count()):
         return default, f"starting {_local(default.worker_count())} {what}"
@@ -147,19 +149,21 @@ def convert_many(
     fail_fast: bool = True,
     on_result: Callable[[int, ConversionResult | MzPeakDaskError], None] | None = None,
     check: bool = False,
+    shape: ClusterOptions | None = None,
 ) -> list[ConversionResult | MzPeakDaskError]:
     """Convert several runs side by side on one cluster; inputs and outputs are paths or
     URLs (``s3://``, ``gs://``, ``az://``; ``https://`` inputs), see :mod:`.staged`.
 
     ``cluster`` None and no ``client``: :func:`choose_cluster` picks this process or a
-    LocalCluster from the size of the inputs. Returns one entry per job, in order: the result,
-    or (with ``fail_fast=False``) the error that stopped that job — one bad input then does not
-    stop the others. ``on_result(k, outcome)`` is called as each job ends. With ``check``, a
-    run finished on a worker also checks its archive there (validation, member digests, TIC
-    thumbnail: the result's ``inspection``), as a batch records it.
+    LocalCluster (of the options ``shape``) from the size of the inputs. Returns one entry per
+    job, in order: the result, or (with ``fail_fast=False``) the error that stopped that job —
+    one bad input then does not stop the others. ``on_result(k, outcome)`` is called as each
+    job ends. With ``check``, a run finished on a worker also checks its archive there
+    (validation, member digests, TIC thumbnail: the result's ``inspection``), as a batch
+    records it.
     """
     options = options or ConvertOptions()
-    run = partial(_run_local, check=check)
+    run = partial(_run_local, check=check, shape=shape)
     if not any(is_url(i) or is_url(o) for i, o in jobs):
         pairs = [(Path(i), Path(o)) for i, o in jobs]
         return run(pairs, options, cluster, client, progress, fail_fast, on_result)
@@ -167,10 +171,12 @@ def convert_many(
         return staged.run(run, cluster, client, progress, fail_fast, on_result)
 
 
-def _run_local(pairs, options, cluster, client, progress, fail_fast, on_result, check=False):
+def _run_local(
+    pairs, options, cluster, client, progress, fail_fast, on_result, check=False, shape=None
+):
     """Convert local ``pairs``; with no cluster nor client, their size picks where."""
     if client is None:
-        cluster, _ = choose_cluster([i for i, _ in pairs], cluster)
+        cluster, _ = choose_cluster([i for i, _ in pairs], cluster, shape)
     else:
         cluster = cluster or ClusterOptions()
     return run_jobs(pairs, options, cluster, client, progress, fail_fast, on_result, check)

@@ -27,17 +27,18 @@ def cmd_convert(args: argparse.Namespace) -> int:
         jobs = _url_jobs(args.inputs, args.output)
     else:
         jobs = _jobs([Path(p) for p in args.inputs], Path(args.output))
+    shape = cluster  # the [cluster] options that shape a cluster the size of the work starts
     if not cluster_asked(args):  # the size of the work decides
         if any(is_url(p) for p in args.inputs):
             cluster = None  # decided once the inputs are staged, from their local size
         else:
-            cluster, choice = choose_cluster([Path(i) for i, _ in jobs])
+            cluster, choice = choose_cluster([Path(i) for i, _ in jobs], shape=shape)
             if not args.quiet:
                 print(choice, file=sys.stderr)
     progress = None if args.quiet else ProgressReporter(len(jobs))
     try:
         results = convert_many(
-            jobs, convert, cluster=cluster, progress=progress, fail_fast=len(jobs) == 1
+            jobs, convert, cluster=cluster, progress=progress, fail_fast=len(jobs) == 1, shape=shape
         )
     finally:
         if progress:

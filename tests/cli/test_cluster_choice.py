@@ -60,6 +60,46 @@ def test_a_large_input_starts_a_local_cluster(tmp_path: Path) -> None:
     assert line == f"starting a LocalCluster of {workers} workers (2,000.0 MB input)"
 
 
+def test_the_users_cluster_options_shape_the_cluster_the_size_of_the_work_starts(
+    tmp_path: Path,
+) -> None:
+    """Only where to run is left to the size of the work: a memory limit, threads, a window or
+    a dashboard the user gave shape the LocalCluster it starts (they were dropped)."""
+    large = tmp_path / "large.mzML"
+    with open(large, "wb") as f:
+        f.truncate(2_000_000_000)
+    shape = ClusterOptions(memory_limit="3GB", threads_per_worker=2, window=5, dashboard=True)
+    cluster, _ = choose_cluster([large], shape=shape)
+    if (os.cpu_count() or 1) > 1:
+        assert cluster == shape
+    small, line = choose_cluster([SMALL], shape=shape)
+    assert small == shape.updated(cluster="inline") and line.startswith("running in-process")
+
+
+@pytest.mark.slow
+def test_the_command_line_starts_the_cluster_its_options_shape(tmp_path: Path) -> None:
+    """``convert --dashboard`` of a large input: the LocalCluster the size of the work starts
+    is asked for a dashboard (without bokeh installed, it says why none is served), and the
+    input, not an MS file, fails in one line with no output."""
+    if (os.cpu_count() or 1) == 1:
+        pytest.skip("one core: a large input also converts in this process")
+    large = tmp_path / "large.mzML"  # only its size is looked at before the cluster starts
+    with open(large, "wb") as f:
+        f.truncate(2_000_000_000)
+    result = run_cli("convert", str(large), str(tmp_path / "out.mzpeak"), "--dashboard")
+    assert result.returncode == 1
+    lines = result.stderr.splitlines()
+    assert lines[0].startswith("starting a LocalCluster of")
+    bokeh = any(line.endswith("(pip install bokeh): none is served") for line in lines)
+    served = any("Dask dashboard: " in line for line in lines)
+    assert bokeh or served, result.stderr
+    assert (
+        lines[-1]
+        == f"error: {large}: not a recognised MS data file (expected mzML, mzXML, MGF or mzMLb)"
+    )
+    assert not (tmp_path / "out.mzpeak").exists()
+
+
 @pytest.mark.parametrize(
     ("given", "line"),
     [
