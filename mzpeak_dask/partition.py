@@ -59,40 +59,57 @@ def cut(survey: Survey, kind: str, options: ConvertOptions) -> list[ItemRange]:
 
 def boundaries(n: int, offsets: np.ndarray | None, options: ConvertOptions) -> np.ndarray:
     """Where the partitions of ``n`` items start, then ``n`` (``offsets``: the items' start
-    offsets and their end, to balance by bytes, or None to balance by count).
+    offsets and their end, to balance by bytes too, or None to balance by count).
 
-    A run gets the fewest partitions that hold at most ``partition_items`` items and about
-    ``partition_bytes`` bytes each, that count rounded up to a multiple of a power of two (the
-    largest not above it, at most :data:`EVEN_UP_TO`), and its items shared out evenly: 13
-    partitions' worth becomes 16 equal ones, so that 2, 4 or 8 workers each get the same share
-    of a run and none is left with a last partition of its own. The cuts depend on the run
-    alone, never on the cluster."""
+    Each item weighs its share of ``partition_bytes`` or of ``partition_items``, whichever is
+    more, so that a partition of weight 1 is full by one limit or the other. A run gets the
+    fewest partitions its weight allows, that count rounded up to a multiple of 2, 4 or 8 (the
+    largest power of two not above a quarter of it, at least 2, at most :data:`EVEN_UP_TO`: a
+    quarter more partitions at most), and partitions of equal weight. 13 partitions' worth
+    becomes 14 equal ones, 27 becomes 28, 50 becomes 56: 2 workers, then 4, then 8, each get
+    the same share of a run, and none is left with a last partition of its own. The cuts
+    depend on the run alone, never on the cluster."""
     if n < 1:
         return np.zeros(1, dtype=np.int64)
-    count = -(-int(n) // options.partition_items)
-    if offsets is not None:
-        count = max(count, -(-int(offsets[n] - offsets[0]) // options.partition_bytes))
-    unit = min(EVEN_UP_TO, 1 << (count.bit_length() - 1))
-    count = min(n, -(-count // unit) * unit)
     if offsets is None:
+        count = _rounded(-(-int(n) // options.partition_items), n)
         stops = np.arange(count + 1, dtype=np.int64) * n // count
     else:
-        share = np.arange(1, count, dtype=np.int64) * int(offsets[n] - offsets[0]) // count
-        stops = np.unique(np.concatenate(([0], _nearest(offsets, offsets[0] + share), [n])))
-    return _at_most(stops, options.partition_items)
+        sizes = np.diff(offsets[: n + 1]) / options.partition_bytes
+        weight = np.maximum(sizes, 1 / options.partition_items)
+        worth = np.concatenate(([0.0], np.cumsum(weight)))
+        count = _rounded(max(1, int(np.ceil(worth[-1] - 1e-9))), n)
+        targets = worth[-1] * np.arange(1, count) / count
+        stops = np.concatenate(([0], _increasing(_nearest(worth, targets), n), [n]))
+    return _at_most(stops.astype(np.int64), options.partition_items)
 
 
-def _nearest(offsets: np.ndarray, targets: np.ndarray) -> np.ndarray:
-    """The item whose start offset (or, last, the items' end) is nearest each target."""
-    right = np.searchsorted(offsets, targets)
+def _rounded(count: int, n: int) -> int:
+    """``count`` partitions rounded up to a multiple of 2, 4 or 8 (see :func:`boundaries`),
+    at most one an item."""
+    unit = 1 if count == 1 else min(EVEN_UP_TO, 1 << (max(2, count // 4).bit_length() - 1))
+    return min(n, -(-count // unit) * unit)
+
+
+def _nearest(starts: np.ndarray, targets: np.ndarray) -> np.ndarray:
+    """The item whose start (increasing; last, the items' end) is nearest each target."""
+    right = np.searchsorted(starts, targets)
     left = np.maximum(right - 1, 0)
-    closer = targets - offsets[left] <= offsets[right] - targets
+    closer = targets - starts[left] <= starts[right] - targets
     return np.where(closer, left, right).astype(np.int64)
+
+
+def _increasing(cuts: np.ndarray, n: int) -> np.ndarray:
+    """``cuts`` (non-decreasing, in ``[0, n]``) moved the least so that every partition holds
+    an item: items larger than a share would otherwise give two targets the same cut."""
+    at = np.arange(1, len(cuts) + 1, dtype=np.int64)  # cut i leaves i items before it
+    cuts = np.maximum.accumulate(np.maximum(cuts - at, 0)) + at
+    return np.minimum(cuts, n - len(cuts) - 1 + at)
 
 
 def _at_most(stops: np.ndarray, items: int) -> np.ndarray:
     """``stops`` with every partition of more than ``items`` items split into equal parts
-    (byte-balanced cuts that crowd many small items together)."""
+    (a cut that rounding put one item past the limit)."""
     sizes = np.diff(stops)
     if sizes.max() <= items:
         return stops

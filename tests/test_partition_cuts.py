@@ -1,5 +1,5 @@
-"""How a run is cut into partitions: balanced shares whose count is even (a multiple of 2, 4
-or 8), within the items and bytes limits, the same whatever the cluster, and the first
+"""How a run is cut into partitions: balanced shares whose count is a multiple of 2, 4 or 8,
+within the items and bytes limits, the same whatever the cluster, and the first
 partition a plan prefetches is the one the workers get."""
 
 from __future__ import annotations
@@ -42,12 +42,18 @@ def test_partitions_cover_every_item_once_within_the_item_limit(sizes, items, li
 
 def test_a_run_cut_by_count_gets_an_even_number_of_equal_shares():
     options = ConvertOptions(partition_items=1000)
-    # 12,920 spectra: 13 partitions' worth, cut as 16 of 807 or 808
+    # 12,920 spectra: 13 partitions' worth, cut as 14 of 922 or 923
     stops = boundaries(12_920, None, options)
-    assert len(stops) - 1 == 16
-    assert set(np.diff(stops)) == {807, 808}
-    for n, count in ((1000, 1), (1001, 2), (2500, 4), (4001, 8), (7000, 8), (9001, 16)):
-        assert len(boundaries(n, None, options)) - 1 == count, n
+    assert len(stops) - 1 == 14
+    assert set(np.diff(stops)) == {922, 923}
+    # a multiple of 2 up to 15 partitions' worth, of 4 from 16, of 8 from 32: a quarter more
+    # partitions at most
+    worth_and_cut = [(1, 1), (2, 2), (3, 4), (5, 6), (7, 8), (9, 10), (15, 16), (16, 16)]
+    worth_and_cut += [(17, 20), (31, 32), (33, 40), (50, 56), (100, 104)]
+    for worth, count in worth_and_cut:
+        assert len(boundaries(worth * 1000, None, options)) - 1 == count, worth
+        assert count <= worth * 1.25 + 1
+    assert len(boundaries(2500, None, options)) - 1 == 4
     assert list(boundaries(3, None, ConvertOptions(partition_items=1))) == [0, 1, 2, 3]
     assert list(boundaries(0, None, options)) == [0]
 
@@ -58,7 +64,7 @@ def test_a_run_cut_by_bytes_gets_shares_of_about_equal_bytes():
     offsets = _offsets(sizes)
     options = ConvertOptions(partition_bytes=int(offsets[-1] - offsets[0]) // 12)  # 12 (+1)
     stops = boundaries(3000, offsets, options)
-    assert len(stops) - 1 == 16
+    assert len(stops) - 1 == 14
     spans = np.diff(offsets[stops])
     assert spans.max() - spans.min() <= 2 * max(sizes)
 
@@ -78,7 +84,7 @@ def test_a_real_run_is_cut_into_an_even_number_of_partitions(tmp_path: Path):
     options = ConvertOptions(partition_items=10)
     plan = plan_run(DATA / "mzdata" / "small.mzML", tmp_path, options)
     spectra = [p.items for p in plan.partitions if p.items.kind == SPECTRA]
-    # 48 spectra at most 10 to a partition: 5 partitions' worth, cut as 8 of about equal bytes
-    assert len(spectra) == 8 and sum(len(r) for r in spectra) == 48
+    # 48 spectra at most 10 to a partition: 5 partitions' worth, cut as 6 of about equal bytes
+    assert len(spectra) == 6 and sum(len(r) for r in spectra) == 48
     assert max(len(r) for r in spectra) <= 10
     assert all(a.byte_stop == b.byte_start for a, b in zip(spectra, spectra[1:], strict=False))
