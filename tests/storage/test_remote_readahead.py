@@ -60,7 +60,7 @@ def test_a_process_told_nothing_never_reads_ahead(served):
 
 
 def test_an_inline_conversion_fetches_each_partition_once(served, tmp_path):
-    options = ConvertOptions(partition_items=10)  # none is a sampled span
+    options = ConvertOptions(partition_items=12)  # 4 partitions of 12: none is a sampled span
     local = tmp_path / "local.mzpeak"
     expected = convert(BUNDLED / "small.mzML", local, options, cluster=INLINE)
     served.served.reset()
