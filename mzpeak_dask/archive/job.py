@@ -70,7 +70,21 @@ class RunJob:
         self.staging = Staging(output)
         self.plan: RunPlan | None = None
         self.writer: ArchiveWriter | None = None
+        self.sha256: Any = None  # the input's SHA-256 (a future), once started
         self.items_total = self.items_done = 0
+
+    def hash_beside_plan(self, background: Callable[..., Any]) -> None:
+        """Start the input's SHA-256 before the plan, beside it, when the input is a local
+        file larger than a partition: its run fans out whatever the plan finds, so the hash
+        is needed, and one worker hashes while another plans instead of after."""
+        if is_url(str(self.source)):
+            return
+        try:
+            size = os.stat(self.source).st_size
+        except OSError:
+            return
+        if size > self.options.partition_bytes:
+            self.sha256 = background(file_sha256, str(self.source))
 
     def start(
         self,
@@ -88,7 +102,7 @@ class RunJob:
             self.plan = plan
             # the partitions are parsed in this process, in order (no cluster)
             digest = read_in_order(plan) if in_order and not remote else None
-            self.sha256 = digest or self._hash(plan, background, remote)
+            self.sha256 = digest or self.sha256 or self._hash(plan, background, remote)
             if not remote:
                 self.writer = ArchiveWriter(
                     self.source, self.output, self.options, plan, self.staging

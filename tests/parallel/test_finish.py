@@ -288,3 +288,20 @@ def test_outputs_in_many_folders_probe_the_workers_once(local_client, tmp_path, 
     assert "plan_or_finish" in kinds
     assert [r.spectra for r in results] == [48] * 3
     assert all(output.is_file() for _, output in jobs)
+
+
+@pytest.mark.cluster
+def test_a_large_local_input_is_hashed_beside_its_plan(local_client, tmp_path) -> None:
+    """A local input larger than a partition fans out whatever its plan finds: its SHA-256
+    starts with the plan, on the other worker, instead of after it; the archive records it."""
+    options = ConvertOptions(partition_bytes=1 << 20)  # small.mzML (3.4 MB) is larger
+    with get_task_stream(local_client) as stream:
+        result = convert(SMALL, tmp_path / "small.mzpeak", options, client=local_client)
+    computed = {
+        key_split(t["key"]): step
+        for t in stream.data
+        for step in t["startstops"]
+        if step["action"] == "compute"
+    }
+    assert computed["file_sha256"]["start"] < computed["plan_or_finish"]["stop"]
+    assert result.input_sha256 == file_sha256(SMALL)
