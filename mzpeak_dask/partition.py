@@ -1,10 +1,10 @@
 """Planning a run before any worker starts: detect and stage the input, survey it, fix the data
 columns from a deterministic sample, and cut the work into partitions.
 
-Partitions are balanced by input bytes (when the format has byte offsets) or by item count, their
-number rounded up to a multiple of 2, 4 or 8 (:func:`boundaries`), never cut by anything that
-depends on the cluster. Workers write each partition's rows as row groups of
-their own (a row group never spans two partitions), so the partitioning fixes the archive's
+Partitions are balanced by input bytes and item counts (by counts alone when the format has no
+byte offsets), their number rounded up to a multiple of 2, 4 or 8 (:func:`boundaries`), never
+cut by anything that depends on the cluster. Workers write each partition's rows as row groups
+of their own (a row group never spans two partitions), so the partitioning fixes the archive's
 row-group cuts, and the number of workers changes nothing.
 """
 

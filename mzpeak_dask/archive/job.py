@@ -75,8 +75,10 @@ class RunJob:
 
     def hash_beside_plan(self, background: Callable[..., Any]) -> None:
         """Start the input's SHA-256 before the plan, beside it, when the input is a local
-        file larger than a partition: its run fans out whatever the plan finds, so the hash
-        is needed, and one worker hashes while another plans instead of after."""
+        file larger than a partition: such a run fans out, so the hash is needed, and one
+        worker hashes while another plans instead of after. (A format cut by count alone, an
+        mzXML of few but large scans, may still be converted whole by its plan's task, which
+        then hashes it again.)"""
         if is_url(str(self.source)):
             return
         try:
