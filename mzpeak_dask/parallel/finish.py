@@ -18,8 +18,11 @@ repository — costs the cluster one task: :func:`plan_or_finish` plans it and, 
 small, encodes and writes its partitions in order and finishes it in the same task, on the
 same worker, returning what :func:`finish_run` returns (:class:`FinishedRun`). Its archive is
 the one the fanned-out tasks write, byte for byte. A larger run gets its plan back and fans
-out. Several consecutive small files of a batch can share one task
-(:func:`plan_or_finish_each`), each one's outcome returned in its place.
+out; its chromatograms, when they are one small partition (a TIC and a base peak trace,
+:func:`written_with_plan`), are encoded and written by the plan's task, which has just read
+the end of the input where they lie, so they cost no task of their own. Several consecutive
+small files of a batch can share one task (:func:`plan_or_finish_each`), each one's outcome
+returned in its place.
 
 The finishing task writes in a fresh folder inside the staging folder, removed first if a
 previous attempt left it (Dask reruns the task elsewhere if its worker dies); once the archive
@@ -47,9 +50,11 @@ from ..contracts import ConversionResult, EncodedPartition, EncodeSpec, Partitio
 from ..encode import encode_partition
 from ..options import ConvertOptions
 from ..partition import plan_run
+from ..readers.base import CHROMATOGRAMS
 from ..storage.readahead import forget
 from ..tables.file_metadata import file_sha256
 from . import handoff
+from .offsets import Offsets
 
 FINISH_FOLDER = "finish"
 FINISHED = "finished.pkl"  # a finished run's outcome, once its parts are removed
@@ -85,6 +90,45 @@ class FinishedRun:
     items: int
 
 
+@dataclass
+class PlannedRun:
+    """A larger run's plan (it fans out), and the partitions its plan's task wrote already:
+    partition -> what :func:`encode_to_file` returns, and the offsets it was written with."""
+
+    plan: RunPlan
+    written: dict[int, tuple[str, int, dict[str, int], dict[str, int]]]
+
+
+FOLDED_SHARE = 8  # chromatograms up to this share of a partition's bytes go with the plan
+
+
+def with_plan(plan: RunPlan, partition_bytes: int) -> list[int]:
+    """The partitions a larger run's plan task writes too: its chromatograms, when they are
+    one partition of at most 1/``FOLDED_SHARE`` of ``partition_bytes`` (a run's TIC and base
+    peak traces, or a few more), so that they delay the fan-out by little."""
+    found = [n for n, p in enumerate(plan.partitions) if p.items.kind == CHROMATOGRAMS]
+    if len(found) != 1:
+        return []
+    items = plan.partitions[found[0]].items
+    if items.byte_start is None or items.byte_stop is None:
+        return []
+    return found if items.byte_stop - items.byte_start <= partition_bytes // FOLDED_SHARE else []
+
+
+def written_with_plan(
+    plan: RunPlan, staging: str, partition_bytes: int
+) -> dict[int, tuple[str, int, dict[str, int], dict[str, int]]]:
+    """The partitions of :func:`with_plan` encoded and written (:func:`encode_to_file`) with
+    the offsets the plan gives them (:meth:`~.offsets.Offsets.guess`), as their own tasks
+    would; the coordinator checks those offsets as it checks any partition's."""
+    offsets = Offsets(plan)
+    written = {}
+    for n in with_plan(plan, partition_bytes):
+        used = offsets.guess(n)
+        written[n] = (*encode_to_file(staging, plan.partitions[n], plan.spec, used), used)
+    return written
+
+
 def small(plan: RunPlan) -> bool:
     """Whether a run is converted in its plan's task: no kind of item has more than one
     partition, so there is nothing within the run to spread over workers."""
@@ -94,13 +138,14 @@ def small(plan: RunPlan) -> bool:
 
 def plan_or_finish(
     source: str, output: str, options: ConvertOptions, staging: str, check: bool
-) -> RunPlan | FinishedRun:
-    """The plan of the run (:func:`~mzpeak_dask.partition.plan_run`); a :func:`small` run is
-    converted too, its partitions encoded and written in order (each one's offsets follow
-    from the counts of those before it), and finished (:func:`finish_run`)."""
+) -> PlannedRun | FinishedRun:
+    """The plan of the run (:func:`~mzpeak_dask.partition.plan_run`) with the partitions
+    written beside it (:func:`written_with_plan`); a :func:`small` run is converted instead,
+    its partitions encoded and written in order (each one's offsets follow from the counts of
+    those before it), and finished (:func:`finish_run`)."""
     plan = plan_run(Path(source), Path(staging), options, reads="here if small")
     if not small(plan):
-        return plan
+        return PlannedRun(plan, written_with_plan(plan, staging, options.partition_bytes))
     digest = read_in_order(plan)  # an input in storage: its digest taken as it is read
     try:
         offsets: dict[str, int] = {}
@@ -119,11 +164,11 @@ def plan_or_finish(
 
 def plan_or_finish_each(
     runs: list[tuple[str, str, str]], options: ConvertOptions, check: bool
-) -> list[RunPlan | FinishedRun | Exception]:
+) -> list[PlannedRun | FinishedRun | Exception]:
     """:func:`plan_or_finish` for each of ``runs`` (source, output, staging folder) in turn,
     in one task (a batch of small files: the cluster's cost per task is shared); a run that
     fails gives its exception, in its place, and the others go on."""
-    out: list[RunPlan | FinishedRun | Exception] = []
+    out: list[PlannedRun | FinishedRun | Exception] = []
     for source, output, staging in runs:
         try:
             out.append(plan_or_finish(source, output, options, staging, check))
@@ -236,6 +281,7 @@ __all__ = [
     "FinishedRun",
     "encode_to_file",
     "finish_run",
+    "PlannedRun",
     "plan_or_finish",
     "plan_or_finish_each",
     "small",

@@ -47,7 +47,13 @@ from ..partition import Reads, plan_run
 from ..storage.urls import is_url
 from .executors import Task, open_executor
 from .failures import CONVERT, FINISH, PACK, PLAN, WRITE, describe_failure
-from .finish import FinishedRun, encode_to_file, finish_run, plan_or_finish, plan_or_finish_each
+from .finish import (
+    FinishedRun,
+    encode_to_file,
+    finish_run,
+    plan_or_finish,
+    plan_or_finish_each,
+)
 from .offsets import Offsets
 
 log = logging.getLogger(__name__)
@@ -69,6 +75,7 @@ class _Active:
     finishing: bool = False  # the task finishing the run on a worker was submitted
     offsets: Offsets | None = None  # a run finished on a worker: its partitions' offsets
     pack: list[_Active] = field(default_factory=list)  # the runs of its PACK task (the first's)
+    with_plan: frozenset[int] = frozenset()  # partitions its plan's task wrote (no task here)
 
     @property
     def remote(self) -> bool:
@@ -231,15 +238,16 @@ class Coordinator:
         self.outstanding += 1
 
     def _plan_outcome(self, active: _Active, outcome: Any, results: list) -> None:
-        """What a run's plan task gave: the run converted whole (a small run), its plan, or
-        (from a PACK task, which returns each run's failure in its place) an exception."""
+        """What a run's plan task gave: the run converted whole (a small run), its plan with
+        the partitions written beside it (:class:`~.finish.PlannedRun`), or (from a PACK task,
+        which returns each run's failure in its place) an exception."""
         if isinstance(outcome, FinishedRun):
             active.job.items_total = outcome.items
             self._finished(active, outcome.result, outcome.archive, outcome.inspection, results)
         elif isinstance(outcome, BaseException):
             self._fail(active, describe_failure(active.job, CONVERT, outcome), results)
         else:
-            self._planned(active, outcome, results)
+            self._planned(active, outcome.plan, results, outcome.written)
 
     def _fill_window(self) -> None:
         for active in self.active:
@@ -248,8 +256,14 @@ class Coordinator:
 
     def _submit_partition(self, active: _Active) -> None:
         active.tasks.append(self._partition_task(active, active.next_partition))
-        active.next_partition += 1
+        self._next_partition(active)
         self.outstanding += 1
+
+    def _next_partition(self, active: _Active) -> None:
+        """On to the next partition not written by the run's plan task."""
+        active.next_partition += 1
+        while active.next_partition in active.with_plan:
+            active.next_partition += 1
 
     def _partition_task(self, active: _Active, n: int) -> Task:
         """Partition ``n``'s steps (see :mod:`mzpeak_dask.archive.parts`): encode, its offsets
@@ -303,17 +317,7 @@ class Coordinator:
             self._finished(active, *result, results)
             return
         if active.remote:  # a path in the staging folder, its number of items, their counts
-            active.buffer[n], items, counts = result
-            if n not in active.offsets.counts:  # not a partition written again
-                active.job.items_done += items
-                if self.progress:
-                    self.progress(
-                        str(active.job.source), active.job.items_done, active.job.items_total
-                    )
-            for k, offsets in active.offsets.arrived(n, counts):  # written with a wrong guess
-                del active.buffer[k]
-                active.tasks.append(self._encode_to_file(active, k, offsets))
-                self.outstanding += 1
+            self._written(active, n, *result)
             self._maybe_finish(active, results)
             return
         self.outstanding += 1  # held in the reorder buffer until assembled
@@ -331,7 +335,27 @@ class Coordinator:
                 self.progress(str(job.source), job.items_done, job.items_total)
         self._maybe_finish(active, results)
 
-    def _planned(self, active: _Active, plan: Any, results: list) -> None:
+    def _written(
+        self, active: _Active, n: int, path: str, items: int, counts: dict[str, int]
+    ) -> None:
+        """Partition ``n`` of a run finished on a worker is written: its file, its number of
+        items and their counts, which check the offsets of the partitions written so far."""
+        active.buffer[n] = path
+        if n not in active.offsets.counts:  # not a partition written again
+            active.job.items_done += items
+            if self.progress:
+                self.progress(str(active.job.source), active.job.items_done, active.job.items_total)
+        for k, offsets in active.offsets.arrived(n, counts):  # written with a wrong guess
+            del active.buffer[k]
+            active.tasks.append(self._encode_to_file(active, k, offsets))
+            self.outstanding += 1
+
+    def _planned(
+        self, active: _Active, plan: Any, results: list, written: dict | None = None
+    ) -> None:
+        """The run's plan is known: its partitions go out (``written``: those its plan's task
+        wrote, see :func:`~.finish.written_with_plan`, with the offsets they were written
+        with)."""
         if active.remote:
             active.offsets = Offsets(plan)
         try:
@@ -344,6 +368,14 @@ class Coordinator:
         except Exception as exc:  # noqa: BLE001 - one run's failure, never the whole call
             self._fail(active, describe_failure(active.job, PLAN, exc), results)
             return
+        if written:
+            active.with_plan = frozenset(written)
+            if active.next_partition in active.with_plan:
+                active.next_partition -= 1
+                self._next_partition(active)
+            for n, (path, items, counts, used) in sorted(written.items()):
+                active.offsets.used[n] = used
+                self._written(active, n, path, items, counts)
         self._maybe_finish(active, results)
 
     def _maybe_finish(self, active: _Active, results: list) -> None:

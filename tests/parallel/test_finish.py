@@ -13,15 +13,19 @@ from distributed import get_task_stream
 
 from mzpeak_dask import ConvertOptions, convert, convert_many
 from mzpeak_dask.archive import staging
-from mzpeak_dask.archive.parts import next_offsets
+from mzpeak_dask.archive.parts import next_offsets, write_partition
 from mzpeak_dask.batch.runner import run_batch
 from mzpeak_dask.contracts import RunPlan
 from mzpeak_dask.encode import encode_partition
+from mzpeak_dask.parallel import handoff
 from mzpeak_dask.parallel.finish import (
     FINISHED,
+    FOLDED_SHARE,
     FinishedRun,
+    PlannedRun,
     finish_run,
     plan_or_finish,
+    with_plan,
     write_to_file,
 )
 from mzpeak_dask.partition import plan_run
@@ -35,6 +39,7 @@ SMALL = BUNDLED / "small.mzML"
 UV = DATA / "HUPO-PSI_mzPeak" / "TOFsulfasMS4GHzDualMode+DADSpectra+UVSignal272-NoProfile.mzML"
 THREE = DATA / "mzdata" / "three_test_scans.mzML"  # three spectra and a TIC
 TINY = DATA / "pyteomics" / "tiny.pwiz.1.1.mzML"
+SRM = DATA / "dialignr" / "PestMix1_8Step1Plasma1SWATH20-50.chrom.mzML"  # 252 chromatograms
 
 
 def _tasks(client, call) -> set[str]:
@@ -203,12 +208,51 @@ def test_a_small_run_finished_in_its_plan_task_writes_the_fanned_out_bytes(
 
 
 def test_a_run_of_several_partitions_of_a_kind_gets_its_plan_back(tmp_path) -> None:
-    """Larger runs fan out as before: the plan task returns the plan and writes nothing."""
+    """Larger runs fan out: the plan task returns the plan, having written only the run's
+    chromatograms (one small partition), with the offsets the plan gives them."""
     options = ConvertOptions(partition_items=20)  # 48 spectra: 3 partitions' worth, cut as 4
-    plan = plan_or_finish(str(SMALL), str(tmp_path / "small.mzpeak"), options, str(tmp_path), False)
-    assert isinstance(plan, RunPlan)
+    planned = plan_or_finish(
+        str(SMALL), str(tmp_path / "small.mzpeak"), options, str(tmp_path), False
+    )
+    assert isinstance(planned, PlannedRun) and isinstance(planned.plan, RunPlan)
+    plan = planned.plan
     assert [p.items.kind for p in plan.partitions] == ["spectrum"] * 4 + ["chromatogram"]
-    assert list(tmp_path.iterdir()) == []
+    assert list(planned.written) == [4]
+    path, items, counts, used = planned.written[4]
+    assert (items, counts, used) == (1, {"chromatogram": 1}, {"spectrum": 48})
+    assert list(tmp_path.iterdir()) == [Path(path)]
+    encoded = encode_partition(plan.partitions[4], plan.spec)
+    assert handoff.load(path) == write_partition(encoded, used, plan.spec)
+
+
+def test_many_chromatograms_keep_their_own_tasks(tmp_path) -> None:
+    """An SRM run's chromatograms are its data: when they are more than a small share of a
+    partition, or more than one partition, the plan task writes none of them."""
+    plan = plan_run(SRM, tmp_path, ConvertOptions(partition_items=40))
+    chromatograms = [n for n, p in enumerate(plan.partitions) if p.items.kind == "chromatogram"]
+    assert len(chromatograms) > 1 and with_plan(plan, 8 << 20) == []
+    plan = plan_run(SRM, tmp_path, ConvertOptions())
+    (n,) = [n for n, p in enumerate(plan.partitions) if p.items.kind == "chromatogram"]
+    items = plan.partitions[n].items
+    span = items.byte_stop - items.byte_start
+    assert with_plan(plan, span * FOLDED_SHARE) == [n]
+    assert with_plan(plan, span * FOLDED_SHARE - FOLDED_SHARE) == []
+
+
+@pytest.mark.cluster
+def test_a_fanned_out_runs_chromatograms_cost_no_task_of_their_own(local_client, tmp_path):
+    """A run that fans out costs its plan, one task a partition of spectra and its finish: the
+    chromatograms were written by the plan's task. The archive is the one written here."""
+    options = ConvertOptions(partition_items=20)
+    output, expected = tmp_path / "small.mzpeak", tmp_path / "inline.mzpeak"
+    with get_task_stream(local_client) as stream:
+        result = convert(SMALL, output, options, client=local_client)
+    kinds = sorted(key_split(t["key"]) for t in stream.data)
+    assert kinds.count("encode_to_file") == 4  # the 4 partitions of spectra
+    assert kinds.count("plan_or_finish") == kinds.count("finish_run") == 1
+    assert result.chromatograms == 1
+    convert(SMALL, expected, options, cluster=INLINE)
+    assert member_digests(output) == member_digests(expected)
 
 
 @pytest.mark.cluster

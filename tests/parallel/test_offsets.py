@@ -14,6 +14,7 @@ from distributed import get_task_stream
 from mzpeak_dask import ConvertOptions, convert
 from mzpeak_dask.archive.parts import next_offsets
 from mzpeak_dask.encode import encode_partition
+from mzpeak_dask.parallel.finish import with_plan
 from mzpeak_dask.parallel.offsets import Offsets
 from mzpeak_dask.partition import plan_run
 
@@ -100,12 +101,14 @@ def test_a_run_with_uv_spectra_writes_about_a_window_of_partitions_again(tmp_pat
 @pytest.mark.cluster
 @pytest.mark.slow
 def test_a_run_finished_on_workers_takes_one_task_a_partition(local_client, tmp_path) -> None:
-    """MS spectra only: one task a partition, none written twice; with UV spectra, the
-    partitions written with a wrong guess are written again, and both archives are the ones
-    written in this process."""
+    """MS spectra only: one task a partition, none written twice (the chromatograms by the
+    plan's task); with UV spectra, the partitions written with a wrong guess are written again,
+    and both archives are the ones written in this process."""
     for source, items in ((SMALL, 7), (UV, 60)):
         options = ConvertOptions(partition_items=items)
-        partitions = len(plan_run(source, tmp_path, options).partitions)
+        plan = plan_run(source, tmp_path, options)
+        assert len(with_plan(plan, options.partition_bytes)) == 1
+        partitions = len(plan.partitions) - 1
         output = tmp_path / f"{source.stem}.mzpeak"
         with get_task_stream(local_client) as stream:
             convert(source, output, options, client=local_client)
