@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import IO
 
 from ..errors import OutputError
+from ..real_paths import RealPaths
 from ..storage.streaming import following
 from .staging import Staging
 
@@ -45,13 +46,14 @@ class Inputs:
     def __init__(self, paths: Iterable[Path]):
         self._ids: dict[tuple[int, int], Path] = {}
         reals = []
+        real = RealPaths()
         for path in paths:
             try:
                 info = os.stat(path)
             except OSError:  # a missing input is reported as such
                 continue
             self._ids[(info.st_dev, info.st_ino)] = path
-            reals.append((os.path.realpath(path), str(path)))
+            reals.append((real(path), str(path)))
         self._reals = sorted(reals)
 
     def conflict(self, output: Path) -> str | None:
