@@ -19,10 +19,10 @@ small, encodes and writes its partitions in order and finishes it in the same ta
 same worker, returning what :func:`finish_run` returns (:class:`FinishedRun`). Its archive is
 the one the fanned-out tasks write, byte for byte. A larger run gets its plan back and fans
 out; its chromatograms, when they are one small partition (a TIC and a base peak trace,
-:func:`written_with_plan`), are encoded and written by the plan's task, which has just read
-the end of the input where they lie, so they cost no task of their own. Several consecutive
-small files of a batch can share one task (:func:`plan_or_finish_each`), each one's outcome
-returned in its place.
+:func:`written_with_plan`), are encoded and written by the plan's task, which has read the
+end of the input, where an indexed mzML keeps them, so they cost no task of their own.
+Several consecutive small files of a batch can share one task (:func:`plan_or_finish_each`),
+each one's outcome returned in its place.
 
 The finishing task writes in a fresh folder inside the staging folder, removed first if a
 previous attempt left it (Dask reruns the task elsewhere if its worker dies); once the archive
@@ -279,9 +279,9 @@ def _named(inspection: dict[str, Any], staged: str, output: str) -> dict[str, An
 __all__ = [
     "FINISH_FOLDER",
     "FinishedRun",
+    "PlannedRun",
     "encode_to_file",
     "finish_run",
-    "PlannedRun",
     "plan_or_finish",
     "plan_or_finish_each",
     "small",

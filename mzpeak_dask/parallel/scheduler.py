@@ -47,13 +47,7 @@ from ..partition import Reads, plan_run
 from ..storage.urls import is_url
 from .executors import Task, open_executor
 from .failures import CONVERT, FINISH, PACK, PLAN, WRITE, describe_failure
-from .finish import (
-    FinishedRun,
-    encode_to_file,
-    finish_run,
-    plan_or_finish,
-    plan_or_finish_each,
-)
+from .finish import FinishedRun, encode_to_file, finish_run, plan_or_finish, plan_or_finish_each
 from .offsets import Offsets
 
 log = logging.getLogger(__name__)
@@ -256,12 +250,13 @@ class Coordinator:
 
     def _submit_partition(self, active: _Active) -> None:
         active.tasks.append(self._partition_task(active, active.next_partition))
-        self._next_partition(active)
+        active.next_partition += 1
+        self._skip_written(active)
         self.outstanding += 1
 
-    def _next_partition(self, active: _Active) -> None:
-        """On to the next partition not written by the run's plan task."""
-        active.next_partition += 1
+    @staticmethod
+    def _skip_written(active: _Active) -> None:
+        """On past the partitions the run's plan task wrote."""
         while active.next_partition in active.with_plan:
             active.next_partition += 1
 
@@ -370,9 +365,7 @@ class Coordinator:
             return
         if written:
             active.with_plan = frozenset(written)
-            if active.next_partition in active.with_plan:
-                active.next_partition -= 1
-                self._next_partition(active)
+            self._skip_written(active)
             for n, (path, items, counts, used) in sorted(written.items()):
                 active.offsets.used[n] = used
                 self._written(active, n, path, items, counts)
