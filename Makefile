@@ -3,6 +3,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 AZURITE := azurite@3.37.0
+S3RVER := s3rver@3.7.1
 AZURITE_STAMP := $(VENV)/node/.installed-stamp
 DEMO   := demo-output
 
@@ -20,10 +21,10 @@ $(STAMP): pyproject.toml Makefile
 	$(PY) -m pip install --quiet -e '.[dev]'
 	@touch $(STAMP)
 
-# Azurite, the Azure blob emulator the az:// tests start (a Node server, from npm); the tests
-# need it, the demo does not
+# Azurite, the Azure blob emulator the az:// tests start, and s3rver, a second S3-compatible
+# server (Node servers, from npm); the tests and bench_remote need them, the demo does not
 $(AZURITE_STAMP): Makefile
-	npm install --prefix $(VENV)/node --no-audit --no-fund --loglevel=error $(AZURITE)
+	npm install --prefix $(VENV)/node --no-audit --no-fund --loglevel=error $(AZURITE) $(S3RVER)
 	@touch $(AZURITE_STAMP)
 
 demo: setup

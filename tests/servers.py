@@ -301,6 +301,53 @@ AZURITE_KEY = (  # the emulator's well-known development account key (public, no
 )
 
 
+S3RVER_KEY = "S3RVER"  # s3rver's fixed access key id and secret
+
+
+def s3rver_command() -> Path:
+    """s3rver, a second S3-compatible server (Node, its objects kept as files, a ranged GET
+    read from the file by its range), which ``make test`` installs under the virtual
+    environment beside Azurite."""
+    return Path(sys.prefix) / "node" / "node_modules" / ".bin" / "s3rver"
+
+
+@contextmanager
+def s3rver_server(folder: Path, bucket: str):
+    """s3rver in a process of its own on loopback, keeping its objects in ``folder``, with
+    ``bucket`` made at its start; yields its endpoint. It takes the credentials
+    :data:`S3RVER_KEY` and path-style URLs; a client names them in its storage options."""
+    command = s3rver_command()
+    if not command.exists():
+        raise RuntimeError(f"{command} is missing: `make test` installs s3rver (npm)")
+    port = _free_port()
+    process = subprocess.Popen(
+        [str(command), "-d", str(folder), "-a", "127.0.0.1", "-p", str(port), "--silent"]
+        + ["--no-vhost-buckets", "--configure-bucket", bucket],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    endpoint = f"http://127.0.0.1:{port}"
+    SERVER_PIDS[endpoint] = process.pid
+    try:
+        _wait_for(port, process, "s3rver")
+        yield endpoint
+    finally:
+        SERVER_PIDS.pop(endpoint, None)
+        process.terminate()
+        process.wait(timeout=30)
+
+
+def s3rver_options(endpoint: str) -> dict[str, object]:
+    """Storage options that point s3fs at the s3rver at ``endpoint``."""
+    return {
+        "endpoint_url": endpoint,
+        "key": S3RVER_KEY,
+        "secret": S3RVER_KEY,
+        "client_kwargs": {"region_name": "us-east-1"},
+        "config_kwargs": {"s3": {"addressing_style": "path"}},
+    }
+
+
 def azurite_command() -> Path:
     """Azurite's blob server, which ``make setup`` installs under the virtual environment."""
     return Path(sys.prefix) / "node" / "node_modules" / ".bin" / "azurite-blob"

@@ -2,7 +2,8 @@
 S3 (requests made, bytes transferred, time) against the same archive on local disk; the
 conversion throughput s3 -> s3 against local -> local, and http -> s3 (the input on the HTTP
 server, whose ranged GETs cost the same for any object, where moto's read the whole object
-each: see the last lines); and what a ranged GET costs the S3 server.
+each: see the last lines); the same s3 -> s3 conversion on s3rver, a second S3-compatible server
+whose ranged GETs read only their range; and what a ranged GET costs each S3 server.
 
     python -m tests.benchmarks.bench_remote [--copies 28] [--spectra 20] [--no-cluster]
 
@@ -25,6 +26,7 @@ import os
 import shutil
 import statistics
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -33,9 +35,18 @@ from mzpeak_dask import ClusterOptions, ConvertOptions, convert, open_archive
 from mzpeak_dask.analysis import xic
 from mzpeak_dask.read.archive import cached_archive
 from mzpeak_dask.read.summary import summarize
+from mzpeak_dask.storage import filesystem, set_default_options
 from mzpeak_dask.storage.ranges import TOTAL
 
-from ..servers import SERVER_PIDS, new_bucket, range_server, s3_client, s3_server
+from ..servers import (
+    SERVER_PIDS,
+    new_bucket,
+    range_server,
+    s3_client,
+    s3_server,
+    s3rver_options,
+    s3rver_server,
+)
 from .common import DATA, machine, replicated, workdir
 from .remote_breakdown import Breakdown
 
@@ -100,6 +111,13 @@ def measure(where: str, counter: Counter, spectra: list[int]) -> dict:
     return out
 
 
+def timed_conversion(source: Path | str, output: Path | str, server: int | None) -> Breakdown:
+    """One inline conversion, with where its time went (``server``: the S3 server's process)."""
+    with Breakdown(server).timing() as breakdown:
+        convert(source, output, ConvertOptions(overwrite=True), cluster=INLINE)
+    return breakdown
+
+
 def convert_throughput(source: Path, bucket: str, endpoint: str, root: Path, repeats: int) -> None:
     """local -> local and s3 -> s3, alternated ``repeats`` times; the fastest of each counts
     (on a shared machine the others measure its load), with where its time went."""
@@ -109,9 +127,7 @@ def convert_throughput(source: Path, bucket: str, endpoint: str, root: Path, rep
     out = f"s3://{bucket}/out/run.mzpeak"
 
     def timed(source: Path | str, output: Path | str) -> Breakdown:
-        with Breakdown(server).timing() as breakdown:
-            convert(source, output, ConvertOptions(overwrite=True), cluster=INLINE)
-        return breakdown
+        return timed_conversion(source, output, server)
 
     local, remote, transfers, served = [], [], [], []
     for _ in range(repeats):
@@ -154,17 +170,17 @@ def convert_throughput(source: Path, bucket: str, endpoint: str, root: Path, rep
     )
 
 
-def server_costs(source: Path, bucket: str, endpoint: str, root: Path) -> None:
+def server_costs(
+    source: Path, bucket: str, root: Path, put: Callable[[Path, str], None], name: str = "moto"
+) -> None:
     """What one ranged GET costs the S3 server, for a large object and a small one, and
     whether it serves 7 of them side by side (a plan's sample): wall time against the sum of
     the same GETs one after another. moto answers a ranged GET by reading the whole object
     (and under a lock of the object's), so its cost grows with the object, unlike S3's."""
-    from mzpeak_dask.storage.urls import filesystem
-
     small = root / "one-mb.bin"
     with open(source, "rb") as f:
         small.write_bytes(f.read(1 << 20))
-    s3_client(endpoint).upload_file(str(small), bucket, "in/one-mb.bin")
+    put(small, "in/one-mb.bin")
     for key, size in ((f"in/{source.name}", source.stat().st_size), ("in/one-mb.bin", 1 << 20)):
         fs, path = filesystem(f"s3://{bucket}/{key}")
         spans = [(k * size // 8, k * size // 8 + (64 << 10)) for k in range(7)]
@@ -178,11 +194,57 @@ def server_costs(source: Path, bucket: str, endpoint: str, root: Path) -> None:
         fs.cat_ranges([path] * len(spans), [a for a, _ in spans], [b for _, b in spans])
         wall = time.perf_counter() - start
         print(
-            f"S3 server: a 64 KiB ranged GET of a {size / 1e6:.1f} MB object "
+            f"S3 server ({name}): a 64 KiB ranged GET of a {size / 1e6:.1f} MB object "
             f"{statistics.median(one) * 1e3:.1f} ms; 7 of them side by side {wall * 1e3:.1f} ms "
             f"wall, one after another {sum(one) * 1e3:.1f} ms"
         )
     small.unlink()
+
+
+def on_s3rver(source: Path, root: Path, repeats: int) -> None:
+    """s3 -> s3 again, on s3rver: a second S3-compatible server (Node, in a process of its
+    own) that reads a ranged GET's bytes from its file by their range, as a store does, where
+    moto reads the whole object; alternated with local -> local ``repeats`` times, the fastest
+    of each counting; then what a ranged GET costs it."""
+    folder = root / "s3rver"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir()
+    with s3rver_server(folder, "runs") as endpoint:
+        set_default_options(s3rver_options(endpoint))
+        try:
+            fs, _ = filesystem("s3://runs/in")
+            fs.put_file(str(source), f"runs/in/{source.name}")
+            server = SERVER_PIDS.get(endpoint)
+            local, remote = [], []
+            for _ in range(repeats):
+                local.append(timed_conversion(source, root / "local-out.mzpeak", server))
+                remote.append(
+                    timed_conversion(
+                        f"s3://runs/in/{source.name}", "s3://runs/out/run.mzpeak", server
+                    )
+                )
+            fast_local = min(local, key=lambda b: b.seconds["total"])
+            fast_remote = min(remote, key=lambda b: b.seconds["total"])
+            t_local, t_remote = fast_local.seconds["total"], fast_remote.seconds["total"]
+            each = [b.seconds["total"] for b in local], [b.seconds["total"] for b in remote]
+            print(
+                f"convert {source.stat().st_size / 1e6:.1f} MB mzML, inline, on s3rver (a second "
+                f"S3 server, in a process of its own), fastest of {repeats}: local -> local "
+                f"{t_local:.2f} s; s3 -> s3 {t_remote:.2f} s; s3/local time "
+                f"{t_remote / t_local:.2f}x (goal <= 1.2x; each run: local "
+                f"{', '.join(f'{t:.2f}' for t in each[0])} s, s3 "
+                f"{', '.join(f'{t:.2f}' for t in each[1])} s; load average "
+                f"{os.getloadavg()[0]:.2f} at the end)"
+            )
+            print("where the time went on s3rver (the coordinator's wall time; fastest runs):")
+            print("\n".join(fast_local.lines(fast_remote, ("local", "s3rver"))))
+            print(f"s3 -> s3 requests on s3rver (at the client): {fast_remote.request_line()}")
+            server_costs(
+                source, "runs", root, lambda p, k: fs.put_file(str(p), f"runs/{k}"), "s3rver"
+            )
+        finally:
+            set_default_options(None)
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 def cluster_reads(root: Path, copies: int = 4) -> None:
@@ -262,7 +324,9 @@ def main() -> None:
             )
         if not args.no_convert:
             convert_throughput(source, bucket, endpoint, root, args.repeats)
-            server_costs(source, bucket, endpoint, root)
+            client = s3_client(endpoint)
+            server_costs(source, bucket, root, lambda p, k: client.upload_file(str(p), bucket, k))
+            on_s3rver(source, root, args.repeats)
     shutil.rmtree(root / "local-out.mzpeak", ignore_errors=True)
     if not args.no_cluster:
         cluster_reads(root)

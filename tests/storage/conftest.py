@@ -1,6 +1,7 @@
-"""Fixtures of the object-storage tests: moto's S3 server, a Google Cloud Storage emulator,
-Azurite (Azure blobs) and a Range-capable HTTP server, all real servers on loopback that the
-real clients (s3fs, gcsfs, adlfs, fsspec's HTTP filesystem) talk to."""
+"""Fixtures of the object-storage tests: moto's S3 server, s3rver (a second S3-compatible
+server), a Google Cloud Storage emulator, Azurite (Azure blobs) and a Range-capable HTTP
+server, all real servers on loopback that the real clients (s3fs, gcsfs, adlfs, fsspec's HTTP
+filesystem) talk to."""
 
 from __future__ import annotations
 
@@ -11,7 +12,15 @@ import uuid
 import pytest
 
 from ..conftest import BUNDLED, DATA, INLINE
-from ..servers import azurite_server, gcs_server, new_bucket, range_server, s3_server
+from ..servers import (
+    azurite_server,
+    gcs_server,
+    new_bucket,
+    range_server,
+    s3_server,
+    s3rver_options,
+    s3rver_server,
+)
 
 
 @pytest.fixture(autouse=True)
@@ -108,13 +117,30 @@ def azurite_endpoint(tmp_path_factory):
         set_default_options(None)
 
 
-@pytest.fixture(params=["gs", "az"])
-def store(request) -> str:
-    """A new, empty bucket (gs://) or container (az://), as the URL of its root."""
-    request.getfixturevalue("gcs_host" if request.param == "gs" else "azurite_endpoint")
-    from mzpeak_dask.storage import filesystem
+@pytest.fixture(scope="session")
+def s3rver_endpoint(tmp_path_factory):
+    """s3rver on loopback, a second S3 implementation beside moto, with one bucket made at its
+    start (s3fs is pointed at it by storage options only while a test uses it)."""
+    with s3rver_server(tmp_path_factory.mktemp("s3rver"), "s3rver-runs") as endpoint:
+        yield endpoint
 
+
+@pytest.fixture(params=["gs", "az", "s3rver"])
+def store(request):
+    """A new, empty bucket (gs://; s3:// on s3rver, under a new prefix of its bucket) or
+    container (az://), as the URL of its root."""
+    from mzpeak_dask.storage import filesystem, set_default_options
+
+    if request.param == "s3rver":
+        endpoint = request.getfixturevalue("s3rver_endpoint")
+        set_default_options(s3rver_options(endpoint))
+        try:
+            yield f"s3://s3rver-runs/{uuid.uuid4().hex[:12]}"
+        finally:
+            set_default_options(None)
+        return
+    request.getfixturevalue("gcs_host" if request.param == "gs" else "azurite_endpoint")
     url = f"{request.param}://runs-{uuid.uuid4().hex[:12]}"
     fs, path = filesystem(url)
     fs.mkdir(path)
-    return url
+    yield url
