@@ -1,7 +1,8 @@
-"""Google Cloud Storage (gs://, gcsfs against gcp-storage-emulator) and Azure blobs (az://,
-adlfs against Azurite), as S3 is tested: a run converted from and to the store equals the
-local conversion, ``open_archive`` over the store equals the local archive, and a failed
-conversion leaves nothing at the output."""
+"""Google Cloud Storage (gs://, gcsfs against gcp-storage-emulator), Azure blobs (az://, adlfs
+against Azurite) and a second S3 implementation (s3://, s3fs against s3rver), as S3 is tested
+on moto: a run converted from and to the store equals the local conversion, ``open_archive``
+over the store equals the local archive, and a failed conversion leaves nothing at the
+output."""
 
 from __future__ import annotations
 
