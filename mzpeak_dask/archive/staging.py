@@ -20,6 +20,7 @@ import errno
 import logging
 import os
 import re
+import secrets
 import shutil
 import tempfile
 import time
@@ -103,17 +104,40 @@ class Staging(Folder):
         return self.path / name
 
     def cleanup(self, attempts: int = 5) -> None:
-        """Remove the folder. A cancelled worker task may still drop a file into it while it
-        is being removed (the removal then fails with the folder not empty): try again."""
+        """Remove the folder. One that holds more than its lock is first renamed out of the
+        way (:meth:`_retired`): a cancelled worker task may still be writing in it, by its
+        old path, and once the name is gone it can no longer add files or folders there, so
+        the walk that removes it ends (a batch stopped at its wall time left folders whose
+        tasks kept writing in them). Should the removal still fail, try again."""
         self.cleaned = True
-        for attempt in range(0 if self._remove_empty() else attempts):
-            shutil.rmtree(self.path, ignore_errors=True)
-            if not self.path.exists():
-                break
-            time.sleep(0.05 * (attempt + 1))
+        path = self.path
+        if not self._remove_empty():
+            path = self._retired()
+            for attempt in range(attempts):
+                shutil.rmtree(path, ignore_errors=True)
+                if not path.exists():
+                    break
+                time.sleep(0.05 * (attempt + 1))
         if self._lock is not None:
             self._lock.release()
         _LIVE.discard(str(self.path))
+        _LIVE.discard(str(path))
+
+    def _retired(self) -> Path:
+        """The folder renamed to another staging name beside it (still locked, so no sweep
+        takes it while this process removes it; a sweep does once this process is gone); its
+        own path if it cannot be renamed."""
+        for _ in range(8):
+            retired = self.path.with_name(self.path.name[:-12] + secrets.token_hex(4) + ".tmp")
+            if os.path.lexists(retired):
+                continue
+            try:
+                os.rename(self.path, retired)
+            except OSError:
+                return self.path
+            _LIVE.add(str(retired))
+            return retired
+        return self.path
 
     def _remove_empty(self) -> bool:
         """Remove the folder if it holds nothing but its lock (a run finished on a worker,

@@ -7,6 +7,8 @@ import os
 import signal
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 from mzpeak_dask import ConvertOptions, convert_many
@@ -70,8 +72,8 @@ def test_a_staging_folder_holding_only_its_lock_is_removed_without_a_walk(
     (full.path / "finish" / "archive.mzpeak").write_bytes(b"archive")
     empty.cleanup()
     assert walked == [] and not empty.path.exists()
-    full.cleanup()
-    assert walked == [full.path] and not full.path.exists()
+    full.cleanup()  # renamed out of the way first, then walked
+    assert len(walked) == 1 and walked[0].name.startswith(".b.mzpeak.") and not full.path.exists()
     assert list(tmp_path.iterdir()) == [] and sweep(tmp_path) == []
 
 
@@ -130,3 +132,36 @@ def test_a_folder_left_before_it_was_renamed_is_swept_once_a_minute_old(tmp_path
     assert other.returncode == 0, other.stderr
     assert other.stdout.strip() == "[]"  # the young one, and the one its owner holds, stay
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([young.name, locked.name])
+
+
+def test_a_folder_a_cancelled_task_still_writes_in_is_removed_whole(tmp_path) -> None:
+    """A batch stopped at its wall time removes the staging folders of its runs while tasks
+    it cancelled may still be writing in them on the workers: the folder is renamed out of
+    the way first, so that a task writing by the old path cannot fill it again, and nothing
+    is left beside the outputs."""
+    folder = Staging(tmp_path / "run.mzpeak")
+    (folder.path / "part-0.pkl5").write_bytes(b"part")
+    stop, refused = threading.Event(), []
+
+    def task() -> None:  # a worker's task, writing part after part by the folder's path
+        k = 0
+        while not stop.is_set():
+            k += 1
+            try:
+                (folder.path / f"part-{k}.pkl5").write_bytes(b"x" * 4096)
+                (folder.path / f"finish-{k}").mkdir()
+            except FileNotFoundError:
+                refused.append(k)
+
+    writer = threading.Thread(target=task)
+    writer.start()
+    try:
+        time.sleep(0.05)
+        folder.cleanup()
+        time.sleep(0.05)
+    finally:
+        stop.set()
+        writer.join()
+    assert refused  # the task met a folder that is gone
+    assert list(tmp_path.iterdir()) == []
+    assert sweep(tmp_path) == []
