@@ -302,39 +302,52 @@ AZURITE_KEY = (  # the emulator's well-known development account key (public, no
 
 
 S3RVER_KEY = "S3RVER"  # s3rver's fixed access key id and secret
+PORT = "{port}"  # in a Node server's arguments: the port it is given
 
 
-def s3rver_command() -> Path:
-    """s3rver, a second S3-compatible server (Node, its objects kept as files, a ranged GET
-    read from the file by its range), which ``make test`` installs under the virtual
-    environment beside Azurite."""
-    return Path(sys.prefix) / "node" / "node_modules" / ".bin" / "s3rver"
+@contextmanager
+def _node_server(package: str, binary: str, arguments: list[str]):
+    """A Node server that ``make test`` installs from npm under the virtual environment,
+    started in a process of its own with ``arguments``, where the argument :data:`PORT`
+    stands for a free loopback port; yields the port and the process once it answers, and
+    stops it after (a server waits for its clients' idle connections to close: not long)."""
+    command = Path(sys.prefix) / "node" / "node_modules" / ".bin" / binary
+    if not command.exists():
+        raise RuntimeError(f"{command} is missing: `make test` installs {package} (npm)")
+    port = _free_port()
+    process = subprocess.Popen(
+        [str(command), *(str(port) if a == PORT else a for a in arguments)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        _wait_for(port, process, package)
+        yield port, process
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=30)
 
 
 @contextmanager
 def s3rver_server(folder: Path, bucket: str):
-    """s3rver in a process of its own on loopback, keeping its objects in ``folder``, with
+    """s3rver, a second S3-compatible server (Node; its objects kept as files, a ranged GET
+    read from the file by its range), on loopback, keeping its objects in ``folder``, with
     ``bucket`` made at its start; yields its endpoint. It takes the credentials
-    :data:`S3RVER_KEY` and path-style URLs; a client names them in its storage options."""
-    command = s3rver_command()
-    if not command.exists():
-        raise RuntimeError(f"{command} is missing: `make test` installs s3rver (npm)")
-    port = _free_port()
-    process = subprocess.Popen(
-        [str(command), "-d", str(folder), "-a", "127.0.0.1", "-p", str(port), "--silent"]
-        + ["--no-vhost-buckets", "--configure-bucket", bucket],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    endpoint = f"http://127.0.0.1:{port}"
-    SERVER_PIDS[endpoint] = process.pid
-    try:
-        _wait_for(port, process, "s3rver")
-        yield endpoint
-    finally:
-        SERVER_PIDS.pop(endpoint, None)
-        process.terminate()
-        process.wait(timeout=30)
+    :data:`S3RVER_KEY` and path-style URLs; a client names them in its storage options
+    (:func:`s3rver_options`)."""
+    arguments = ["-d", str(folder), "-a", "127.0.0.1", "-p", PORT, "--silent"]
+    arguments += ["--no-vhost-buckets", "--configure-bucket", bucket]
+    with _node_server("s3rver", "s3rver", arguments) as (port, process):
+        endpoint = f"http://127.0.0.1:{port}"
+        SERVER_PIDS[endpoint] = process.pid
+        try:
+            yield endpoint
+        finally:
+            SERVER_PIDS.pop(endpoint, None)
 
 
 def s3rver_options(endpoint: str) -> dict[str, object]:
@@ -348,38 +361,14 @@ def s3rver_options(endpoint: str) -> dict[str, object]:
     }
 
 
-def azurite_command() -> Path:
-    """Azurite's blob server, which ``make setup`` installs under the virtual environment."""
-    return Path(sys.prefix) / "node" / "node_modules" / ".bin" / "azurite-blob"
-
-
 @contextmanager
 def azurite_server(folder: Path):
     """Azurite's blob service (a Node server, its own process) on loopback, keeping its data
     in ``folder``, with ``AZURE_STORAGE_CONNECTION_STRING`` pointing adlfs at it; yields its
     blob endpoint."""
-    command = azurite_command()
-    if not command.exists():
-        raise RuntimeError(f"{command} is missing: `make test` installs Azurite (npm)")
-    port = _free_port()
-    process = subprocess.Popen(
-        [
-            str(command),
-            "--blobHost",
-            "127.0.0.1",
-            "--blobPort",
-            str(port),
-            "--location",
-            str(folder),
-            "--silent",
-            "--skipApiVersionCheck",
-            "--loose",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        _wait_for(port, process, "Azurite")
+    arguments = ["--blobHost", "127.0.0.1", "--blobPort", PORT, "--location", str(folder)]
+    arguments += ["--silent", "--skipApiVersionCheck", "--loose"]
+    with _node_server("Azurite", "azurite-blob", arguments) as (port, _):
         endpoint = f"http://127.0.0.1:{port}/devstoreaccount1"
         connection = (
             "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;"
@@ -387,13 +376,6 @@ def azurite_server(folder: Path):
         )
         with _environment(AZURE_STORAGE_CONNECTION_STRING=connection):
             yield endpoint
-    finally:
-        process.terminate()  # it waits for its clients' idle connections to close: not for long
-        try:
-            process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=30)
 
 
 def _free_port() -> int:
