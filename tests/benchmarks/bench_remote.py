@@ -118,6 +118,18 @@ def timed_conversion(source: Path | str, output: Path | str, server: int | None)
     return breakdown
 
 
+def fastest(runs: list[Breakdown]) -> tuple[Breakdown, float, list[float]]:
+    """The fastest of ``runs`` (on a shared machine the others measure its load), its seconds,
+    and every run's seconds."""
+    each = [b.seconds["total"] for b in runs]
+    best = min(runs, key=lambda b: b.seconds["total"])
+    return best, best.seconds["total"], each
+
+
+def listed(seconds: list[float]) -> str:
+    return ", ".join(f"{t:.2f}" for t in seconds)
+
+
 def convert_throughput(source: Path, bucket: str, endpoint: str, root: Path, repeats: int) -> None:
     """local -> local and s3 -> s3, alternated ``repeats`` times; the fastest of each counts
     (on a shared machine the others measure its load), with where its time went."""
@@ -126,36 +138,31 @@ def convert_throughput(source: Path, bucket: str, endpoint: str, root: Path, rep
     server = SERVER_PIDS.get(endpoint)
     out = f"s3://{bucket}/out/run.mzpeak"
 
-    def timed(source: Path | str, output: Path | str) -> Breakdown:
-        return timed_conversion(source, output, server)
-
     local, remote, transfers, served = [], [], [], []
     for _ in range(repeats):
-        local.append(timed(source, root / "local-out.mzpeak"))
+        local.append(timed_conversion(source, root / "local-out.mzpeak", server))
         before = (TOTAL.requests, TOTAL.bytes)
-        remote.append(timed(f"s3://{bucket}/in/{source.name}", out))
+        remote.append(timed_conversion(f"s3://{bucket}/in/{source.name}", out, server))
         transfers.append((TOTAL.requests - before[0], TOTAL.bytes - before[1]))
         with range_server(source.parent) as http:
-            served.append(timed(f"{http.url}/{source.name}", out))
-    fast_local = min(local, key=lambda b: b.seconds["total"])
-    fast_remote = min(remote, key=lambda b: b.seconds["total"])
-    t_local, t_remote = fast_local.seconds["total"], fast_remote.seconds["total"]
-    each = [b.seconds["total"] for b in local], [b.seconds["total"] for b in remote]
+            served.append(timed_conversion(f"{http.url}/{source.name}", out, server))
+    (fast_local, t_local, each_local), (fast_remote, t_remote, each_remote) = map(
+        fastest, (local, remote)
+    )
     where = "in a process of its own" if server else "on a thread of this process"
     print(
         f"convert {size / 1e6:.1f} MB mzML, inline, S3 server (moto) {where}, fastest of "
         f"{repeats}: local -> local {size / t_local / 1e6:.1f} MB/s ({t_local:.2f} s); s3 -> s3 "
         f"{size / t_remote / 1e6:.1f} MB/s ({t_remote:.2f} s); s3/local time "
         f"{t_remote / t_local:.2f}x (goal <= 1.2x; each run: local "
-        f"{', '.join(f'{t:.2f}' for t in each[0])} s, s3 "
-        f"{', '.join(f'{t:.2f}' for t in each[1])} s; load average {os.getloadavg()[0]:.2f} "
+        f"{listed(each_local)} s, s3 "
+        f"{listed(each_remote)} s; load average {os.getloadavg()[0]:.2f} "
         "at the end)"
     )
     print("where the time went (the coordinator's wall time in each step; fastest runs):")
     print("\n".join(fast_local.lines(fast_remote, ("local", "s3"))))
     print(f"s3 -> s3 requests (the fastest run's, at the client): {fast_remote.request_line()}")
-    fast_http = min(served, key=lambda b: b.seconds["total"])
-    t_http = fast_http.seconds["total"]
+    fast_http, t_http, _ = fastest(served)
     print(
         f"convert http -> s3 (the input on the loopback HTTP server, whose ranged GET costs the "
         f"same for any object; the archive to moto), fastest of {repeats}: {t_http:.2f} s, "
@@ -223,17 +230,16 @@ def on_s3rver(source: Path, root: Path, repeats: int) -> None:
                         f"s3://runs/in/{source.name}", "s3://runs/out/run.mzpeak", server
                     )
                 )
-            fast_local = min(local, key=lambda b: b.seconds["total"])
-            fast_remote = min(remote, key=lambda b: b.seconds["total"])
-            t_local, t_remote = fast_local.seconds["total"], fast_remote.seconds["total"]
-            each = [b.seconds["total"] for b in local], [b.seconds["total"] for b in remote]
+            (fast_local, t_local, each_local), (fast_remote, t_remote, each_remote) = map(
+                fastest, (local, remote)
+            )
             print(
                 f"convert {source.stat().st_size / 1e6:.1f} MB mzML, inline, on s3rver (a second "
                 f"S3 server, in a process of its own), fastest of {repeats}: local -> local "
                 f"{t_local:.2f} s; s3 -> s3 {t_remote:.2f} s; s3/local time "
                 f"{t_remote / t_local:.2f}x (goal <= 1.2x; each run: local "
-                f"{', '.join(f'{t:.2f}' for t in each[0])} s, s3 "
-                f"{', '.join(f'{t:.2f}' for t in each[1])} s; load average "
+                f"{listed(each_local)} s, s3 "
+                f"{listed(each_remote)} s; load average "
                 f"{os.getloadavg()[0]:.2f} at the end)"
             )
             print("where the time went on s3rver (the coordinator's wall time; fastest runs):")
