@@ -54,6 +54,11 @@ class Offsets:
         self.used[n] = out
         return out
 
+    def written_with(self, n: int, offsets: dict[str, int]) -> None:
+        """Partition ``n`` was written elsewhere with ``offsets`` (by the plan's task, from
+        :meth:`guess` of a plan just made): they are checked as a guess of this object is."""
+        self.used[n] = offsets
+
     def _predicted(self, k: int) -> dict[str, int]:
         """The counts of partition ``k`` are taken to be those of the nearest partition of its
         kind before it that came back if it is as large (UV spectra interleaved with MS spectra

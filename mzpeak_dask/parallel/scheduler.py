@@ -367,7 +367,7 @@ class Coordinator:
             active.with_plan = frozenset(written)
             self._skip_written(active)
             for n, (path, items, counts, used) in sorted(written.items()):
-                active.offsets.used[n] = used
+                active.offsets.written_with(n, used)
                 self._written(active, n, path, items, counts)
         self._maybe_finish(active, results)
 
