@@ -40,6 +40,7 @@ BORN = ".new"  # a staging folder's name until it is locked
 UNLOCKED_GRACE_SECONDS = 60.0
 _OLD = object()
 _NAME = re.compile(r"^\..+\.[a-z0-9_]{8}\.(tmp|new)$")  # tempfile.mkdtemp's random part
+_TAIL = len("abcdefgh.tmp")  # of a staging folder's name: the random part and the suffix
 _GLOBS = (".*.tmp", ".*" + BORN)
 _LIVE: set[str] = set()  # this process's own (a lock on NFS does not exclude its own process)
 
@@ -128,7 +129,7 @@ class Staging(Folder):
         takes it while this process removes it; a sweep does once this process is gone); its
         own path if it cannot be renamed."""
         for _ in range(8):
-            retired = self.path.with_name(self.path.name[:-12] + secrets.token_hex(4) + ".tmp")
+            retired = self.path.with_name(self.path.name[:-_TAIL] + secrets.token_hex(4) + ".tmp")
             if os.path.lexists(retired):
                 continue
             try:
@@ -218,7 +219,7 @@ def sweep_outputs(outputs: Iterable[Path]) -> list[Path]:
     for folder, wanted in prefixes.items():
         for pattern in _GLOBS:  # name: PREFIX + 8 random characters + ".tmp" (or ".new")
             for path in folder.glob(pattern):
-                mine = _NAME.match(path.name) and path.name[:-12] in wanted
+                mine = _NAME.match(path.name) and path.name[:-_TAIL] in wanted
                 if mine and str(path) not in _LIVE and _remove_if_dead(path):
                     removed.append(path)
     return removed
