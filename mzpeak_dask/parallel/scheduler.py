@@ -9,10 +9,10 @@ and checked: :mod:`.offsets`), the parts stay there and one last task finishes t
 worker (:mod:`.finish`: the members, the container and, for a batch, its checks); the
 coordinator only renames the archive into place. A small run (no kind of item with more than
 one partition: most files of a repository) is planned, converted and finished by that first
-task alone, and while many runs wait, consecutive small files share that task (up to
-:data:`MAX_PACK`, leaving two tasks for every worker thread), which divides the cluster's cost
-per task between them; each is still recorded, reported and failed on its own, and the runs
-of a task lost with its worker each get a task of their own. Otherwise the parts come back
+task alone, and while many runs wait, consecutive small files share that task (as many as
+:mod:`.packs` lets one task hold), which divides the cluster's cost per task between them;
+each is still recorded, reported and failed on its own, and the runs of a task lost with its
+worker each get a task of their own. Otherwise the parts come back
 as bytes no larger than their share of the archive and are stitched here, copied. At most
 ``window`` tasks are outstanding at any time (running, or finished and waiting in a run's
 reorder buffer), so the coordinator and the workers hold a bounded amount of data however
@@ -49,9 +49,9 @@ from .executors import Task, open_executor
 from .failures import CONVERT, FINISH, PACK, PLAN, WRITE, describe_failure
 from .finish import FinishedRun, encode_to_file, finish_run, plan_or_finish, plan_or_finish_each
 from .offsets import Offsets
+from .packs import Room
 
 log = logging.getLogger(__name__)
-MAX_PACK = 8  # runs in a task planning several (PACK)
 OnResult = Callable[[int, "ConversionResult | MzPeakDaskError"], None]
 
 
@@ -148,14 +148,16 @@ class Coordinator:
 
     def _start_jobs(self, pending: deque, results: list) -> None:
         """Start runs while the window has room: each planned by a task on a worker (which
-        converts it whole if it is small), consecutive small files several to a task while
-        enough runs wait to give every worker thread two such tasks; or planned here when
-        the workers cannot see the staging folder."""
+        converts it whole if it is small), consecutive small files several to a task (as
+        :class:`~.packs.Room` allows); or planned here when the workers cannot see the
+        staging folder."""
         while pending and (not self.active or self._ready_for_more()):
-            size = max(1, min(MAX_PACK, len(pending) // (2 * self.threads)))
+            room = Room.now(len(pending), self.threads, self.options.partition_bytes)
             pack: list[_Active] = []
-            while pending and len(pack) < size:
-                if pack and not self._small_file(pending[0][1][0]):
+            held = 0
+            while pending:
+                size = self._small_size(pending[0][1][0])
+                if not room.takes(len(pack), held, size):
                     break
                 number, (source, output) = pending.popleft()
                 active = self._open(number, source, output, results)
@@ -165,20 +167,22 @@ class Coordinator:
                     self._plan_here(active, results)
                     continue
                 pack.append(active)
-                if not self._small_file(source):
+                if size is None:
                     break
+                held += size
             if len(pack) > 1:
                 self._submit_pack(pack)
             elif pack:
                 self._submit_plan(pack[0])
 
-    def _small_file(self, source: Path) -> bool:
-        """A local input no larger than a partition (most likely converted by its plan's task)."""
+    def _small_size(self, source: Path) -> int | None:
+        """The size of a local input no larger than a partition (most likely converted by its
+        plan's task), else None."""
         try:
             size = None if is_url(str(source)) else os.stat(source).st_size
         except OSError:
-            return False
-        return size is not None and size <= self.options.partition_bytes
+            return None
+        return size if size is not None and size <= self.options.partition_bytes else None
 
     def _open(self, number: int, source: Path, output: Path, results: list) -> _Active | None:
         try:

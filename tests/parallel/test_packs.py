@@ -1,7 +1,8 @@
 """Consecutive small files of a batch share a task (the cluster's cost per task is shared
 between them) while enough runs wait to keep every worker busy: each run is still converted,
-checked, recorded and resumable on its own, a bad file fails alone, and a task lost with its
-worker gives each of its runs a task of its own."""
+checked, recorded and resumable on its own, a bad file fails alone, a task holds at most two
+partitions' worth of input, and a task lost with its worker gives each of its runs a task of
+its own."""
 
 from __future__ import annotations
 
@@ -20,13 +21,13 @@ from distributed import get_task_stream
 from mzpeak_dask import BatchOptions, ClusterOptions, ConversionResult, ConvertOptions, convert_many
 from mzpeak_dask.batch.runner import run_batch
 from mzpeak_dask.parallel.cluster import cluster_client
+from mzpeak_dask.parallel.packs import MAX_RUNS, PARTITIONS, Room
 
 from ..conftest import DATA, INLINE
 from ..helpers import member_digests
 from ..hostile_inputs import corrupt_binary
 from .test_finish import SMALL, THREE, TINY
 
-pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
 
 def _repository(tmp_path: Path, copies: int, bad: bool = False) -> Path:
@@ -47,6 +48,21 @@ def _statuses(output: Path) -> dict[str, str]:
     return {Path(f["input"]).name: f["status"] for f in report["files"]}
 
 
+def test_a_pack_takes_small_files_up_to_its_runs_and_bytes() -> None:
+    room = Room.now(waiting=1000, threads=2, partition_bytes=100)
+    assert room == Room(MAX_RUNS, PARTITIONS * 100)
+    assert room.takes(0, 0, None)  # any run starts a pack, a large one alone
+    assert not room.takes(1, 50, None)  # a large or remote file does not join one
+    assert room.takes(1, 50, 100) and room.takes(2, 150, 50)
+    assert not room.takes(2, 150, 51)  # over two partitions' worth
+    assert not room.takes(MAX_RUNS, 0, 0)
+    # two tasks for every worker thread while few runs wait, at least one run
+    assert Room.now(waiting=20, threads=2, partition_bytes=100).runs == 5
+    assert Room.now(waiting=3, threads=2, partition_bytes=100).runs == 1
+
+
+@pytest.mark.cluster
+@pytest.mark.slow
 def test_small_files_share_tasks_and_each_run_stands_alone(local_client, tmp_path) -> None:
     source = _repository(tmp_path, copies=16, bad=True)
     output = tmp_path / "out"
@@ -74,10 +90,36 @@ def test_small_files_share_tasks_and_each_run_stands_alone(local_client, tmp_pat
     assert set(statuses.values()) == {"skipped"}
 
 
+@pytest.mark.cluster
+@pytest.mark.slow
+def test_a_task_holds_at_most_two_partitions_worth_of_small_files(local_client, tmp_path) -> None:
+    """40 files of 238 kB, with partitions the size of one file: no task holds more than two
+    (at least 20 tasks plan them), where the count of waiting runs alone would pack up to ten;
+    with the default partitions (8 MB) they share fewer tasks."""
+    source = tmp_path / "repository"
+    source.mkdir()
+    for k in range(40):
+        shutil.copy(THREE, source / f"run{k:02d}.mzML")
+    planned = {}
+    for name, options in (
+        ("one file a partition", ConvertOptions(partition_bytes=THREE.stat().st_size)),
+        ("default partitions", ConvertOptions()),
+    ):
+        with get_task_stream(local_client) as stream:
+            outcome = run_batch(source, tmp_path / name, options, client=local_client)
+        assert {r["status"] for r in outcome.records} == {"converted"}
+        kinds = [key_split(t["key"]) for t in stream.data]
+        planned[name] = kinds.count("plan_or_finish") + kinds.count("plan_or_finish_each")
+    assert planned["one file a partition"] >= 20
+    assert planned["default partitions"] < 20
+
+
+@pytest.mark.cluster
+@pytest.mark.slow
 def test_a_task_lost_with_its_worker_gives_each_of_its_runs_its_own(tmp_path) -> None:
     """Workers killed while tasks of several runs are out, with no retry: each run of a lost
     task is planned again on its own (no batch retrying it), and every run converts."""
-    source = _repository(tmp_path, copies=40)  # tasks of up to 8 runs
+    source = _repository(tmp_path, copies=40)  # tasks of several runs
     jobs = [(s, tmp_path / "out" / f"{s.stem}.mzpeak") for s in sorted(source.iterdir())]
     killed: list[int] = []
     (tmp_path / "out").mkdir()
@@ -117,6 +159,8 @@ def test_a_task_lost_with_its_worker_gives_each_of_its_runs_its_own(tmp_path) ->
         assert member_digests(output) == member_digests(clean)
 
 
+@pytest.mark.cluster
+@pytest.mark.slow
 def test_a_run_that_fans_out_gets_its_plan_back_from_a_shared_task(local_client, tmp_path) -> None:
     """Files small on disk whose runs still have several partitions (here 20 spectra each):
     the shared task plans them, each fans out on its own, and converts as in this process."""
