@@ -9,14 +9,23 @@ every page again on its first touch. Over the 13 partitions of a 4 M-point run t
 blocks come from the heap and the next pass reuses them: a few thousand faults, the same peak
 memory (a process keeps at most the 128 MiB it would have given back).
 
+Arrow's buffers (the partition's tables, the Parquet writer's pages) come from that heap too:
+pyarrow's default pool, mimalloc, gives freed memory back to the kernel soon after and takes
+it again with system calls of its own. Measured on the 15 partitions of a 102 MB run in one
+process: 2.62 s of CPU instead of 2.73-2.82 s (0.05 s of it in the kernel instead of
+0.15-0.27 s), the first partition 0.22 s instead of 0.26-0.38 s, and a peak resident size of
+191-196 MB instead of 245 MB.
+
 Other C libraries (and other systems) have no ``mallopt`` with these parameters; nothing is
-changed there.
+changed there, Arrow keeps its own pool.
 """
 
 from __future__ import annotations
 
 import ctypes
 import sys
+
+import pyarrow as pa
 
 _M_TRIM_THRESHOLD = -1  # glibc malloc.h
 _M_MMAP_THRESHOLD = -3
@@ -27,11 +36,13 @@ _kept: bool | None = None
 
 
 def keep_freed_blocks() -> bool:
-    """Make this process's ``malloc`` keep and reuse the blocks it frees (once per process;
-    later calls only report). True when glibc took the settings."""
+    """Make this process's ``malloc`` keep and reuse the blocks it frees, and Arrow allocate
+    from it (once per process; later calls only report). True when glibc took the settings."""
     global _kept
     if _kept is None:
         _kept = _set_thresholds()
+        if _kept:
+            pa.set_memory_pool(pa.system_memory_pool())
     return _kept
 
 

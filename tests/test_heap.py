@@ -1,12 +1,15 @@
 """A process that encodes partitions keeps the C heap blocks a partition frees and reuses them
 for the next: encoding the same partition again takes almost no fresh pages from the kernel
-(thousands of minor page faults for this partition without it, each a zero-filled page).
-Measured in a fresh process, whose heap no earlier test has set."""
+(thousands of minor page faults for this partition without it, each a zero-filled page), and
+Arrow allocates from that heap. Measured in a fresh process, whose heap no earlier test has
+set."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
+
+import pytest
 
 from .conftest import DATA
 
@@ -15,6 +18,7 @@ RUN = DATA / "openms" / "FeatureFinderMetaboIdent_1_input.mzML"
 SCRIPT = """
 import resource, sys, tempfile
 from pathlib import Path
+import pyarrow as pa
 from mzpeak_dask import ConvertOptions
 from mzpeak_dask.encode import encode_partition
 from mzpeak_dask.heap import keep_freed_blocks
@@ -29,7 +33,7 @@ for _ in range(3):
     before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     out = encode_partition(part, plan.spec)
     faults.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
-print(sum(out.points.values()), faults[-1], keep_freed_blocks())
+print(sum(out.points.values()), faults[-1], keep_freed_blocks(), pa.default_memory_pool().backend_name)
 """
 
 
@@ -37,7 +41,42 @@ def test_encoding_again_reuses_the_freed_heap() -> None:
     done = subprocess.run(
         [sys.executable, "-c", SCRIPT, str(RUN)], capture_output=True, text=True, check=True
     )
-    points, faults, kept = done.stdout.split()
+    points, faults, kept, pool = done.stdout.split()
     assert int(points) > 100_000  # a real partition: about 2 MB of points per array
     if sys.platform.startswith("linux") and kept == "True":
         assert int(faults) < 300, faults
+        assert pool == "system"  # Arrow's buffers from the same heap, not mimalloc's
+
+
+WORKERS = """
+import sys
+import pyarrow as pa
+from mzpeak_dask import ClusterOptions
+from mzpeak_dask.heap import keep_freed_blocks
+from mzpeak_dask.parallel.cluster import cluster_client
+
+def state():
+    return pa.default_memory_pool().backend_name
+
+def worker_state():
+    return f"{state()} {keep_freed_blocks()}"
+
+if __name__ == "__main__":
+    with cluster_client(ClusterOptions(workers=1, dashboard=False)) as client:
+        print(state(), *client.run(worker_state).values())
+"""
+
+
+@pytest.mark.cluster
+def test_a_local_worker_has_its_heap_set_before_its_first_task(tmp_path) -> None:
+    """In a fresh coordinator (whose own heap is untouched), a worker that has run no task
+    allocates Arrow's buffers from the heap it keeps."""
+    script = tmp_path / "workers.py"
+    script.write_text(WORKERS)
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, check=True, timeout=120
+    )
+    coordinator, worker, kept = done.stdout.split()
+    assert coordinator != "system"  # nothing set it here
+    if sys.platform.startswith("linux") and kept == "True":
+        assert worker == "system"

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from ..heap import keep_freed_blocks
 from ..options import ClusterOptions
 from . import handoff
 from .cluster import cluster_client
@@ -34,12 +35,16 @@ class Task:
 
 
 class InlineExecutor:
-    """Runs each task immediately in this process (no Dask; for debugging and tiny inputs)."""
+    """Runs each task immediately in this process (no Dask; for debugging and tiny inputs),
+    whose heap is then set as a worker's is before any task (:mod:`mzpeak_dask.heap`)."""
 
     dashboard_link = None
     worker_threads = 1
     client = None
     runs_here = True  # tasks run in this process, in the order they are submitted
+
+    def __init__(self) -> None:
+        keep_freed_blocks()
 
     def workers_see(self, folder: Path, probe: Path | None = None) -> bool:
         return False

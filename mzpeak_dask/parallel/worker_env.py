@@ -17,7 +17,9 @@ For workers started elsewhere (``--scheduler``), put the same variables in their
 Workers of a LocalCluster also load this module as a Dask preload (:func:`dask_setup`): they
 ignore SIGINT. Ctrl-C on a terminal goes to every process of its foreground process group, the
 workers the nanny spawned included, and each would print a traceback of its own; the
-coordinator alone handles the interruption and shuts the workers down.
+coordinator alone handles the interruption and shuts the workers down. Their heap is set
+before their first task (:func:`~mzpeak_dask.heap.keep_freed_blocks`: Arrow then allocates
+every buffer of the run from it, the plan's too).
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ import signal
 import threading
 from collections.abc import Iterator
 from typing import Any
+
+from ..heap import keep_freed_blocks
 
 WORKER_ENVIRON = {
     "MALLOC_MMAP_THRESHOLD_": str(32 << 20),
@@ -72,6 +76,7 @@ def dask_setup(worker: Any) -> None:
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    keep_freed_blocks()
 
 
 def quiet_dask_logs() -> None:
