@@ -33,7 +33,8 @@ for _ in range(3):
     before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     out = encode_partition(part, plan.spec)
     faults.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
-print(sum(out.points.values()), faults[-1], keep_freed_blocks(), pa.default_memory_pool().backend_name)
+pool = pa.default_memory_pool().backend_name
+print(sum(out.points.values()), faults[-1], keep_freed_blocks(), pool)
 """
 
 

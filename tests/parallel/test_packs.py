@@ -29,7 +29,6 @@ from ..hostile_inputs import corrupt_binary
 from .test_finish import SMALL, THREE, TINY
 
 
-
 def _repository(tmp_path: Path, copies: int, bad: bool = False) -> Path:
     """``copies`` small real runs (three files in turn), and a corrupt one among them."""
     source = tmp_path / "repository"
