@@ -160,15 +160,25 @@ def test_a_task_lost_with_its_worker_gives_each_of_its_runs_its_own(tmp_path) ->
 
 @pytest.mark.cluster
 @pytest.mark.slow
-def test_a_run_that_fans_out_gets_its_plan_back_from_a_shared_task(local_client, tmp_path) -> None:
-    """Files small on disk whose runs still have several partitions (here 20 spectra each):
-    the shared task plans them, each fans out on its own, and converts as in this process."""
-    source = _repository(tmp_path, copies=16)
+def test_a_run_of_several_partitions_in_a_shared_task_is_converted_there(
+    local_client, tmp_path
+) -> None:
+    """Files small on disk whose runs still have several partitions (48 spectra, 20 to a
+    partition): a shared task converts each of its runs whole, costing no task a partition
+    nor one to finish it, as in this process; the last runs, each planned alone, fan out."""
+    source = tmp_path / "repository"
+    source.mkdir()
+    for k in range(16):
+        shutil.copy(SMALL, source / f"run{k:02d}.mzML")
     options = ConvertOptions(partition_items=20)
     with get_task_stream(local_client) as stream:
         outcome = run_batch(source, tmp_path / "out", options, client=local_client)
     kinds = [key_split(t["key"]) for t in stream.data]
-    assert "plan_or_finish_each" in kinds and "encode_to_file" in kinds
+    assert kinds.count("plan_or_finish_each") >= 1
+    alone = kinds.count("plan_or_finish")
+    assert 1 <= alone < 16
+    assert kinds.count("finish_run") == alone  # only the runs planned alone fanned out
+    assert kinds.count("encode_to_file") >= 2 * alone
     assert {r["status"] for r in outcome.records} == {"converted"}
     clean = tmp_path / "clean"
     run_batch(source, clean, options, INLINE)
