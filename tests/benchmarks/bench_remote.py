@@ -130,6 +130,27 @@ def listed(seconds: list[float]) -> str:
     return ", ".join(f"{t:.2f}" for t in seconds)
 
 
+def compared(
+    server: str, size: int, local: list[Breakdown], remote: list[Breakdown], label: str
+) -> tuple[Breakdown, Breakdown]:
+    """Print local -> local against s3 -> s3 on ``server``: the fastest of each (and each
+    run's seconds), where its time went, and the s3 run's requests; returns the fastest two."""
+    (fast_local, t_local, each_local), (fast_remote, t_remote, each_remote) = map(
+        fastest, (local, remote)
+    )
+    print(
+        f"convert {size / 1e6:.1f} MB mzML, inline, {server}, fastest of {len(local)}: "
+        f"local -> local {size / t_local / 1e6:.1f} MB/s ({t_local:.2f} s); s3 -> s3 "
+        f"{size / t_remote / 1e6:.1f} MB/s ({t_remote:.2f} s); s3/local time "
+        f"{t_remote / t_local:.2f}x (goal <= 1.2x; each run: local {listed(each_local)} s, "
+        f"s3 {listed(each_remote)} s; load average {os.getloadavg()[0]:.2f} at the end)"
+    )
+    print(f"where the time went on {label} (the coordinator's wall time; fastest runs):")
+    print("\n".join(fast_local.lines(fast_remote, ("local", label))))
+    print(f"s3 -> s3 requests on {label} (at the client): {fast_remote.request_line()}")
+    return fast_local, fast_remote
+
+
 def convert_throughput(source: Path, bucket: str, endpoint: str, root: Path, repeats: int) -> None:
     """local -> local and s3 -> s3, alternated ``repeats`` times; the fastest of each counts
     (on a shared machine the others measure its load), with where its time went."""
@@ -146,22 +167,9 @@ def convert_throughput(source: Path, bucket: str, endpoint: str, root: Path, rep
         transfers.append((TOTAL.requests - before[0], TOTAL.bytes - before[1]))
         with range_server(source.parent) as http:
             served.append(timed_conversion(f"{http.url}/{source.name}", out, server))
-    (fast_local, t_local, each_local), (fast_remote, t_remote, each_remote) = map(
-        fastest, (local, remote)
-    )
     where = "in a process of its own" if server else "on a thread of this process"
-    print(
-        f"convert {size / 1e6:.1f} MB mzML, inline, S3 server (moto) {where}, fastest of "
-        f"{repeats}: local -> local {size / t_local / 1e6:.1f} MB/s ({t_local:.2f} s); s3 -> s3 "
-        f"{size / t_remote / 1e6:.1f} MB/s ({t_remote:.2f} s); s3/local time "
-        f"{t_remote / t_local:.2f}x (goal <= 1.2x; each run: local "
-        f"{listed(each_local)} s, s3 "
-        f"{listed(each_remote)} s; load average {os.getloadavg()[0]:.2f} "
-        "at the end)"
-    )
-    print("where the time went (the coordinator's wall time in each step; fastest runs):")
-    print("\n".join(fast_local.lines(fast_remote, ("local", "s3"))))
-    print(f"s3 -> s3 requests (the fastest run's, at the client): {fast_remote.request_line()}")
+    fast_local, fast_remote = compared(f"S3 server (moto) {where}", size, local, remote, "moto")
+    t_local = fast_local.seconds["total"]
     fast_http, t_http, _ = fastest(served)
     print(
         f"convert http -> s3 (the input on the loopback HTTP server, whose ranged GET costs the "
@@ -230,21 +238,8 @@ def on_s3rver(source: Path, root: Path, repeats: int) -> None:
                         f"s3://runs/in/{source.name}", "s3://runs/out/run.mzpeak", server
                     )
                 )
-            (fast_local, t_local, each_local), (fast_remote, t_remote, each_remote) = map(
-                fastest, (local, remote)
-            )
-            print(
-                f"convert {source.stat().st_size / 1e6:.1f} MB mzML, inline, on s3rver (a second "
-                f"S3 server, in a process of its own), fastest of {repeats}: local -> local "
-                f"{t_local:.2f} s; s3 -> s3 {t_remote:.2f} s; s3/local time "
-                f"{t_remote / t_local:.2f}x (goal <= 1.2x; each run: local "
-                f"{listed(each_local)} s, s3 "
-                f"{listed(each_remote)} s; load average "
-                f"{os.getloadavg()[0]:.2f} at the end)"
-            )
-            print("where the time went on s3rver (the coordinator's wall time; fastest runs):")
-            print("\n".join(fast_local.lines(fast_remote, ("local", "s3rver"))))
-            print(f"s3 -> s3 requests on s3rver (at the client): {fast_remote.request_line()}")
+            server_name = "s3rver (a second S3 server, in a process of its own)"
+            compared(server_name, source.stat().st_size, local, remote, "s3rver")
             server_costs(
                 source, "runs", root, lambda p, k: fs.put_file(str(p), f"runs/{k}"), "s3rver"
             )

@@ -28,12 +28,16 @@ from ..helpers import member_digests
 from ..hostile_inputs import corrupt_binary
 from .test_finish import SMALL, THREE, TINY
 
+MIXED = (SMALL, THREE, TINY, DATA / "depthcharge" / "TMT10-Trial-8.mzML")
 
-def _repository(tmp_path: Path, copies: int, bad: bool = False) -> Path:
-    """``copies`` small real runs (three files in turn), and a corrupt one among them."""
+
+def _repository(
+    tmp_path: Path, copies: int, bad: bool = False, runs: tuple[Path, ...] = MIXED
+) -> Path:
+    """``copies`` small real runs (``runs`` in turn, four different files unless given), and
+    with ``bad`` a corrupt one among them."""
     source = tmp_path / "repository"
     source.mkdir()
-    runs = [SMALL, THREE, TINY, DATA / "depthcharge" / "TMT10-Trial-8.mzML"]
     for k in range(copies):
         shutil.copy(runs[k % len(runs)], source / f"run{k:02d}.mzML")
     if bad:
@@ -95,10 +99,7 @@ def test_a_task_holds_at_most_two_partitions_worth_of_small_files(local_client, 
     """40 files of 238 kB, with partitions the size of one file: no task holds more than two
     (at least 20 tasks plan them), where the count of waiting runs alone would pack up to ten;
     with the default partitions (8 MB) they share fewer tasks."""
-    source = tmp_path / "repository"
-    source.mkdir()
-    for k in range(40):
-        shutil.copy(THREE, source / f"run{k:02d}.mzML")
+    source = _repository(tmp_path, copies=40, runs=(THREE,))
     planned = {}
     for name, options in (
         ("one file a partition", ConvertOptions(partition_bytes=THREE.stat().st_size)),
@@ -166,10 +167,7 @@ def test_a_run_of_several_partitions_in_a_shared_task_is_converted_there(
     """Files small on disk whose runs still have several partitions (48 spectra, 20 to a
     partition): a shared task converts each of its runs whole, costing no task a partition
     nor one to finish it, as in this process; the last runs, each planned alone, fan out."""
-    source = tmp_path / "repository"
-    source.mkdir()
-    for k in range(16):
-        shutil.copy(SMALL, source / f"run{k:02d}.mzML")
+    source = _repository(tmp_path, copies=16, runs=(SMALL,))
     options = ConvertOptions(partition_items=20)
     with get_task_stream(local_client) as stream:
         outcome = run_batch(source, tmp_path / "out", options, client=local_client)
