@@ -79,103 +79,142 @@ def byte_view(data) -> memoryview:
     return view if view.format == "B" else view.cast("B")
 
 
-class _Reader:
-    spans = False  # whether structs are read as Spanned ones (see loads_spanned)
+def _reader(spans: bool):
+    """A reader of compact-protocol structs (:class:`Spanned` ones when ``spans``): a function
+    ``(data, pos, base, depth) -> (struct, position after it)`` over ``bytes``, whose spans are
+    positions in ``data`` plus ``base``. A footer has thousands of fields: the integer fields
+    (most of them) and nested structs are read in the struct's own loop, and a read past the
+    end of ``data`` is the ``IndexError`` its caller turns into :class:`ThriftError`."""
 
-    def __init__(self, data: bytes | memoryview, pos: int = 0):
-        self.data = byte_view(data)
-        self.pos = pos
-        self.depth = 0
-
-    def byte(self) -> int:
-        if self.pos >= len(self.data):
-            raise ThriftError("Thrift struct: unexpected end of data")
-        b = self.data[self.pos]
-        self.pos += 1
-        return b
-
-    def varint(self) -> int:
-        shift = result = 0
-        while True:
-            b = self.byte()
-            result |= (b & 0x7F) << shift
-            if not b & 0x80:
-                return result
-            shift += 7
-            if shift > 63:
-                raise ThriftError("Thrift struct: varint too long")
-
-    def zigzag(self) -> int:
-        n = self.varint()
-        return (n >> 1) ^ -(n & 1)
-
-    def take(self, n: int) -> bytes:
-        if n < 0 or self.pos + n > len(self.data):
-            raise ThriftError("Thrift struct: length past the end of data")
-        out = bytes(self.data[self.pos : self.pos + n])
-        self.pos += n
-        return out
-
-    def count(self, size: int) -> int:
-        if size > len(self.data) - self.pos:  # every element takes at least one byte
-            raise ThriftError("Thrift struct: container larger than the data")
-        return size
-
-    def value(self, wire: int, in_list: bool = False):
-        if wire in (TRUE, FALSE):
-            return self.byte() if in_list else wire == TRUE
-        if wire == BYTE:
-            return self.byte()
-        if wire in (I16, I32, I64):
-            return self.zigzag()
-        if wire == DOUBLE:
-            return self.take(8)  # raw bytes: bit patterns survive unchanged
-        if wire == BINARY:
-            return self.take(self.varint())
-        if wire in (LIST, SET):
-            header = self.byte()
-            size, element = header >> 4, header & 0x0F
-            if size == 15:
-                size = self.varint()
-            return List(element, [self.value(element, True) for _ in range(self.count(size))])
-        if wire == MAP:
-            size = self.count(self.varint())
-            if not size:
-                return Map(0, [])
-            kinds = self.byte()
-            k, v = kinds >> 4, kinds & 0x0F
-            return Map(kinds, [(self.value(k, True), self.value(v, True)) for _ in range(size)])
-        if wire == STRUCT:
-            return self.struct()
-        raise ThriftError(f"Thrift struct: unknown wire type {wire}")
-
-    def struct(self) -> Struct:
-        """The struct at the position; a :class:`Spanned` one, with its fields' value bounds,
-        when this reader records spans."""
-        self.depth += 1
-        if self.depth > MAX_DEPTH:
+    def read_struct(data: bytes, pos: int, base: int, depth: int):
+        if depth > MAX_DEPTH:
             raise ThriftError("Thrift struct: nested too deeply")
-        spans = self.spans
-        out = Spanned(start=self.pos) if spans else Struct()
+        out = Spanned(start=base + pos) if spans else Struct()
+        fields = out.fields
         last = 0
         while True:
-            header = self.byte()
+            header = data[pos]
+            pos += 1
             wire = header & 0x0F
             if wire == STOP:
-                self.depth -= 1
                 if spans:
-                    out.end = self.pos
-                return out
+                    out.end = base + pos
+                return out, pos
             delta = header >> 4
-            fid = last + delta if delta else self.zigzag()
-            start = self.pos
-            value = self.value(wire)
-            out.fields.append([fid, wire, value, start, self.pos] if spans else [fid, wire, value])
+            if delta:
+                fid = last + delta
+            else:
+                n, pos = read_varint(data, pos)
+                fid = (n >> 1) ^ -(n & 1)
+            start = pos
+            if wire == I32 or wire == I64 or wire == I16:
+                b = data[pos]
+                if b < 0x80:
+                    pos += 1
+                    value = (b >> 1) ^ -(b & 1)
+                else:
+                    n, pos = read_varint(data, pos)
+                    value = (n >> 1) ^ -(n & 1)
+            elif wire == STRUCT:
+                value, pos = read_struct(data, pos, base, depth + 1)
+            else:
+                value, pos = read_value(data, pos, wire, False, base, depth)
+            if spans:
+                fields.append([fid, wire, value, base + start, base + pos])
+            else:
+                fields.append([fid, wire, value])
             last = fid
 
+    def read_value(data: bytes, pos: int, wire: int, in_list: bool, base: int, depth: int):
+        if wire == TRUE or wire == FALSE:
+            if in_list:
+                return data[pos], pos + 1
+            return wire == TRUE, pos
+        if wire == BYTE:
+            return data[pos], pos + 1
+        if wire == I16 or wire == I32 or wire == I64:
+            n, pos = read_varint(data, pos)
+            return (n >> 1) ^ -(n & 1), pos
+        if wire == DOUBLE:
+            end = pos + 8
+            if end > len(data):
+                raise ThriftError("Thrift struct: length past the end of data")
+            return data[pos:end], end
+        if wire == BINARY:
+            n, pos = read_varint(data, pos)
+            end = pos + n
+            if end > len(data):
+                raise ThriftError("Thrift struct: length past the end of data")
+            return data[pos:end], end
+        if wire == LIST or wire == SET:
+            header = data[pos]
+            pos += 1
+            size, element = header >> 4, header & 0x0F
+            if size == 15:
+                size, pos = read_varint(data, pos)
+            if size > len(data) - pos:  # every element takes at least one byte
+                raise ThriftError("Thrift struct: container larger than the data")
+            values = []
+            if element == STRUCT:
+                for _ in range(size):
+                    value, pos = read_struct(data, pos, base, depth + 1)
+                    values.append(value)
+            else:
+                for _ in range(size):
+                    value, pos = read_value(data, pos, element, True, base, depth)
+                    values.append(value)
+            return List(element, values), pos
+        if wire == MAP:
+            size, pos = read_varint(data, pos)
+            if size > len(data) - pos:
+                raise ThriftError("Thrift struct: container larger than the data")
+            if not size:
+                return Map(0, []), pos
+            kinds = data[pos]
+            pos += 1
+            k, v = kinds >> 4, kinds & 0x0F
+            items = []
+            for _ in range(size):
+                key, pos = read_value(data, pos, k, True, base, depth)
+                value, pos = read_value(data, pos, v, True, base, depth)
+                items.append((key, value))
+            return Map(kinds, items), pos
+        if wire == STRUCT:
+            return read_struct(data, pos, base, depth + 1)
+        raise ThriftError(f"Thrift struct: unknown wire type {wire}")
 
-class _SpanReader(_Reader):
-    spans = True
+    return read_struct
+
+
+def read_varint(data: bytes, pos: int) -> tuple[int, int]:
+    """The unsigned varint at ``pos`` and the position after it."""
+    shift = result = 0
+    while True:
+        b = data[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return result, pos
+        shift += 7
+        if shift > 63:
+            raise ThriftError("Thrift struct: varint too long")
+
+
+_read_struct = _reader(spans=False)
+_read_spanned = _reader(spans=True)
+
+
+def _read(reader, data, pos: int) -> tuple[Struct, int]:
+    """``reader``'s struct at ``pos`` of ``data`` (anything with the buffer protocol) and the
+    position after it: the bytes from ``pos`` on are copied once (a footer, a page index)."""
+    view = byte_view(data)
+    if not 0 <= pos <= len(view):
+        raise ThriftError("Thrift struct: unexpected end of data")
+    try:
+        struct, end = reader(bytes(view[pos:]), 0, pos, 1)
+    except IndexError:
+        raise ThriftError("Thrift struct: unexpected end of data") from None
+    return struct, pos + end
 
 
 def varint(n: int) -> bytes:
@@ -262,8 +301,7 @@ class _Writer:
 
 def loads(data: bytes | memoryview, pos: int = 0) -> tuple[Struct, int]:
     """The struct at ``pos`` of ``data`` and the position after it."""
-    reader = _Reader(data, pos)
-    return reader.struct(), reader.pos
+    return _read(_read_struct, data, pos)
 
 
 def loads_exactly(data: bytes | memoryview) -> Struct:
@@ -277,7 +315,7 @@ def loads_exactly(data: bytes | memoryview) -> Struct:
 def loads_spanned(data: bytes | memoryview, pos: int = 0) -> Spanned:
     """The struct at ``pos`` of ``data``, every struct in it a :class:`Spanned` whose positions
     are those of ``data`` (to cut its bytes around chosen fields)."""
-    return _SpanReader(data, pos).struct()
+    return _read(_read_spanned, data, pos)[0]
 
 
 def dumps(s: Struct) -> bytes:

@@ -16,7 +16,7 @@ import pytest
 from mzpeak_dask import ConvertOptions, convert
 from mzpeak_dask.archive.parquet import data_writer_properties
 from mzpeak_dask.parquet_stitch import Stitcher, ThriftError, dumps, loads, read_footer, stitch
-from mzpeak_dask.parquet_stitch.thrift_compact import loads_exactly
+from mzpeak_dask.parquet_stitch.thrift_compact import loads_exactly, loads_spanned
 
 from ..conftest import DATA, INLINE
 from ..helpers import SMALL_MZML
@@ -150,3 +150,20 @@ def test_damaged_footers_raise_thrift_errors() -> None:
         loads(b"\x1c" * 200)  # structs nested deeper than any footer
     with pytest.raises(ValueError):
         Stitcher(io.BytesIO()).close()
+
+
+def test_every_truncated_footer_raises_a_thrift_error(ours) -> None:
+    """The reader reads past the end of its bytes as a ThriftError, never an IndexError or a
+    struct: each prefix of a real footer, read plain and with spans, and from an offset."""
+    data = _members(ours["chunked"])["spectra_data.parquet"]
+    (size,) = struct.unpack("<I", data[-8:-4])
+    start = len(data) - 8 - size
+    footer = data[start:-8]
+    assert loads_spanned(data[:-8], start).end == len(data) - 8  # whole, it reads
+    for cut in range(0, size, max(1, size // 400)):
+        with pytest.raises(ThriftError):
+            loads_exactly(footer[:cut])
+        with pytest.raises(ThriftError):
+            loads_spanned(data[: start + cut], start)
+    with pytest.raises(ThriftError):
+        loads(footer, size + 1)  # an offset past the end
