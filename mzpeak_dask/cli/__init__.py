@@ -7,6 +7,7 @@ adds tracebacks. Options follow one precedence rule: command line > ``--config``
 from __future__ import annotations
 
 import argparse
+import gc
 import logging
 import signal
 import sys
@@ -79,3 +80,15 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def run() -> None:
+    """The command's entry point (``mzpeak-dask``, ``python -m mzpeak_dask``): :func:`main`,
+    then the usual exit with the objects still alive frozen out of the garbage collector.
+    The work is done by then; the collections the interpreter runs as it tears down its
+    modules would walk every object the imports made (about 0.1 s of a cold 100 MB
+    conversion's 2.7 s, for nothing: the process ends). Threads are joined, atexit handlers
+    run and streams are flushed as on any exit."""
+    code = main()
+    gc.freeze()
+    sys.exit(code)

@@ -7,6 +7,7 @@ import json
 import logging
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -96,3 +97,36 @@ def test_dask_and_tornado_logs_are_quiet_unless_verbose() -> None:
             [sys.executable, "-c", probe, when], capture_output=True, text=True, check=True
         )
         assert out.stdout.split() == [str(logging.CRITICAL), str(logging.CRITICAL), "critical"]
+
+
+EXIT_PROBE = """
+import atexit, gc, sys
+atexit.register(lambda: print(f"atexit ran, {gc.get_freeze_count()} objects frozen"))
+sys.argv = ["mzpeak-dask", *sys.argv[1:]]
+from mzpeak_dask.cli import run
+run()
+"""
+
+
+def test_the_command_exits_with_its_status_after_freezing_what_is_left(tmp_path) -> None:
+    """The entry point (the console script and ``python -m``) exits as usual with the command's
+    status, its atexit handlers run, and what is still alive is frozen out of the collector
+    (the interpreter's teardown collections would walk it for nothing)."""
+    output = tmp_path / "small.mzpeak"
+    assert run_cli("convert", str(SMALL), str(output), "--cluster", "inline", "-q").returncode == 0
+
+    def probe(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-c", EXIT_PROBE, *args], capture_output=True, text=True, timeout=300
+        )
+
+    done = probe("info", str(output))
+    assert done.returncode == 0, done.stderr
+    assert "spectra        48" in done.stdout
+    frozen = int(done.stdout.rsplit("atexit ran, ", 1)[1].split()[0])
+    assert frozen > 10_000  # the modules' objects, at least
+    failed = probe("info", str(tmp_path / "missing.mzpeak"))
+    assert failed.returncode != 0 and "error: " in failed.stderr
+    assert "atexit ran" in failed.stdout
+    script = (Path(sys.executable).parent / "mzpeak-dask").read_text()
+    assert "from mzpeak_dask.cli import run" in script
