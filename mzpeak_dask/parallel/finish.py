@@ -21,9 +21,9 @@ the one the fanned-out tasks write, byte for byte. A larger run gets its plan ba
 out; its chromatograms, when they are one small partition (a TIC and a base peak trace,
 :func:`written_with_plan`), are encoded and written by the plan's task, which has read the
 end of the input, where an indexed mzML keeps them, so they cost no task of their own.
-Several consecutive small files of a batch can share one task (:func:`plan_or_finish_each`),
-each converted whole there, however many partitions its spectra make, and each one's outcome
-returned in its place.
+Several consecutive small files of a batch can share one task (:func:`convert_each`),
+each converted whole there (:func:`convert_whole`), however many partitions its spectra make,
+and each one's outcome returned in its place.
 
 The finishing task writes in a fresh folder inside the staging folder, removed first if a
 previous attempt left it (Dask reruns the task elsewhere if its worker dies); once the archive
@@ -50,7 +50,7 @@ from ..archive.writer import ArchiveWriter
 from ..contracts import ConversionResult, EncodedPartition, EncodeSpec, Partition, RunPlan
 from ..encode import encode_partition
 from ..options import ConvertOptions
-from ..partition import Reads, plan_run
+from ..partition import plan_run
 from ..readers.base import CHROMATOGRAMS
 from ..storage.readahead import forget
 from ..tables.file_metadata import file_sha256
@@ -138,21 +138,31 @@ def small(plan: RunPlan) -> bool:
 
 
 def plan_or_finish(
-    source: str,
-    output: str,
-    options: ConvertOptions,
-    staging: str,
-    check: bool,
-    whole: bool = False,
+    source: str, output: str, options: ConvertOptions, staging: str, check: bool
 ) -> PlannedRun | FinishedRun:
     """The plan of the run (:func:`~mzpeak_dask.partition.plan_run`) with the partitions
-    written beside it (:func:`written_with_plan`); a :func:`small` run, or any run with
-    ``whole``, is converted instead, its partitions encoded and written in order (each one's
-    offsets follow from the counts of those before it), and finished (:func:`finish_run`)."""
-    reads: Reads = "here" if whole else "here if small"
-    plan = plan_run(Path(source), Path(staging), options, reads=reads)
-    if not (whole or small(plan)):
+    written beside it (:func:`written_with_plan`), or, for a :func:`small` run, the run
+    converted and finished here (:func:`_converted`)."""
+    plan = plan_run(Path(source), Path(staging), options, reads="here if small")
+    if not small(plan):
         return PlannedRun(plan, written_with_plan(plan, staging, options.partition_bytes))
+    return _converted(source, output, options, plan, staging, check)
+
+
+def convert_whole(
+    source: str, output: str, options: ConvertOptions, staging: str, check: bool
+) -> FinishedRun:
+    """The run planned, converted and finished here, however many partitions it has."""
+    plan = plan_run(Path(source), Path(staging), options, reads="here")
+    return _converted(source, output, options, plan, staging, check)
+
+
+def _converted(
+    source: str, output: str, options: ConvertOptions, plan: RunPlan, staging: str, check: bool
+) -> FinishedRun:
+    """The planned run converted here, its partitions encoded and written in order (each
+    one's offsets follow from the counts of those before it), and finished
+    (:func:`finish_run`)."""
     digest = read_in_order(plan)  # an input in storage: its digest taken as it is read
     try:
         offsets: dict[str, int] = {}
@@ -169,19 +179,19 @@ def plan_or_finish(
     return FinishedRun(*finished, items=sum(len(p.items) for p in plan.partitions))
 
 
-def plan_or_finish_each(
+def convert_each(
     runs: list[tuple[str, str, str]], options: ConvertOptions, check: bool
-) -> list[PlannedRun | FinishedRun | Exception]:
-    """:func:`plan_or_finish` for each of ``runs`` (source, output, staging folder) in turn,
-    in one task (a batch of small files: the cluster's cost per task is shared), each converted
-    whole, however many partitions it has: other runs keep the cluster's workers busy (a task
-    holds several only while they do, see :mod:`.packs`), and a run of a few partitions would
-    otherwise cost a task for each and one to finish it. A run that fails gives its exception,
-    in its place, and the others go on."""
-    out: list[PlannedRun | FinishedRun | Exception] = []
+) -> list[FinishedRun | Exception]:
+    """:func:`convert_whole` for each of ``runs`` (source, output, staging folder) in turn, in
+    one task (a batch of small files: the cluster's cost per task is shared), however many
+    partitions each has: other runs keep the cluster's workers busy (a task holds several
+    only while they do, see :mod:`.packs`), and a run of a few partitions would otherwise
+    cost a task for each and one to finish it. A run that fails gives its exception, in its
+    place, and the others go on."""
+    out: list[FinishedRun | Exception] = []
     for source, output, staging in runs:
         try:
-            out.append(plan_or_finish(source, output, options, staging, check, whole=True))
+            out.append(convert_whole(source, output, options, staging, check))
         except Exception as exc:  # noqa: BLE001 - one run's failure, never the others'
             out.append(exc)
     return out
@@ -290,10 +300,11 @@ __all__ = [
     "FINISH_FOLDER",
     "FinishedRun",
     "PlannedRun",
+    "convert_each",
+    "convert_whole",
     "encode_to_file",
     "finish_run",
     "plan_or_finish",
-    "plan_or_finish_each",
     "small",
     "write_to_file",
 ]

@@ -1,5 +1,5 @@
 """Which runs of a batch share a task: consecutive small files are planned, converted and
-finished by one task (:func:`~.finish.plan_or_finish_each`), which divides the cluster's cost
+finished by one task (:func:`~.finish.convert_each`), which divides the cluster's cost
 per task — a few milliseconds of the coordinator's CPU, whatever the task does — between them.
 
 A pack holds up to :data:`MAX_RUNS` runs and :data:`PARTITIONS` partitions' worth of input

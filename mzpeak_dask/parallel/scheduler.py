@@ -47,7 +47,7 @@ from ..partition import Reads, plan_run
 from ..storage.urls import is_url
 from .executors import Task, open_executor
 from .failures import CONVERT, FINISH, PACK, PLAN, WRITE, describe_failure
-from .finish import FinishedRun, encode_to_file, finish_run, plan_or_finish, plan_or_finish_each
+from .finish import FinishedRun, convert_each, encode_to_file, finish_run, plan_or_finish
 from .offsets import Offsets
 from .packs import Room
 
@@ -229,9 +229,7 @@ class Coordinator:
         runs = [(str(a.job.source), str(a.job.output), a.handoff) for a in pack]
         leader = pack[0]
         leader.pack = pack
-        task = self.executor.submit(
-            (leader, PACK), plan_or_finish_each, runs, self.options, self.check
-        )
+        task = self.executor.submit((leader, PACK), convert_each, runs, self.options, self.check)
         leader.tasks.append(task)
         self.outstanding += 1
 

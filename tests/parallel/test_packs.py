@@ -72,7 +72,7 @@ def test_small_files_share_tasks_and_each_run_stands_alone(local_client, tmp_pat
     with get_task_stream(local_client) as stream:
         outcome = run_batch(source, output, client=local_client)
     kinds = [key_split(t["key"]) for t in stream.data]
-    assert "plan_or_finish_each" in kinds
+    assert "convert_each" in kinds
     assert len(kinds) < 17  # fewer tasks than runs
     statuses = _statuses(output)
     assert statuses.pop("run08b.mzML") == "failed"
@@ -109,7 +109,7 @@ def test_a_task_holds_at_most_two_partitions_worth_of_small_files(local_client, 
             outcome = run_batch(source, tmp_path / name, options, client=local_client)
         assert {r["status"] for r in outcome.records} == {"converted"}
         kinds = [key_split(t["key"]) for t in stream.data]
-        planned[name] = kinds.count("plan_or_finish") + kinds.count("plan_or_finish_each")
+        planned[name] = kinds.count("plan_or_finish") + kinds.count("convert_each")
     assert planned["one file a partition"] >= 20
     assert planned["default partitions"] < 20
 
@@ -172,7 +172,7 @@ def test_a_run_of_several_partitions_in_a_shared_task_is_converted_there(
     with get_task_stream(local_client) as stream:
         outcome = run_batch(source, tmp_path / "out", options, client=local_client)
     kinds = [key_split(t["key"]) for t in stream.data]
-    assert kinds.count("plan_or_finish_each") >= 1
+    assert kinds.count("convert_each") >= 1
     alone = kinds.count("plan_or_finish")
     assert 1 <= alone < 16
     assert kinds.count("finish_run") == alone  # only the runs planned alone fanned out
