@@ -78,10 +78,6 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_FAILED
 
 
-if __name__ == "__main__":
-    sys.exit(main())
-
-
 def run() -> None:
     """The command's entry point (``mzpeak-dask``, ``python -m mzpeak_dask``): :func:`main`,
     then the usual exit with the objects still alive frozen out of the garbage collector.
