@@ -41,10 +41,12 @@ def check_output(output: Path, overwrite: bool, inputs: Inputs | None = None) ->
 
 class Inputs:
     """The inputs that no output may overwrite, by file identity (device and inode: the same
-    path, a symbolic link or a hard link) and by real path (for folders that hold one)."""
+    path, a symbolic link or a hard link) and by real path (for folders that hold one); and
+    their sizes as they were listed, from the same ``stat``."""
 
     def __init__(self, paths: Iterable[Path]):
         self._ids: dict[tuple[int, int], Path] = {}
+        self._sizes: dict[Path, int] = {}
         reals = []
         real = RealPaths()
         for path in paths:
@@ -53,8 +55,13 @@ class Inputs:
             except OSError:  # a missing input is reported as such
                 continue
             self._ids[(info.st_dev, info.st_ino)] = path
+            self._sizes[path] = info.st_size
             reals.append((real(path), str(path)))
         self._reals = sorted(reals)
+
+    def size(self, path: Path) -> int | None:
+        """The input's size when it was listed; None for one that could not be stat'ed."""
+        return self._sizes.get(path)
 
     def conflict(self, output: Path) -> str | None:
         """Why writing ``output`` would destroy an input, if it would."""

@@ -177,11 +177,9 @@ class Coordinator:
 
     def _small_size(self, source: Path) -> int | None:
         """The size of a local input no larger than a partition (most likely converted by its
-        plan's task), else None."""
-        try:
-            size = None if is_url(str(source)) else os.stat(source).st_size
-        except OSError:
-            return None
+        plan's task), else None: as :class:`~mzpeak_dask.archive.container.Inputs` found it
+        when the run began (one ``stat`` an input, however often a pack looks at it)."""
+        size = None if is_url(str(source)) else self.inputs.size(source)
         return size if size is not None and size <= self.options.partition_bytes else None
 
     def _open(self, number: int, source: Path, output: Path, results: list) -> _Active | None:
