@@ -9,14 +9,12 @@ rebases them. No Dask and no file output here.
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
 import numpy as np
 import pyarrow as pa
 
+from . import collector
 from . import vocabulary as V
 from .contracts import PEAKS, EncodedPartition, EncodeSpec, Partition
 from .errors import InputError, NumpressEncodeError
@@ -339,25 +337,13 @@ def _store(
     out.selected_ion_refs[entity] = refs
 
 
-@contextmanager
-def collector_paused() -> Iterator[None]:
-    """The cyclic garbage collector paused (and resumed after, if it ran before): a partition's
-    records and rows are freed by reference counting; the collector's passes over them found
-    nothing and cost about a quarter of the encode."""
-    running = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if running:
-            gc.enable()
-
-
 def encode_partition(partition: Partition, spec: EncodeSpec) -> EncodedPartition:
     """Read and encode one partition (runs on a worker), the process's heap keeping the blocks
-    the partition frees for the next (:mod:`~mzpeak_dask.heap`)."""
+    the partition frees for the next (:mod:`~mzpeak_dask.heap`), and the garbage collector
+    paused, its passes kept off what the process holds for good (:mod:`~.collector`)."""
     keep_freed_blocks()
-    with collector_paused():
+    collector.settle()
+    with collector.paused():
         return _read_and_encode(partition, spec)
 
 
