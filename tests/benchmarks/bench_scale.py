@@ -17,7 +17,8 @@ Printed side by side, measured in this one run:
   archives. The workers see the output folder here, so they finish each run: the partitions'
   parts go to the run's staging folder and are read by the worker that finishes the run, and
   the coordinator receives paths, counts and the run's result;
-* **files/h and MB/s** of the N-run batch, and the 100 MB run's seconds, at 1 and 2 workers;
+* **files/h and MB/s** of the N-run batch, and the 100 MB run's seconds, at 1 and 2 workers:
+  its first conversion on a new cluster, and the median of three more on that cluster;
 * a **projection** to 8, 64, 256 and 1024 workers from the measured per-task costs.
 
 How CPU is measured: the coordinator is this benchmark's subprocess, which also runs the
@@ -224,7 +225,13 @@ def _timeline(stream: list[dict], start: float, end: float) -> dict:
     return {"kinds": kinds, "alone": alone, "idle": idle}
 
 
+REPEATS = 3  # conversions of the 100 MB run after the first, on the same cluster
+
+
 def measure_run(source: str, workers: int) -> dict:
+    """The 100 MB run converted on a new cluster (the costs, the timeline: the first
+    conversion), then REPEATS times more on that cluster (their seconds: the first conversion
+    of a cluster also pays its workers' first use, and one conversion is noise-prone)."""
     from distributed import get_task_stream
 
     from mzpeak_dask import ConvertOptions, convert
@@ -239,6 +246,11 @@ def measure_run(source: str, workers: int) -> dict:
             result = convert(source, output, ConvertOptions(overwrite=True), client=client)
         cost = _delta(meter.snapshot(), before)
         cost["timeline"] = _timeline(stream.data, start, time.time())
+        cost["repeats"] = []
+        for _ in range(REPEATS):
+            start = time.perf_counter()
+            convert(source, output, ConvertOptions(overwrite=True), client=client)
+            cost["repeats"].append(time.perf_counter() - start)
     folder = workdir() / f"scale-run-{workers}"
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir()
@@ -324,9 +336,11 @@ def report(batches: dict, runs: dict, sched: dict) -> None:
             f"{_share(runs[w]):.1%} ({runs[w]['coordinator']:.2f} s vs "
             f"{runs[w]['workers']:.2f} s), {runs[w]['time']:.1f} s"
         )
+    later = {w: sorted(runs[w]["repeats"])[len(runs[w]["repeats"]) // 2] for w in (1, 2)}
     print(
-        f"  one-run goal <= 3 % (was 22 %); speedup 1 -> 2 workers: "
-        f"{runs[1]['time'] / runs[2]['time']:.2f} (goal >= 1.8)"
+        f"  one-run goal <= 3 % (was 22 %); speedup 1 -> 2 workers (goal >= 1.8): first "
+        f"conversion on a new cluster {runs[1]['time'] / runs[2]['time']:.2f}; the median of "
+        f"{REPEATS} more on it {later[1] / later[2]:.2f} ({later[1]:.2f} s vs {later[2]:.2f} s)"
     )
     for w in (1, 2):
         timeline = runs[w]["timeline"]
