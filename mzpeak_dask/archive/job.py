@@ -66,7 +66,8 @@ class RunJob:
         self.source, self.output, self.options = source, output, options
         self.started = time.perf_counter()
         check_input(source)
-        check_output(output, options.overwrite, inputs or Inputs([source]))
+        self.inputs = inputs or Inputs([source])
+        check_output(output, options.overwrite, self.inputs)
         self.staging = Staging(output)
         self.plan: RunPlan | None = None
         self.writer: ArchiveWriter | None = None
@@ -81,11 +82,8 @@ class RunJob:
         then hashes it again.)"""
         if is_url(str(self.source)):
             return
-        try:
-            size = os.stat(self.source).st_size
-        except OSError:
-            return
-        if size > self.options.partition_bytes:
+        size = self.inputs.size(self.source)  # from the stat taken as the call began
+        if size is not None and size > self.options.partition_bytes:
             self.sha256 = background(file_sha256, str(self.source))
 
     def start(
