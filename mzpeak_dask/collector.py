@@ -13,6 +13,11 @@ partition begins (everything its first one imported and cached) out of the colle
 (:func:`gc.freeze`), once: reference counting still frees those objects, only a cycle among
 them that becomes garbage later is never collected (a bounded, one-time amount: the process's
 state at that moment). Young garbage is collected first, so none is frozen.
+
+Freezing is a choice for a whole process, so it is made only in a process that converts and
+does nothing else (:func:`own_process`): the workers of a LocalCluster this package starts, and
+the ``mzpeak-dask`` command. A program that calls :func:`~mzpeak_dask.convert` keeps its collector
+as it is, and so do the workers of a cluster someone else runs.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import gc
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+_owned = False
 _partitions_begun = 0
 
 
@@ -36,12 +42,19 @@ def paused() -> Iterator[None]:
             gc.enable()
 
 
+def own_process() -> None:
+    """This process converts and does nothing else: :func:`settle` may freeze its objects."""
+    global _owned
+    _owned = True
+
+
 def settle() -> bool:
-    """Called as each partition begins: at the second, the process's objects are frozen out of
-    the collector's passes. True when this call froze them."""
+    """Called as each partition begins: at the second in a process of this package's own
+    (:func:`own_process`), the process's objects are frozen out of the collector's passes.
+    True when this call froze them."""
     global _partitions_begun
     _partitions_begun += 1
-    if _partitions_begun != 2:
+    if not _owned or _partitions_begun != 2:
         return False
     gc.collect(1)
     gc.freeze()

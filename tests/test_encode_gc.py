@@ -70,13 +70,15 @@ base = gc.get_freeze_count()  # the interpreter freezes a few objects of its own
 
 import sys, tempfile, weakref
 from pathlib import Path
-from mzpeak_dask import ConvertOptions
+from mzpeak_dask import ConvertOptions, collector
 from mzpeak_dask.encode import encode_partition
 from mzpeak_dask.partition import plan_run
 
 with tempfile.TemporaryDirectory() as staging:
     plan = plan_run(Path(sys.argv[1]), Path(staging), ConvertOptions())
 part = plan.partitions[0]
+if sys.argv[2] == "owned":
+    collector.own_process()
 frozen = []
 for _ in range(3):
     out = encode_partition(part, plan.spec)
@@ -99,17 +101,34 @@ print(*frozen, left, gone() is None)
 """
 
 
-def test_the_second_partition_freezes_what_the_process_holds() -> None:
+def _frozen(owned: str) -> list[str]:
     done = subprocess.run(
-        [sys.executable, "-c", FROZEN, str(RUN)],
+        [sys.executable, "-c", FROZEN, str(RUN), owned],
         capture_output=True,
         text=True,
         check=True,
         timeout=120,
     )
-    first, second, third, left, collected = done.stdout.split()
+    return done.stdout.split()
+
+
+def test_the_second_partition_freezes_what_the_process_holds() -> None:
+    first, second, third, left, collected = _frozen("owned")
     assert int(first) == 0  # nothing frozen while the first partition imports and caches
     assert int(second) > 20_000  # numpy, pyarrow, lxml and the package's modules
     assert third == second  # once
     assert int(left) < int(second) // 4  # a full pass no longer walks them
     assert collected == "True"
+
+
+def test_a_process_not_of_the_package_keeps_its_collector_as_it_is() -> None:
+    """A program calling convert() (not the command, not a worker the package started)."""
+    *frozen, left, collected = _frozen("not owned")
+    assert frozen == ["0", "0", "0"]
+    assert int(left) > 20_000  # a full pass still walks everything, as the program expects
+    assert collected == "True"
+
+
+def test_the_workers_of_a_cluster_the_package_starts_are_its_own(local_client) -> None:
+    owned = local_client.run(lambda: __import__("mzpeak_dask.collector").collector._owned)
+    assert owned and all(owned.values())

@@ -19,7 +19,9 @@ ignore SIGINT. Ctrl-C on a terminal goes to every process of its foreground proc
 workers the nanny spawned included, and each would print a traceback of its own; the
 coordinator alone handles the interruption and shuts the workers down. Their heap is set
 before their first task (:func:`~mzpeak_dask.heap.keep_freed_blocks`: Arrow then allocates
-every buffer of the run from it, the plan's too).
+every buffer of the run from it, the plan's too), and they are processes of the package's own,
+whose garbage collector it may keep off their long-lived objects
+(:func:`~mzpeak_dask.collector.own_process`).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
+from .. import collector
 from ..heap import keep_freed_blocks
 
 WORKER_ENVIRON = {
@@ -77,6 +80,7 @@ def dask_setup(worker: Any) -> None:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
     keep_freed_blocks()
+    collector.own_process()
 
 
 def quiet_dask_logs() -> None:
