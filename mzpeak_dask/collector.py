@@ -12,7 +12,10 @@ ontology), finding nothing. :func:`settle` moves what the process holds when its
 partition begins (everything its first one imported and cached) out of the collector's reach
 (:func:`gc.freeze`), once: reference counting still frees those objects, only a cycle among
 them that becomes garbage later is never collected (a bounded, one-time amount: the process's
-state at that moment). Young garbage is collected first, so none is frozen.
+state at that moment). Young garbage is collected first, so none is frozen. On one cluster,
+conversions of that run alternating with the freeze lifted and made: 2.96 s instead of 3.10 s
+on one worker, 1.68 s instead of 1.72 s on two, and 0.1 s less of the workers' CPU on either
+(medians of eight each).
 
 Freezing is a choice for a whole process, so it is made only in a process that converts and
 does nothing else (:func:`own_process`): the workers of a LocalCluster this package starts, and
