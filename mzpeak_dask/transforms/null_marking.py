@@ -34,6 +34,7 @@ __all__ = [
     "fit_delta_model",
     "null_pair_mask",
     "predict_delta",
+    "rebuilt_nulls",
     "second_median",
     "segment_second_medians",
     "verified_null_mask",
@@ -186,6 +187,17 @@ def fill_nulls(values: np.ndarray, valid: np.ndarray, model: np.ndarray | None) 
         return values.copy()
     if not valid.any():
         return np.full(values.shape, np.nan)
+    nulls, filled = rebuilt_nulls(values, valid, model)
+    out = values.copy()
+    out[nulls] = filled
+    return out
+
+
+def rebuilt_nulls(
+    values: np.ndarray, valid: np.ndarray, model: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Where the nulls of ``values`` (float64, at least one of them valid) are, and the values
+    :func:`fill_nulls` gives them: only the nulls are computed."""
     valid_index = np.flatnonzero(valid)
     starts_segment = np.diff(valid_index, prepend=-2) != 1
     segment = np.cumsum(starts_segment) - 1
@@ -198,31 +210,31 @@ def fill_nulls(values: np.ndarray, valid: np.ndarray, model: np.ndarray | None) 
             delta[single] = predict_delta(model, lone_values)
         else:
             delta[single] = second_median(np.diff(values[valid_index]))
-    return _fill_from_segments(values, valid, valid_index, segment, delta)
+    nulls = np.flatnonzero(~valid)
+    return nulls, _extrapolated(values, nulls, valid_index, segment, delta)
 
 
-def _fill_from_segments(
+def _extrapolated(
     values: np.ndarray,
-    valid: np.ndarray,
+    nulls: np.ndarray,
     valid_index: np.ndarray,
     segment: np.ndarray,
     delta: np.ndarray,
 ) -> np.ndarray:
-    """Extrapolate every null from the nearer neighbouring segment by whole spacing steps."""
-    n = values.shape[0]
-    positions = np.arange(n)
-    before = np.cumsum(valid) - 1  # slot in valid_index of the last non-null at or before i
-    after = before + 1  # for a null: slot of the next non-null
+    """Every null extrapolated from the nearer neighbouring segment by whole spacing steps."""
+    far = values.shape[0] + 1
+    before = np.searchsorted(valid_index, nulls) - 1  # slot of the last non-null before
+    after = before + 1
     has_before = before >= 0
     has_after = after < valid_index.size
     before = np.clip(before, 0, valid_index.size - 1)
     after = np.clip(after, 0, valid_index.size - 1)
-    left_steps = np.where(has_before, positions - valid_index[before], n + 1)
-    right_steps = np.where(has_after, valid_index[after] - positions, n + 1)
-    left_value = values[valid_index[before]] + left_steps * delta[segment[before]]
-    right_value = values[valid_index[after]] - right_steps * delta[segment[after]]
-    filled = np.where(left_steps <= right_steps, left_value, right_value)
-    return np.where(valid, values, filled)
+    left, right = valid_index[before], valid_index[after]
+    left_steps = np.where(has_before, nulls - left, far)
+    right_steps = np.where(has_after, right - nulls, far)
+    left_value = values[left] + left_steps * delta[segment[before]]
+    right_value = values[right] - right_steps * delta[segment[after]]
+    return np.where(left_steps <= right_steps, left_value, right_value)
 
 
 def fill_intensity(values: np.ndarray, valid: np.ndarray) -> np.ndarray:
@@ -253,10 +265,14 @@ def verified_null_mask(
     for _ in range(rounds):
         if not mask.any():
             return mask
-        filled = fill_nulls(mz, ~mask, model)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            error = np.abs(filled - mz) / np.abs(mz) * 1e6
-        bad = mask & ~(error <= max_ppm)
+        if mask.all():  # nothing to rebuild from: every null would come back NaN
+            bad = mask.copy()
+        else:
+            nulls, filled = rebuilt_nulls(mz, ~mask, model)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                error = np.abs(filled - mz[nulls]) / np.abs(mz[nulls]) * 1e6
+            bad = np.zeros_like(mask)
+            bad[nulls[~(error <= max_ppm)]] = True
         if not bad.any():
             return mask
         grown = bad.copy()  # a null pair goes together

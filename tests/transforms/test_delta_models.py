@@ -4,6 +4,7 @@ stores them, and they decide which zero pairs become null)."""
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +16,7 @@ from mzpeak_dask import vocabulary as V
 from mzpeak_dask.errors import InputError
 from mzpeak_dask.readers import SPECTRA, MzMLFormat
 from mzpeak_dask.readers.base import ItemRange
+from mzpeak_dask.transforms import delta_models
 from mzpeak_dask.transforms.delta_models import (
     _weights,
     concatenated_weights,
@@ -131,12 +133,45 @@ def test_mismatched_intensity_is_an_input_error() -> None:
     )
 )
 def test_second_medians_are_numpys_on_hostile_runs(runs) -> None:
+    """Both ways: runs sorted as matrix rows, and every run selected on its own (as runs longer
+    than SELECTED_SPAN are)."""
     deltas = np.array([v for run in runs for v in run], dtype=np.float64)
     spans = np.array([len(run) for run in runs], dtype=np.int64)
     starts = np.cumsum(spans) - spans
-    batched = second_medians(deltas, starts, spans)
+    for selected_span in (delta_models.SELECTED_SPAN, 0):
+        with _selected_span(selected_span):
+            batched = second_medians(deltas, starts, spans)
+        for k, run in enumerate(runs):
+            assert _bits([batched[k]]) == _bits([second_median(np.array(run, dtype=np.float64))])
+
+
+@contextlib.contextmanager
+def _selected_span(span: int):
+    kept = delta_models.SELECTED_SPAN
+    delta_models.SELECTED_SPAN = span
+    try:
+        yield
+    finally:
+        delta_models.SELECTED_SPAN = kept
+
+
+def test_long_runs_are_selected_with_the_medians_of_a_sort() -> None:
+    """Runs past SELECTED_SPAN, with ties, zeros of both signs and gaps, as real spacings."""
+    rng = np.random.default_rng(7)
+    runs = []
+    for n in (1025, 1026, 4000, 20_001):
+        run = np.round(rng.random(n) * 50) / 1000  # many ties
+        run[rng.random(n) < 0.05] = -0.0
+        run[rng.random(n) < 0.01] = 30.0  # gaps between peaks
+        runs.append(run)
+    runs.append(np.concatenate([runs[0], [np.nan]]))
+    runs.append(np.concatenate([runs[1], [np.inf, -np.inf]]))
+    spans = np.array([r.size for r in runs], dtype=np.int64)
+    batched = second_medians(np.concatenate(runs), np.cumsum(spans) - spans, spans)
+    assert (spans > delta_models.SELECTED_SPAN).all()
     for k, run in enumerate(runs):
-        assert _bits([batched[k]]) == _bits([second_median(np.array(run, dtype=np.float64))])
+        assert _bits([batched[k]]) == _bits([second_median(run)]), k
+    assert np.isnan(batched[4]) and np.isfinite(batched[:4]).all()
 
 
 def _numpy_decision(constant: np.ndarray, quadratic: np.ndarray) -> bool:
