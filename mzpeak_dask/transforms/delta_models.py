@@ -113,9 +113,10 @@ def fit_concatenated(
 
 
 # Runs longer than this are selected one at a time (two partial sorts and a count, linear in
-# the run) instead of being sorted as matrix rows: bench_single_run's 102 MB profile run, whose
-# spectra have 850 spacings at the median and 19,800 at the 90th percentile, takes 0.07 s
-# instead of 0.22 s; for runs of a few hundred the per-run calls cost more than the sort.
+# the run) instead of being sorted as matrix rows: for bench_scale's 102 MB profile run
+# (small.mzML x30), whose spectra have 850 spacings at the median and 19,800 at the 90th
+# percentile, 0.07 s instead of 0.22 s; for runs of a few hundred (FeatureFinderMetaboIdent's)
+# the calls a run cost more than the sort.
 SELECTED_SPAN = 1024
 
 
@@ -155,8 +156,8 @@ def second_medians(deltas: np.ndarray, starts: np.ndarray, spans: np.ndarray) ->
 
 def _selected_second_median(run: np.ndarray) -> float:
     """The second median of one non-empty run by selection: the values at the sorted positions
-    numpy's median reads are the same whichever way they are found, and the arithmetic on
-    them is :func:`_middle_of_prefix`'s."""
+    numpy's median reads are the same whichever way they are found (a zero of either sign
+    comes out +0.0 from the arithmetic), which is :func:`_middle_of_prefix`'s."""
     if np.isnan(run).any():
         return np.nan
     n = run.shape[0]
