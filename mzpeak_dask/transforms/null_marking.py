@@ -31,6 +31,7 @@ from ..errors import InputError
 __all__ = [
     "fill_intensity",
     "fill_nulls",
+    "extrapolated_nulls",
     "fit_delta_model",
     "null_pair_mask",
     "predict_delta",
@@ -211,17 +212,20 @@ def rebuilt_nulls(
         else:
             delta[single] = second_median(np.diff(values[valid_index]))
     nulls = np.flatnonzero(~valid)
-    return nulls, _extrapolated(values, nulls, valid_index, segment, delta)
+    return nulls, extrapolated_nulls(values, nulls, valid_index, segment, delta)
 
 
-def _extrapolated(
+def extrapolated_nulls(
     values: np.ndarray,
     nulls: np.ndarray,
     valid_index: np.ndarray,
     segment: np.ndarray,
     delta: np.ndarray,
+    run: np.ndarray | None = None,
 ) -> np.ndarray:
-    """Every null extrapolated from the nearer neighbouring segment by whole spacing steps."""
+    """Every null extrapolated from the nearer neighbouring segment by whole spacing steps,
+    the left one on a tie. With ``run`` (the spectrum of each position of a concatenation),
+    only segments of the null's own spectrum count, and a null without one is NaN."""
     far = values.shape[0] + 1
     before = np.searchsorted(valid_index, nulls) - 1  # slot of the last non-null before
     after = before + 1
@@ -230,11 +234,16 @@ def _extrapolated(
     before = np.clip(before, 0, valid_index.size - 1)
     after = np.clip(after, 0, valid_index.size - 1)
     left, right = valid_index[before], valid_index[after]
+    if run is not None:
+        own = run[nulls]
+        has_before &= run[left] == own
+        has_after &= run[right] == own
     left_steps = np.where(has_before, nulls - left, far)
     right_steps = np.where(has_after, right - nulls, far)
     left_value = values[left] + left_steps * delta[segment[before]]
     right_value = values[right] - right_steps * delta[segment[after]]
-    return np.where(left_steps <= right_steps, left_value, right_value)
+    filled = np.where(left_steps <= right_steps, left_value, right_value)
+    return filled if run is None else np.where(has_before | has_after, filled, np.nan)
 
 
 def fill_intensity(values: np.ndarray, valid: np.ndarray) -> np.ndarray:

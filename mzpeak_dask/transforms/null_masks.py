@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .null_marking import verified_null_mask
+from .null_marking import extrapolated_nulls, verified_null_mask
 from .runs import owners, run_any, run_edges, run_starts
 
 __all__ = ["ALONE_POINTS", "null_pair_masks", "verified_null_masks"]
@@ -102,7 +102,7 @@ def _rebuilt_nulls(
     if single.any():
         lone = valid_index[starts_segment][single]
         delta[single] = _predict(models, run[lone], values[lone])
-    return nulls, _extrapolated(values, nulls, valid_index, segment, delta, run)
+    return nulls, extrapolated_nulls(values, nulls, valid_index, segment, delta, run)
 
 
 def _second_medians(
@@ -148,32 +148,3 @@ def _predict(models: list[list[float] | None], runs: np.ndarray, x: np.ndarray) 
             total = total + coefficients[:, power] * xs**power
         out[at] = total
     return out
-
-
-def _extrapolated(
-    values: np.ndarray,
-    nulls: np.ndarray,
-    valid_index: np.ndarray,
-    segment: np.ndarray,
-    delta: np.ndarray,
-    run: np.ndarray,
-) -> np.ndarray:
-    """Each null extrapolated from the nearer segment of its own spectrum by whole spacing
-    steps, the left one on a tie (NaN without one), as ``fill_nulls`` does."""
-    far = values.shape[0] + 1
-    before = np.searchsorted(valid_index, nulls) - 1  # slot of the last non-null before
-    after = before + 1
-    has_before = before >= 0
-    has_after = after < valid_index.size
-    before = np.clip(before, 0, valid_index.size - 1)
-    after = np.clip(after, 0, valid_index.size - 1)
-    left, right = valid_index[before], valid_index[after]
-    own = run[nulls]
-    has_before &= run[left] == own
-    has_after &= run[right] == own
-    left_steps = np.where(has_before, nulls - left, far)
-    right_steps = np.where(has_after, right - nulls, far)
-    left_value = values[left] + left_steps * delta[segment[before]]
-    right_value = values[right] - right_steps * delta[segment[after]]
-    filled = np.where(left_steps <= right_steps, left_value, right_value)
-    return np.where(has_before | has_after, filled, np.nan)
