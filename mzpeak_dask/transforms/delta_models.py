@@ -120,15 +120,16 @@ def fit_concatenated(
 SELECTED_SPAN = 1024
 
 
-def second_medians(deltas: np.ndarray, starts: np.ndarray, spans: np.ndarray) -> np.ndarray:
+def second_medians(
+    deltas: np.ndarray, starts: np.ndarray, spans: np.ndarray, selected_span: int = SELECTED_SPAN
+) -> np.ndarray:
     """:func:`~mzpeak_dask.transforms.null_marking.second_median` of every run
     ``deltas[starts[k] : starts[k] + spans[k]]``, bit for bit: runs of similar length are
     sorted together as the rows of one matrix (padded with +inf), and the medians are read
     at numpy's positions with numpy's arithmetic (a NaN anywhere makes the run's NaN). Runs
-    longer than :data:`SELECTED_SPAN` are selected on their own
-    (:func:`_selected_second_median`)."""
+    longer than ``selected_span`` are selected on their own (:func:`_selected_second_median`)."""
     result = np.zeros(spans.shape[0])
-    long = spans > SELECTED_SPAN
+    long = spans > selected_span
     present = np.flatnonzero((spans > 0) & ~long)
     for k in np.flatnonzero(long).tolist():
         result[k] = _selected_second_median(deltas[starts[k] : starts[k] + spans[k]])

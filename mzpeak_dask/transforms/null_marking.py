@@ -29,13 +29,12 @@ import numpy as np
 from ..errors import InputError
 
 __all__ = [
+    "extrapolated_nulls",
     "fill_intensity",
     "fill_nulls",
-    "extrapolated_nulls",
     "fit_delta_model",
     "null_pair_mask",
     "predict_delta",
-    "rebuilt_nulls",
     "second_median",
     "segment_second_medians",
     "verified_null_mask",
@@ -186,20 +185,21 @@ def fill_nulls(values: np.ndarray, valid: np.ndarray, model: np.ndarray | None) 
     valid = np.asarray(valid, dtype=bool)
     if valid.all():
         return values.copy()
-    if not valid.any():
-        return np.full(values.shape, np.nan)
-    nulls, filled = rebuilt_nulls(values, valid, model)
+    nulls, filled = _rebuilt_nulls(values, valid, model)
     out = values.copy()
     out[nulls] = filled
     return out
 
 
-def rebuilt_nulls(
+def _rebuilt_nulls(
     values: np.ndarray, valid: np.ndarray, model: np.ndarray | None
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Where the nulls of ``values`` (float64, at least one of them valid) are, and the values
-    :func:`fill_nulls` gives them: only the nulls are computed."""
+    """Where the nulls of ``values`` (float64) are, and the values :func:`fill_nulls` gives
+    them (NaN when nothing is valid): only the nulls are computed."""
+    nulls = np.flatnonzero(~valid)
     valid_index = np.flatnonzero(valid)
+    if valid_index.size == 0:
+        return nulls, np.full(nulls.shape, np.nan)
     starts_segment = np.diff(valid_index, prepend=-2) != 1
     segment = np.cumsum(starts_segment) - 1
     n_segments = int(segment[-1]) + 1
@@ -211,7 +211,6 @@ def rebuilt_nulls(
             delta[single] = predict_delta(model, lone_values)
         else:
             delta[single] = second_median(np.diff(values[valid_index]))
-    nulls = np.flatnonzero(~valid)
     return nulls, extrapolated_nulls(values, nulls, valid_index, segment, delta)
 
 
@@ -274,14 +273,12 @@ def verified_null_mask(
     for _ in range(rounds):
         if not mask.any():
             return mask
-        if mask.all():  # nothing to rebuild from: every null would come back NaN
-            bad = mask.copy()
-        else:
-            nulls, filled = rebuilt_nulls(mz, ~mask, model)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                error = np.abs(filled - mz[nulls]) / np.abs(mz[nulls]) * 1e6
-            bad = np.zeros_like(mask)
-            bad[nulls[~(error <= max_ppm)]] = True
+        nulls, filled = _rebuilt_nulls(mz, ~mask, model)
+        source = mz[nulls]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            error = np.abs(filled - source) / np.abs(source) * 1e6
+        bad = np.zeros_like(mask)
+        bad[nulls[~(error <= max_ppm)]] = True  # NaN (nothing to rebuild from) is bad
         if not bad.any():
             return mask
         grown = bad.copy()  # a null pair goes together

@@ -4,7 +4,6 @@ stores them, and they decide which zero pairs become null)."""
 
 from __future__ import annotations
 
-import contextlib
 from pathlib import Path
 
 import numpy as np
@@ -139,20 +138,9 @@ def test_second_medians_are_numpys_on_hostile_runs(runs) -> None:
     spans = np.array([len(run) for run in runs], dtype=np.int64)
     starts = np.cumsum(spans) - spans
     for selected_span in (delta_models.SELECTED_SPAN, 0):
-        with _selected_span(selected_span):
-            batched = second_medians(deltas, starts, spans)
+        batched = second_medians(deltas, starts, spans, selected_span)
         for k, run in enumerate(runs):
             assert _bits([batched[k]]) == _bits([second_median(np.array(run, dtype=np.float64))])
-
-
-@contextlib.contextmanager
-def _selected_span(span: int):
-    kept = delta_models.SELECTED_SPAN
-    delta_models.SELECTED_SPAN = span
-    try:
-        yield
-    finally:
-        delta_models.SELECTED_SPAN = kept
 
 
 def test_long_runs_are_selected_with_the_medians_of_a_sort() -> None:
