@@ -20,6 +20,7 @@ from .. import vocabulary as V
 from ..codecs import numpress
 from ..records import Param, SignalArray
 from .base import spectrum_error
+from .fast_decoding import base64_or_none, inflated_or_none
 
 _ZLIB_NUMPRESS = {
     V.NUMPRESS_LINEAR_ZLIB: V.NUMPRESS_LINEAR,
@@ -146,7 +147,10 @@ def _decode(
         if c == V.NO_COMPRESSION:
             continue
         if c == V.ZLIB_COMPRESSION:
-            raw = _inflate(raw, _inflate_limit(len(raw), length, dtype, data_type))
+            limit = _inflate_limit(len(raw), length, dtype, data_type)
+            exact = length is not None and data_type != V.ASCII  # the limit is the size
+            fast = inflated_or_none(raw, limit) if exact else None
+            raw = fast if fast is not None else _inflate(raw, limit)
         elif c in _ZLIB_NUMPRESS:
             raw = _inflate(raw, _numpress_limit(length))
             numpress_codec = _ZLIB_NUMPRESS[c]
@@ -221,10 +225,16 @@ def check_paired(arrays: list[SignalArray]) -> None:
 
 
 def b64decode(text: str | None) -> bytes:
+    """A payload's bytes: by the fast decoder where it takes the text, else (and for every
+    error) by the standard library's strict decoding, retried without inner whitespace."""
     if not text:
         return b""
+    text = text.strip()
+    fast = base64_or_none(text)
+    if fast is not None:
+        return fast
     try:
-        return base64.b64decode(text.strip(), validate=True)
+        return base64.b64decode(text, validate=True)
     except (binascii.Error, ValueError):
         # whitespace inside the element is legal XML; retry without it before giving up
         try:
