@@ -14,6 +14,12 @@ from ..storage.inputs import object_head
 from ..storage.urls import is_url
 from .base import InputFormat
 
+try:  # zlib-ng's gzip: inflates about 1.5 times as fast (a dependency; see decompress_to)
+    from zlib_ng import gzip_ng as _fast_gzip
+    from zlib_ng import zlib_ng as _fast_zlib
+except ImportError:  # pragma: no cover
+    _fast_gzip = _fast_zlib = None
+
 GZIP_MAGIC = b"\x1f\x8b"
 BZIP2_MAGIC = b"BZh"
 HDF5_MAGIC = b"\x89HDF\r\n\x1a\n"
@@ -88,9 +94,11 @@ def decompress_to(path: str, staging_dir: str) -> str:
             name = name[: -len(suffix)]
     target = os.path.join(staging_dir, "input-" + name)
     limit = decompressed_limit(os.path.getsize(path))
+    whole = _fast_copy(path, target, limit) if compression == "gzip" else None
     try:
-        with opener(path, "rb") as src, open(target, "wb") as dst:
-            whole = _copy_at_most(src, dst, limit)
+        if whole is None:
+            with opener(path, "rb") as src, open(target, "wb") as dst:
+                whole = _copy_at_most(src, dst, limit)
     except OSError as exc:
         if exc.errno is not None:  # the staging file could not be written
             raise OutputError(f"{target}: cannot write ({exc.strerror})") from None
@@ -104,6 +112,20 @@ def decompress_to(path: str, staging_dir: str) -> str:
             f"({MAX_DECOMPRESSION_RATIO} times its size): refused as a decompression bomb"
         )
     return target
+
+
+def _fast_copy(path: str, target: str, limit: int) -> bool | None:
+    """:func:`_copy_at_most` from zlib-ng's gzip reader into ``target``; None where it fails
+    (corrupt data, a header it reads differently, a write error) or is missing: the standard
+    library then decompresses the input again and words the error. Where both succeed they
+    give the same bytes (the stream's CRC-32 is checked)."""
+    if _fast_gzip is None:
+        return None
+    try:
+        with _fast_gzip.open(path, "rb") as src, open(target, "wb") as dst:
+            return _copy_at_most(src, dst, limit)
+    except (OSError, EOFError, ValueError, _fast_zlib.error):
+        return None
 
 
 def decompressed_limit(compressed_size: int) -> int:
