@@ -190,20 +190,15 @@ def per_core_encoding(source: Path, label: str) -> None:
     (its memory touched for the first time, as a fresh worker's first partitions), and the
     median of the passes after it (as a worker that has converted before: a batch's workers)."""
     options = ConvertOptions()
+    keep_freed_blocks()  # as encode_partition does before it reads
     with tempfile.TemporaryDirectory(dir=workdir()) as staging:
         plan = plan_run(source, Path(staging), options)
         fmt = FORMATS[plan.format.name]
         parts = [p for p in plan.partitions if p.items.kind == SPECTRA]
-        parses = []
-        for _ in range(PER_CORE_PASSES):
-            start = time.process_time()
-            with collector_paused():  # as encode_partition reads
-                records = [list(fmt.read(p.path, p.items, p.hints)) for p in parts]
-            parses.append(time.process_time() - start)
-    parse = statistics.median(parses)
+        parse = statistics.median(_parsed_seconds(fmt, parts) for _ in range(PER_CORE_PASSES))
+        records = [list(fmt.read(p.path, p.items, p.hints)) for p in parts]
     points = sum(len(r.arrays[0].values) for recs in records for r in recs if r.arrays)
     spectra = sum(len(recs) for recs in records)
-    keep_freed_blocks()  # as encode_partition does
     passes = [_encoded_and_written(parts, records, plan, options)]
     passes += [_encoded_and_written(parts, records, plan, options) for _ in range(PER_CORE_PASSES)]
     first, later = passes[0], sorted(passes[1:], key=lambda p: p[0] + p[1])
@@ -223,6 +218,17 @@ def per_core_encoding(source: Path, label: str) -> None:
         f"{PER_CORE_PASSES}) + encode + write {cpu:.2f} s = {megabytes / (parse + cpu):.1f} MB of "
         f"mzML a second a core"
     )
+
+
+def _parsed_seconds(fmt, parts) -> float:
+    """CPU seconds of one parse of every partition, as a worker reads them: the collector
+    paused, each partition's records dropped before the next is read."""
+    start = time.process_time()
+    for p in parts:
+        with collector_paused():
+            records = list(fmt.read(p.path, p.items, p.hints))
+        del records
+    return time.process_time() - start
 
 
 def _encoded_and_written(parts, records, plan, options) -> tuple[float, float, float, int]:
