@@ -10,13 +10,16 @@ Each fast path answers only where its answer is the standard library's, and ``No
 otherwise; the caller then decodes with the standard library, which words every error:
 
 * pybase64 with ``validate=True`` refuses some text that binascii's strict mode accepts (a
-  final quantum with stray bits, some paddings). It accepts nothing binascii refuses, and
-  where both accept they give the same bytes.
+  final quantum with stray bits, some paddings): 20,755 of 300,000 mangled texts. It
+  accepted none that binascii refuses, and where both accepted they gave the same bytes
+  (``tests/readers/test_fast_decoding.py`` keeps comparing them).
 * zlib-ng inflates at most one byte more than the array declares, as the standard library's
   path does, and answers when the stream ends, its checksum verified, at exactly the declared
   size. A stream that holds more or less, or is corrupt, goes to zlib, which says which.
-  (libdeflate, faster still, was tried and left: it accepts some corrupt streams zlib
-  refuses, as does ISA-L; zlib-ng, a fork of zlib's inflate, refused every one of them.)
+  libdeflate, faster still, was tried and left: it inflated a corrupt stream zlib refuses
+  (kept in the tests), and ISA-L 13 of 100,000 streams of mostly zeros with a bit or two
+  flipped. zlib-ng, a fork of zlib's inflate, refused every stream zlib refused, in those and
+  200,000 more, and in the tests'.
 
 Without either package, both steps use the standard library alone.
 """
