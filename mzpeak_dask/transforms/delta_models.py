@@ -19,6 +19,7 @@ from .null_marking import (
     CONSTANT_PREFERENCE,
     MAX_MODEL_DELTA,
     MIN_REGRESSION_POINTS,
+    second_median,
 )
 
 __all__ = [
@@ -127,12 +128,12 @@ def second_medians(
     ``deltas[starts[k] : starts[k] + spans[k]]``, bit for bit: runs of similar length are
     sorted together as the rows of one matrix (padded with +inf), and the medians are read
     at numpy's positions with numpy's arithmetic (a NaN anywhere makes the run's NaN). Runs
-    longer than ``selected_span`` are selected on their own (:func:`_selected_second_median`)."""
+    longer than ``selected_span`` each go to ``second_median`` itself, which selects."""
     result = np.zeros(spans.shape[0])
     long = spans > selected_span
     present = np.flatnonzero((spans > 0) & ~long)
     for k in np.flatnonzero(long).tolist():
-        result[k] = _selected_second_median(deltas[starts[k] : starts[k] + spans[k]])
+        result[k] = second_median(deltas[starts[k] : starts[k] + spans[k]])
     if present.size == 0:
         return result
     bucket = np.ceil(np.log2(spans[present])).astype(np.int64)
@@ -153,27 +154,6 @@ def second_medians(
         second = _middle_of_prefix(picked, np.maximum(below, 1))
         result[rows] = np.where(has_nan | (below == 0), np.nan, second)
     return result
-
-
-def _selected_second_median(run: np.ndarray) -> float:
-    """The second median of one non-empty run by selection: the values at the sorted positions
-    numpy's median reads are the same whichever way they are found (a zero of either sign
-    comes out +0.0 from the arithmetic), which is :func:`_middle_of_prefix`'s."""
-    if np.isnan(run).any():
-        return np.nan
-    n = run.shape[0]
-    selected = np.partition(run, ((n - 1) // 2, n // 2))
-    first = _middle(selected[(n - 1) // 2], selected[n // 2], n)
-    below = int(np.count_nonzero(run <= first))
-    if below == 0:  # the first median is NaN: +inf and -inf in a run of two
-        return np.nan
-    selected = np.partition(selected, ((below - 1) // 2, below // 2))
-    return _middle(selected[(below - 1) // 2], selected[below // 2], below)
-
-
-def _middle(low: np.float64, high: np.float64, count: int) -> np.float64:
-    with np.errstate(invalid="ignore", over="ignore"):
-        return 0.0 + high if count % 2 else (0.0 + low + high) / 2.0
 
 
 def _middle_of_prefix(rows: np.ndarray, counts: np.ndarray) -> np.ndarray:

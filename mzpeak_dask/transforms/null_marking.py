@@ -57,28 +57,46 @@ def null_pair_mask(intensity: np.ndarray) -> np.ndarray:
 
 
 def second_median(deltas: np.ndarray) -> float:
-    """Median of the deltas that are <= their median (0.0 for an empty array)."""
-    if deltas.size == 0:
+    """Median of the float64 deltas that are <= their median (0.0 for an empty array), as two
+    ``np.median`` calls give it, bit for bit (NaN when there is a NaN), by selection: the
+    deltas <= the first median are the smallest ones, so the second is read from the same
+    array partitioned again, with no copy of them and no sort."""
+    if deltas.shape[0] == 0:
         return 0.0
-    first = _median(deltas)
-    return float(_median(deltas[deltas <= first]))
+    part, first = _partitioned(deltas)
+    below = int(np.count_nonzero(part <= first))
+    if below == 0:  # a NaN median (a NaN, or +inf and -inf in a run of two): np.median of nothing
+        return np.nan
+    part = np.partition(part, ((below - 1) // 2, below // 2))
+    return float(_middle_of_smallest(part, below))
 
 
 def _median(values: np.ndarray) -> np.float64:
     """``np.median`` of a 1-d float64 array, bit for bit, without its generic machinery (it
     dominated the spacing model's cost): the middle element, or the mean of the middle pair
     (``(0 + a + b) / 2``, as ``np.mean`` of two values sums), NaN when there is a NaN."""
+    if values.shape[0] == 0:
+        return np.float64(np.nan)  # np.median of nothing
+    return _partitioned(values)[1]
+
+
+def _partitioned(values: np.ndarray) -> tuple[np.ndarray, np.float64]:
+    """``values`` (not empty) partitioned at their middle and their last positions, and their
+    :func:`_median` (a NaN sorts last)."""
     n = values.shape[0]
-    if n == 0:
-        return np.float64(np.nan)  # np.median of nothing (after a NaN first median)
-    half = n // 2
-    kth = [half - 1, half] if n % 2 == 0 else [half]
-    part = np.partition(values, [*kth, n - 1] if kth[-1] != n - 1 else kth)
+    part = np.partition(values, ((n - 1) // 2, n // 2, n - 1))
     if np.isnan(part[-1]):
-        return np.float64(np.nan)
-    if n % 2:
-        return _ZERO + part[half]  # numpy's sum starts from +0.0 (a -0.0 median is +0.0)
-    return (_ZERO + part[half - 1] + part[half]) / np.float64(2)
+        return part, np.float64(np.nan)
+    return part, _middle_of_smallest(part, n)
+
+
+def _middle_of_smallest(part: np.ndarray, count: int) -> np.float64:
+    """numpy's median of the ``count`` smallest values, ``part`` partitioned at their middle
+    position(s): the middle value plus +0.0 (numpy's sum starts from +0.0, so a -0.0 median is
+    +0.0), or ``(0 + a + b) / 2`` of the middle pair."""
+    if count % 2:
+        return _ZERO + part[count // 2]
+    return (_ZERO + part[count // 2 - 1] + part[count // 2]) / np.float64(2)
 
 
 def predict_delta(model: np.ndarray, mz: np.ndarray | float) -> np.ndarray | float:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -60,3 +61,29 @@ def test_second_median_of_spacings_with_nan_is_numpys_nan() -> None:
         expected = _numpy_second_median(np.array([np.nan, 1.0, 2.0]))
     assert np.isnan(expected)
     assert np.isnan(second_median(np.array([np.nan, 1.0, 2.0])))
+
+
+def _numpy_bits(deltas: np.ndarray) -> bytes | None:
+    """numpy's second median as bytes (None for NaN, whose sign numpy leaves to the CPU)."""
+    with warnings.catch_warnings(), np.errstate(invalid="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)  # np.median of nothing
+        value = np.float64(_numpy_second_median(deltas))
+    return None if np.isnan(value) else value.tobytes()
+
+
+@given(st.lists(st.floats(allow_nan=True, allow_infinity=True, width=64), min_size=0, max_size=40))
+def test_second_median_is_numpys_on_any_values(values: list[float]) -> None:
+    deltas = np.array(values, dtype=np.float64)
+    got = np.float64(second_median(deltas))
+    assert (None if np.isnan(got) else got.tobytes()) == _numpy_bits(deltas)
+
+
+def test_second_median_is_numpys_on_long_runs_with_ties() -> None:
+    """Runs as long as real profile spectra's, with many ties, zeros of both signs and gaps:
+    the second selection reads a prefix of the partitioned array, as a sort would give it."""
+    rng = np.random.default_rng(11)
+    for n in (1, 2, 3, 1024, 1025, 4000, 20_001):
+        run = np.round(rng.random(n) * 50) / 1000
+        run[rng.random(n) < 0.05] = -0.0
+        run[rng.random(n) < 0.01] = 30.0
+        assert np.float64(second_median(run)).tobytes() == _numpy_bits(run), n
