@@ -62,6 +62,7 @@ class RunPlan:
     survey: Survey
     spec: EncodeSpec
     partitions: list[Partition]
+    sampled: frozenset[str] = frozenset()  # the entities of the items the plan sampled
 
     @property
     def spectrum_count(self) -> int:

@@ -163,16 +163,20 @@ def _ahead(path: str, ranges: list[ItemRange], kind: str, survey: Survey):  # no
 
 def _schemas(
     fmt: type[InputFormat], path: str, survey: Survey, options: ConvertOptions
-) -> dict[str, SignalSchema]:
+) -> tuple[dict[str, SignalSchema], frozenset[str]]:
+    """The data columns of each entity, from the sampled items, and the entities sampled."""
     spectra = _sample(fmt, path, survey, SPECTRA)
     by_entity: dict[str, list[list[SignalArray]]] = {V.SPECTRUM: [], V.WAVELENGTH_SPECTRUM: []}
     for r in spectra:
         by_entity[r.entity].append(in_minutes(r.arrays))
     chromatograms = [in_minutes(r.arrays) for r in _sample(fmt, path, survey, CHROMATOGRAMS)]
+    sampled = {entity for entity, items in by_entity.items() if items}
+    if chromatograms:
+        sampled.add(V.CHROMATOGRAM)
     spectrum = SignalSchema.from_sample(
         V.SPECTRUM, by_entity[V.SPECTRUM], null_marking=options.null_marking
     )
-    return {
+    schemas = {
         V.SPECTRUM: spectrum,
         PEAKS: spectrum.for_peaks(source_centroids=options.centroids_in_peaks),
         V.WAVELENGTH_SPECTRUM: SignalSchema.from_sample(
@@ -180,6 +184,7 @@ def _schemas(
         ),
         V.CHROMATOGRAM: SignalSchema.from_sample(V.CHROMATOGRAM, chromatograms),
     }
+    return schemas, frozenset(sampled)
 
 
 Reads = Literal["here", "here if small", "elsewhere"]  # where a run's first partition is parsed
@@ -205,14 +210,12 @@ def _plan(source: Path, url: str | None, staging_dir: Path, options: ConvertOpti
     survey = fmt.survey(readable)
     survey.hints["parser"] = options.parser
     run = survey.run_metadata
+    schemas, sampled = _schemas(fmt, readable, survey, options)
     spec = EncodeSpec(
-        options,
-        _schemas(fmt, readable, survey, options),
-        dict(run.instrument_ids),
-        run.run.get("default_data_processing_id"),
+        options, schemas, dict(run.instrument_ids), run.run.get("default_data_processing_id")
     )
     partitions = []
     for kind in (SPECTRA, CHROMATOGRAMS):
         for items in cut(survey, kind, options):
             partitions.append(Partition(len(partitions), readable, fmt.name, items, survey.hints))
-    return RunPlan(source, readable, fmt, survey, spec, partitions)
+    return RunPlan(source, readable, fmt, survey, spec, partitions, sampled)

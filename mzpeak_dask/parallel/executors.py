@@ -60,15 +60,24 @@ class InlineExecutor:
         return future
 
     def submit(self, tag: Any, fn: Callable, *args: Any, priority: int = 0) -> Task:
-        """``fn(*args)`` now; an argument that is a Task stands for its value."""
+        """``fn(*args)`` now; an argument that is a Task, or a list's Task, stands for its
+        value."""
         try:
-            return Task(
-                tag, value=fn(*[self.result(a) if isinstance(a, Task) else a for a in args])
-            )
+            return Task(tag, value=fn(*[self._value(a) for a in args]))
         except BaseException as exc:  # delivered through next_done, like a remote failure
             if isinstance(exc, KeyboardInterrupt):
                 raise
             return Task(tag, error=exc)
+
+    def _value(self, arg: Any) -> Any:
+        if isinstance(arg, Task):
+            return self.result(arg)
+        if isinstance(arg, list):
+            return [self.result(a) if isinstance(a, Task) else a for a in arg]
+        return arg
+
+    def submit_many(self, tags: list, fn: Callable, calls: list[tuple]) -> list[Task]:
+        return [self.submit(tag, fn, *args) for tag, args in zip(tags, calls, strict=True)]
 
     def next_done(self, tasks: list[Task]) -> Task:
         return tasks[0]
@@ -80,6 +89,13 @@ class InlineExecutor:
         if task.error is not None:
             raise task.error
         return task.value
+
+    def settle(self, task: Task) -> None:
+        if task.error is not None:
+            raise task.error
+
+    def failed(self, task: Task) -> bool:
+        return task.error is not None
 
     def release(self, task: Task) -> None:
         task.value = None
@@ -143,11 +159,21 @@ class DaskExecutor:
 
     def submit(self, tag: Any, fn: Callable, *args: Any, priority: int = 0) -> Task:
         """``fn(*args)`` on the cluster; a higher ``priority`` runs before queued tasks. An
-        argument that is a Task stands for its result, which stays on the workers: the task
-        runs after it, where Dask finds best (usually where that result lives), and Dask
-        computes it again if the worker holding it dies."""
-        args = tuple(a.future if isinstance(a, Task) else a for a in args)
+        argument that is a Task (or a list's Task) stands for its result, which stays on the
+        workers: the task runs after it, where Dask finds best (usually where that result
+        lives), and Dask computes it again if the worker holding it dies."""
+        args = tuple(_futures(a) for a in args)
         return Task(tag, future=self.client.submit(fn, *args, pure=False, priority=priority))
+
+    def submit_many(self, tags: list, fn: Callable, calls: list[tuple]) -> list[Task]:
+        """``fn(*args)`` for each ``args`` of ``calls``, sent to the scheduler together: one
+        message for them all, in which an argument they share is pickled once; they run in
+        the order of ``calls`` (ahead of tasks submitted after them)."""
+        if not calls:
+            return []
+        columns = [list(column) for column in zip(*calls, strict=True)]
+        futures = self.client.map(fn, *columns, pure=False)
+        return [Task(tag, future=f) for tag, f in zip(tags, futures, strict=True)]
 
     def next_done(self, tasks: list[Task]) -> Task:
         """The first of ``tasks`` to finish (only the tasks waited for are watched)."""
@@ -170,6 +196,16 @@ class DaskExecutor:
     def result(self, task: Task) -> Any:
         return task.future.result()
 
+    def settle(self, task: Task) -> None:
+        """Raise the error of a finished ``task`` if it failed; its result stays on the
+        workers (a task after it takes it from there), not gathered here."""
+        if task.future.status != "finished":
+            task.future.result()
+
+    def failed(self, task: Task) -> bool:
+        """Whether ``task`` ended in an error (a task it needed may have caused it)."""
+        return task.future.status == "error"
+
     def release(self, task: Task) -> None:
         task.future.release()
 
@@ -177,6 +213,15 @@ class DaskExecutor:
         self._watched.discard(task.future.key)
         with contextlib.suppress(Exception):
             task.future.cancel()
+
+
+def _futures(arg: Any) -> Any:
+    """``arg`` with a Task, or each Task of a list, standing as its future."""
+    if isinstance(arg, Task):
+        return arg.future
+    if isinstance(arg, list):
+        return [a.future if isinstance(a, Task) else a for a in arg]
+    return arg
 
 
 def _device(folder: Path) -> int | None:

@@ -249,6 +249,37 @@ def finish_run(
     return result, staged, inspection
 
 
+def finish_written(
+    source: str,
+    output: str,
+    options: ConvertOptions,
+    plan: RunPlan,
+    staging: str,
+    written: list[tuple[str, int, dict[str, int]]],
+    used: list[dict[str, int]],
+    sha256: str | None,
+    check: bool,
+) -> tuple[ConversionResult, str, dict[str, Any] | None]:
+    """:func:`finish_run` for a run whose partitions were submitted all at once, each written
+    with the offsets its plan gave (``used``), and this task after them: ``written`` holds what
+    each one's :func:`encode_to_file` returned, passed from worker to worker. Their counts
+    check those offsets here, as the coordinator checks them for a run it follows partition
+    by partition (:meth:`~.offsets.Offsets.arrived`); a partition written with a wrong guess
+    (UV spectra its plan's sample missed) is encoded and written again here, with the true
+    offsets."""
+    paths = [path for path, _, _ in written]
+    if not (Path(staging) / FINISHED).exists():  # else a rerun: the outcome is kept
+        offsets = Offsets(plan)
+        for n, guessed in enumerate(used):
+            offsets.written_with(n, guessed)
+        for n, (_, _, counts) in enumerate(written):
+            for k, true in offsets.arrived(n, counts):
+                with contextlib.suppress(FileNotFoundError):  # a rerun removed it
+                    os.unlink(paths[k])
+                paths[k] = encode_to_file(staging, plan.partitions[k], plan.spec, true)[0]
+    return finish_run(source, output, options, plan, staging, paths, sha256, check)
+
+
 def _drop_parts(files: list[str], finished: Path, outcome: tuple) -> None:
     """Remove the part files the archive was stitched from, here on the worker, rather than
     leave them to the coordinator, which removes the staging folder: unlinking a run's parts
@@ -304,6 +335,7 @@ __all__ = [
     "convert_whole",
     "encode_to_file",
     "finish_run",
+    "finish_written",
     "plan_or_finish",
     "small",
     "write_to_file",

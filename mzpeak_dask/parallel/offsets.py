@@ -44,6 +44,13 @@ class Offsets:
         self.checked = 0  # partitions before this one have true offsets
         self.true: dict[str, int] = {}  # the true offsets of partition ``checked``
 
+    @property
+    def surely_right(self) -> bool:
+        """Whether the plan's guesses are expected to be the true offsets: its sample held no
+        UV spectra (a run with UV spectra the sample missed is still checked, see
+        :func:`~.finish.finish_written`)."""
+        return V.WAVELENGTH_SPECTRUM not in self.plan.sampled
+
     def guess(self, n: int) -> dict[str, int]:
         """Offsets for partition ``n``: the true ones of the partitions checked, plus the
         counts of each later one before ``n`` (known if it came back, else predicted)."""

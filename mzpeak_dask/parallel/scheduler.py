@@ -3,22 +3,32 @@ bounded memory.
 
 Each run is first planned by a task (survey, decompression, data columns — on a worker when
 the workers see the staging folder, else here), then each partition is encoded and written as
-finished Parquet parts by tasks (:mod:`mzpeak_dask.archive.parts`). When the workers see the
-staging folder, one task encodes and writes each partition (with offsets guessed from the plan
-and checked: :mod:`.offsets`), the parts stay there and one last task finishes the run on a
-worker (:mod:`.finish`: the members, the container and, for a batch, its checks); the
-coordinator only renames the archive into place. A small run (no kind of item with more than
-one partition: most files of a repository) is planned, converted and finished by that first
-task alone, and while many runs wait, consecutive small files share that task (as many as
-:mod:`.packs` lets one task hold), which divides the cluster's cost per task between them;
-each is still recorded, reported and failed on its own, and the runs of a task lost with its
-worker each get a task of their own. Otherwise the parts come back
-as bytes no larger than their share of the archive and are stitched here, copied. At most
-``window`` tasks are outstanding at any time (running, or finished and waiting in a run's
-reorder buffer), so the coordinator and the workers hold a bounded amount of data however
-large and many the inputs. A new run starts whenever no started run has partitions waiting to
-be submitted, which keeps the window full with many small files and makes a batch parallel
-across files and within each file.
+finished Parquet parts by tasks (:mod:`mzpeak_dask.archive.parts`).
+
+- **Workers see the staging folder** (the usual case): one task encodes and writes each
+  partition, with offsets guessed from the plan and checked (:mod:`.offsets`); the parts stay
+  there, and one last task finishes the run on a worker (:mod:`.finish`: the members, the
+  container and, for a batch, its checks). The coordinator only renames the archive into
+  place. When the plan expects its guesses to be right (no UV spectra in its sample), all of
+  the run's partitions and its finishing task go out at once, and the partitions' results
+  pass from worker to worker to that task: the coordinator sends one message for them and
+  collects one result, the finished run's. Otherwise partitions go out as the window allows,
+  and their counts come back here to be checked.
+- **A small run** (no kind of item with more than one partition: most files of a repository)
+  is planned, converted and finished by its plan's task alone; while many runs wait,
+  consecutive small files share that task (as many as :mod:`.packs` lets one task hold),
+  which divides the cluster's cost per task between them. Each is still recorded, reported
+  and failed on its own, and the runs of a task lost with its worker each get a task of
+  their own.
+- **Workers cannot see it**: the parts come back as bytes no larger than their share of the
+  archive and are stitched here, copied, in order.
+
+Partitions go out while fewer than ``window`` tasks are outstanding (running, or finished and
+waiting in a run's reorder buffer), so the coordinator and the workers hold a bounded amount
+of data however large and many the inputs (a run submitted at once holds, until it is
+finished, a path and a few counts a partition). A new run starts whenever no started run has
+partitions waiting to be submitted and the window has room, which keeps the window full with
+many small files and makes a batch parallel across files and within each file.
 
 A worker that dies is replaced by Dask, which reruns its tasks; a task that fails for a data
 reason fails its run (and, with ``fail_fast``, the whole call); a failed run leaves nothing at
@@ -47,7 +57,14 @@ from ..partition import Reads, plan_run
 from ..storage.urls import is_url
 from .executors import Task, open_executor
 from .failures import CONVERT, FINISH, PACK, PLAN, WRITE, describe_failure
-from .finish import FinishedRun, convert_each, encode_to_file, finish_run, plan_or_finish
+from .finish import (
+    FinishedRun,
+    convert_each,
+    encode_to_file,
+    finish_run,
+    finish_written,
+    plan_or_finish,
+)
 from .offsets import Offsets
 from .packs import Room
 
@@ -70,6 +87,7 @@ class _Active:
     offsets: Offsets | None = None  # a run finished on a worker: its partitions' offsets
     pack: list[_Active] = field(default_factory=list)  # the runs of its PACK task (the first's)
     with_plan: frozenset[int] = frozenset()  # partitions its plan's task wrote (no task here)
+    at_once: bool = False  # its partitions and its finishing task were submitted together
 
     @property
     def remote(self) -> bool:
@@ -245,8 +263,58 @@ class Coordinator:
 
     def _fill_window(self) -> None:
         for active in self.active:
+            if active.planned and not active.submitted_all and self._all_at_once(active):
+                self._submit_run(active)
             while active.planned and not active.submitted_all and self.outstanding < self.window:
                 self._submit_partition(active)
+
+    @staticmethod
+    def _all_at_once(active: _Active) -> bool:
+        """A run finished on a worker whose plan's offsets are expected to be right: nothing
+        of it need come back here before it is finished (see :meth:`_submit_run`)."""
+        return active.remote and active.offsets.surely_right
+
+    def _submit_run(self, active: _Active) -> None:
+        """A run's partitions, all at once (one message to the scheduler), each written with
+        the offsets its plan gives, and the task finishing the run after them, which checks
+        those offsets (:func:`~.finish.finish_written`). Their results go from worker to
+        worker, to that task: none is collected here, where a finished partition only counts
+        for progress. The window does not hold them back, as a result they keep on the
+        workers is a path and a few counts."""
+        job, plan = active.job, active.job.plan
+        todo = range(active.next_partition, len(plan.partitions))
+        todo = [n for n in todo if n not in active.with_plan]
+        calls = [
+            (active.handoff, plan.partitions[n], plan.spec, active.offsets.guess(n)) for n in todo
+        ]
+        tasks = self.executor.submit_many([(active, n) for n in todo], encode_to_file, calls)
+        active.at_once = True
+        active.tasks += tasks
+        active.next_partition = len(plan.partitions)
+        self.outstanding += len(tasks)
+        pending = dict(zip(todo, tasks, strict=True))
+        written = [
+            pending.get(n) or (active.buffer[n], 0, active.offsets.counts[n])
+            for n in range(len(plan.partitions))
+        ]
+        used = [active.offsets.used[n] for n in range(len(plan.partitions))]
+        task = self.executor.submit(
+            (active, FINISH),
+            finish_written,
+            str(job.source),
+            str(job.output),
+            self.options,
+            plan,
+            active.handoff,
+            written,
+            used,
+            job.sha256,
+            self.check,
+            priority=1,
+        )
+        active.finishing = True
+        active.tasks.append(task)
+        self.outstanding += 1
 
     def _submit_partition(self, active: _Active) -> None:
         active.tasks.append(self._partition_task(active, active.next_partition))
@@ -286,8 +354,13 @@ class Coordinator:
         active, n = task.tag
         active.tasks.remove(task)
         self.outstanding -= 1
+        partition_at_once = active.at_once and n >= 0
+        result: Any = None
         try:
-            result = self.executor.result(task)
+            if partition_at_once:  # its result went to the task finishing the run
+                self.executor.settle(task)
+            else:
+                result = self.executor.result(task)
         except BaseException as exc:
             if isinstance(exc, KeyboardInterrupt):
                 raise
@@ -296,6 +369,8 @@ class Coordinator:
                     self._submit_plan(member)
                 return
             where = CONVERT if n == PLAN and active.remote else n
+            if n == FINISH and active.at_once:  # failed with a partition: that one is named
+                where = next((t.tag[1] for t in active.tasks if self.executor.failed(t)), n)
             self._fail(active, describe_failure(active.job, where, exc), results)
             return
         finally:
@@ -310,6 +385,9 @@ class Coordinator:
             return
         if n == FINISH:
             self._finished(active, *result, results)
+            return
+        if partition_at_once:
+            self._progress(active, len(active.job.plan.partitions[n].items))
             return
         if active.remote:  # a path in the staging folder, its number of items, their counts
             self._written(active, n, *result)
@@ -337,13 +415,16 @@ class Coordinator:
         items and their counts, which check the offsets of the partitions written so far."""
         active.buffer[n] = path
         if n not in active.offsets.counts:  # not a partition written again
-            active.job.items_done += items
-            if self.progress:
-                self.progress(str(active.job.source), active.job.items_done, active.job.items_total)
+            self._progress(active, items)
         for k, offsets in active.offsets.arrived(n, counts):  # written with a wrong guess
             del active.buffer[k]
             active.tasks.append(self._encode_to_file(active, k, offsets))
             self.outstanding += 1
+
+    def _progress(self, active: _Active, items: int) -> None:
+        active.job.items_done += items
+        if self.progress:
+            self.progress(str(active.job.source), active.job.items_done, active.job.items_total)
 
     def _planned(
         self, active: _Active, plan: Any, results: list, written: dict | None = None

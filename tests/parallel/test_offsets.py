@@ -1,11 +1,12 @@
 """A partition encoded and written by one task, with the offsets its run's plan gives: checked
 against the true offsets (the counts of the partitions before it) as counts come back, in any
-order; a run with UV spectra has the partitions written with a wrong guess written again, and
-its archive is the same bytes."""
+order, or by the task finishing a run submitted at once; a run with UV spectra has the
+partitions written with a wrong guess written again, and its archive is the same bytes."""
 
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 import pytest
 from dask.utils import key_split
@@ -14,13 +15,14 @@ from distributed import get_task_stream
 from mzpeak_dask import ConvertOptions, convert
 from mzpeak_dask.archive.parts import next_offsets
 from mzpeak_dask.encode import encode_partition
-from mzpeak_dask.parallel.finish import with_plan
+from mzpeak_dask.parallel.finish import FINISHED, encode_to_file, finish_written, with_plan
 from mzpeak_dask.parallel.offsets import Offsets
 from mzpeak_dask.partition import plan_run
+from mzpeak_dask.tables.file_metadata import file_sha256
 
 from ..conftest import INLINE
 from ..helpers import member_digests
-from .test_finish import SMALL, UV
+from .test_finish import SMALL, SRM, UV
 
 
 def _true_offsets(plan) -> tuple[list[dict[str, int]], list[dict[str, int]]]:
@@ -98,6 +100,47 @@ def test_a_run_with_uv_spectra_writes_about_a_window_of_partitions_again(tmp_pat
         assert _agree(true, chain[k], counts[k])
 
 
+def test_only_a_plan_whose_sample_holds_uv_spectra_doubts_its_guesses(tmp_path) -> None:
+    """UV spectra share the spectra's item range and are numbered apart: a run whose sample
+    holds some is followed partition by partition; any other goes out at once."""
+    sure = {}
+    for source in (SMALL, UV, SRM):
+        plan = plan_run(source, tmp_path, ConvertOptions(partition_items=60))
+        sure[source.name] = Offsets(plan).surely_right
+        assert ("wavelength spectrum" in plan.sampled) != sure[source.name]
+    assert list(sure.values()) == [True, False, True]
+
+
+def test_the_finishing_task_writes_again_what_was_written_with_a_wrong_guess(tmp_path) -> None:
+    """A run submitted at once whose guesses were wrong after all (UV spectra its plan's
+    sample missed: here every partition guessed as the plan alone guesses): the finishing
+    task checks each partition's offsets against the counts before it, writes again those
+    written with a wrong guess (its stale part removed), and the archive is the one written
+    in this process."""
+    options = ConvertOptions(partition_items=60)
+    staging = tmp_path / "staging"
+    staging.mkdir()
+    plan = plan_run(UV, staging, options)
+    chain, counts = _true_offsets(plan)
+    offsets = Offsets(plan)
+    used = [offsets.guess(k) for k in range(len(plan.partitions))]
+    written = [
+        encode_to_file(str(staging), partition, plan.spec, guess)
+        for partition, guess in zip(plan.partitions, used, strict=True)
+    ]
+    wrong = [k for k in range(len(used)) if not _agree(used[k], chain[k], counts[k])]
+    assert 0 < len(wrong) < len(used)
+    output = tmp_path / "uv.mzpeak"
+    args = (str(UV), str(output), options, plan, str(staging), written, used)
+    result, archive, _ = finish_written(*args, file_sha256(UV), False)
+    assert sorted(staging.iterdir()) == sorted([Path(archive), staging / FINISHED])
+    expected = tmp_path / "inline.mzpeak"
+    convert(UV, expected, options, cluster=INLINE)
+    assert member_digests(Path(archive)) == member_digests(expected)
+    assert result.wavelength_spectra > 0
+    assert finish_written(*args, None, False)[1] == archive  # a rerun: the kept outcome
+
+
 @pytest.mark.cluster
 @pytest.mark.slow
 def test_a_run_finished_on_workers_takes_one_task_a_partition(local_client, tmp_path) -> None:
@@ -115,10 +158,12 @@ def test_a_run_finished_on_workers_takes_one_task_a_partition(local_client, tmp_
         kinds = [key_split(t["key"]) for t in stream.data]
         assert "encode_partition" not in kinds and "next_offsets" not in kinds
         written = kinds.count("encode_to_file")
-        if source == SMALL:
+        if source == SMALL:  # all at once: the finishing task checks the offsets
             assert written == partitions
-        else:
+            assert kinds.count("finish_written") == 1 and "finish_run" not in kinds
+        else:  # its sample holds UV spectra: the counts come back here to be checked
             assert partitions < written < 2 * partitions
+            assert kinds.count("finish_run") == 1 and "finish_written" not in kinds
         expected = tmp_path / f"inline-{output.name}"
         convert(source, expected, options, cluster=INLINE)
         assert member_digests(output) == member_digests(expected)

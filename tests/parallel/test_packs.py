@@ -175,7 +175,7 @@ def test_a_run_of_several_partitions_in_a_shared_task_is_converted_there(
     assert kinds.count("convert_each") >= 1
     alone = kinds.count("plan_or_finish")
     assert 1 <= alone < 16
-    assert kinds.count("finish_run") == alone  # only the runs planned alone fanned out
+    assert kinds.count("finish_written") == alone  # only the runs planned alone fanned out
     assert kinds.count("encode_to_file") >= 2 * alone
     assert {r["status"] for r in outcome.records} == {"converted"}
     clean = tmp_path / "clean"
