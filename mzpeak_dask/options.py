@@ -186,7 +186,7 @@ class ClusterOptions(_Options):
     threads_per_worker: int = 1
     memory_limit: str = "auto"
     scheduler: str | None = None  # address of a running scheduler, e.g. tcp://host:8786
-    window: int | None = None  # partitions in flight (default: 2 per worker thread + 2)
+    window: int | None = None  # tasks in flight before more are sent (default: 2 a thread + 2)
     dashboard: bool = False  # a cluster started here serves Dask's dashboard (needs bokeh)
     slurm: SlurmOptions = field(default_factory=SlurmOptions)  # the [slurm] table
 

@@ -52,7 +52,8 @@ CLUSTER_FLAGS = {
     "memory_limit": "per local worker, e.g. 4GB",
     "scheduler": "address of a running Dask scheduler (tcp://HOST:PORT)",
     "cluster": "local: embedded LocalCluster; slurm: dask-jobqueue; inline: no Dask",
-    "window": "partitions in flight (bounds memory)",
+    "window": "tasks in flight before more are sent (bounds memory; a run finished on "
+    "workers sends its partitions together)",
     "dashboard": "serve the Dask dashboard of a cluster started here (needs bokeh)",
 }
 BATCH_FLAGS = {

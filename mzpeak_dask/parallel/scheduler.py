@@ -279,8 +279,8 @@ class Coordinator:
         the offsets its plan gives, and the task finishing the run after them, which checks
         those offsets (:func:`~.finish.finish_written`). Their results go from worker to
         worker, to that task: none is collected here, where a finished partition only counts
-        for progress. The window does not hold them back, as a result they keep on the
-        workers is a path and a few counts."""
+        for progress. The window does not hold them back: what each leaves on the workers
+        until the run is finished is a path and a few counts."""
         job, plan = active.job, active.job.plan
         todo = range(active.next_partition, len(plan.partitions))
         todo = [n for n in todo if n not in active.with_plan]
