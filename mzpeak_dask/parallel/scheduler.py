@@ -281,7 +281,7 @@ class Coordinator:
         worker, to that task: none is collected here, where a finished partition only counts
         for progress. The window does not hold them back: what each leaves on the workers
         until the run is finished is a path and a few counts."""
-        job, plan = active.job, active.job.plan
+        plan = active.job.plan
         todo = range(active.next_partition, len(plan.partitions))
         todo = [n for n in todo if n not in active.with_plan]
         calls = [
@@ -298,23 +298,7 @@ class Coordinator:
             for n in range(len(plan.partitions))
         ]
         used = [active.offsets.used[n] for n in range(len(plan.partitions))]
-        task = self.executor.submit(
-            (active, FINISH),
-            finish_written,
-            str(job.source),
-            str(job.output),
-            self.options,
-            plan,
-            active.handoff,
-            written,
-            used,
-            job.sha256,
-            self.check,
-            priority=1,
-        )
-        active.finishing = True
-        active.tasks.append(task)
-        self.outstanding += 1
+        self._submit_finish(active, finish_written, written, used)
 
     def _submit_partition(self, active: _Active) -> None:
         active.tasks.append(self._partition_task(active, active.next_partition))
@@ -466,19 +450,22 @@ class Coordinator:
             return
         self._done(active, result, results)
 
-    def _submit_finish(self, active: _Active) -> None:
-        """The task finishing the run on a worker (ahead of queued partitions)."""
+    def _submit_finish(self, active: _Active, finish: Callable = finish_run, *given: Any) -> None:
+        """The task finishing the run on a worker (ahead of queued partitions): ``finish``
+        given the partitions' files in order, or what ``given`` says of them (for
+        :func:`~.finish.finish_written`, their tasks and the offsets they were written with)."""
         job = active.job
-        parts = [active.buffer[n] for n in range(len(job.plan.partitions))]
+        if not given:
+            given = ([active.buffer[n] for n in range(len(job.plan.partitions))],)
         task = self.executor.submit(
             (active, FINISH),
-            finish_run,
+            finish,
             str(job.source),
             str(job.output),
             self.options,
             job.plan,
             active.handoff,
-            parts,
+            *given,
             job.sha256,
             self.check,
             priority=1,
