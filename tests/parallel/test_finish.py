@@ -247,11 +247,17 @@ def test_a_fanned_out_runs_chromatograms_cost_no_task_of_their_own(local_client,
     chromatograms were written by the plan's task. The archive is the one written here."""
     options = ConvertOptions(partition_items=20)
     output, expected = tmp_path / "small.mzpeak", tmp_path / "inline.mzpeak"
+    heard: list[int] = []
     with get_task_stream(local_client) as stream:
-        result = convert(SMALL, output, options, client=local_client)
+        result = convert(
+            SMALL, output, options, client=local_client, progress=lambda _, d, t: heard.append(d)
+        )
     kinds = sorted(key_split(t["key"]) for t in stream.data)
     assert kinds.count("encode_to_file") == 4  # the 4 partitions of spectra
     assert kinds.count("plan_or_finish") == kinds.count("finish_written") == 1
+    # progress partition by partition, though no partition's result comes back here: the
+    # chromatogram its plan's task wrote, then each partition of 12 spectra as it finishes
+    assert heard == [1, 13, 25, 37, 49, 49]
     assert result.chromatograms == 1
     convert(SMALL, expected, options, cluster=INLINE)
     assert member_digests(output) == member_digests(expected)
