@@ -249,6 +249,16 @@ def finish_run(
     return result, staged, inspection
 
 
+@dataclass
+class Rewrite:
+    """What :func:`finish_written` returns, finishing nothing, when partitions were written
+    with a wrong guess: what each partition's task returned, in order, for the coordinator to
+    write those partitions again with the true offsets, side by side, and finish the run as it
+    finishes one it checked (:mod:`.scheduler`)."""
+
+    written: list[tuple[str, int, dict[str, int]]]
+
+
 def finish_written(
     source: str,
     output: str,
@@ -259,24 +269,22 @@ def finish_written(
     used: list[dict[str, int]],
     sha256: str | None,
     check: bool,
-) -> tuple[ConversionResult, str, dict[str, Any] | None]:
+) -> tuple[ConversionResult, str, dict[str, Any] | None] | Rewrite:
     """:func:`finish_run` for a run whose partitions were submitted all at once, each written
     with the offsets its plan gave (``used``), and this task after them: ``written`` holds what
     each one's :func:`encode_to_file` returned, passed from worker to worker. Their counts
     check those offsets here, as the coordinator checks them for a run it follows partition
-    by partition (:meth:`~.offsets.Offsets.arrived`); a partition written with a wrong guess
-    (UV spectra its plan's sample missed) is encoded and written again here, with the true
-    offsets."""
-    paths = [path for path, _, _ in written]
+    by partition (:meth:`~.offsets.Offsets.arrived`). A partition written with a wrong guess
+    (UV spectra its plan's sample missed, interleaved with MS spectra: then most partitions
+    after the first of them are wrong) makes it a :class:`Rewrite`, so those partitions are
+    written again in parallel rather than one after another here."""
     if not (Path(staging) / FINISHED).exists():  # else a rerun: the outcome is kept
         offsets = Offsets(plan)
         for n, guessed in enumerate(used):
             offsets.written_with(n, guessed)
-        for n, (_, _, counts) in enumerate(written):
-            for k, true in offsets.arrived(n, counts):
-                with contextlib.suppress(FileNotFoundError):  # a rerun removed it
-                    os.unlink(paths[k])
-                paths[k] = encode_to_file(staging, plan.partitions[k], plan.spec, true)[0]
+        if any(offsets.arrived(n, counts) for n, (_, _, counts) in enumerate(written)):
+            return Rewrite(list(written))
+    paths = [path for path, _, _ in written]
     return finish_run(source, output, options, plan, staging, paths, sha256, check)
 
 
@@ -331,6 +339,7 @@ __all__ = [
     "FINISH_FOLDER",
     "FinishedRun",
     "PlannedRun",
+    "Rewrite",
     "convert_each",
     "convert_whole",
     "encode_to_file",

@@ -11,11 +11,14 @@ each partition is written with the offsets the plan gives (:meth:`Offsets.guess`
 the counts known so far, and for a run with UV spectra on the split of the partitions that
 came back), in one task; as counts come back, :meth:`Offsets.arrived` checks
 every partition in order against the true offsets and names those written with a wrong guess,
-to be encoded and written again with the true ones (all at once, in parallel). A run without
-UV spectra is never written twice, one with UV spectra after its MS spectra about one window
-of partitions (where they start), one with UV spectra interleaved in a changing proportion up
-to every partition; the archive is the same bytes either way, and the task
-finishing the run refuses a partition written with offsets that are not the true ones.
+to be encoded and written again with the true ones (all at once, in parallel). A run whose
+sample holds no UV spectra (:attr:`Offsets.surely_right`) is submitted at once and checked by
+its finishing task instead, which sends it back here if a guess was wrong after all (UV
+spectra the sample missed). A run without UV spectra is never written twice, one with UV
+spectra after its MS spectra about one window of partitions (where they start), one with UV
+spectra interleaved in a changing proportion, or missed by its sample, up to every
+partition; the archive is the same bytes either way, and the task finishing the run refuses
+a partition written with offsets that are not the true ones.
 """
 
 from __future__ import annotations

@@ -12,8 +12,10 @@ finished Parquet parts by tasks (:mod:`mzpeak_dask.archive.parts`).
   place. When the plan expects its guesses to be right (no UV spectra in its sample), all of
   the run's partitions and its finishing task go out at once, and the partitions' results
   pass from worker to worker to that task: the coordinator sends one message for them and
-  collects one result, the finished run's. Otherwise partitions go out as the window allows,
-  and their counts come back here to be checked.
+  collects one result, the finished run's. That task checks the offsets; if some are wrong
+  after all (UV spectra the sample missed), it sends the run back (:class:`~.finish.Rewrite`)
+  and the run goes on as below. Otherwise partitions go out as the window allows, and their
+  counts come back here to be checked (those written with a wrong guess written again).
 - **A small run** (no kind of item with more than one partition: most files of a repository)
   is planned, converted and finished by its plan's task alone; while many runs wait,
   consecutive small files share that task (as many as :mod:`.packs` lets one task hold),
@@ -59,6 +61,7 @@ from .executors import Task, open_executor
 from .failures import CONVERT, FINISH, PACK, PLAN, WRITE, describe_failure
 from .finish import (
     FinishedRun,
+    Rewrite,
     convert_each,
     encode_to_file,
     finish_run,
@@ -368,7 +371,10 @@ class Coordinator:
             self._plan_outcome(active, result, results)
             return
         if n == FINISH:
-            self._finished(active, *result, results)
+            if isinstance(result, Rewrite):
+                self._rewrite(active, result.written)
+            else:
+                self._finished(active, *result, results)
             return
         if partition_at_once:
             self._progress(active, len(active.job.plan.partitions[n].items))
@@ -398,12 +404,21 @@ class Coordinator:
         """Partition ``n`` of a run finished on a worker is written: its file, its number of
         items and their counts, which check the offsets of the partitions written so far."""
         active.buffer[n] = path
-        if n not in active.offsets.counts:  # not a partition written again
+        if items and n not in active.offsets.counts:  # not a partition written again
             self._progress(active, items)
         for k, offsets in active.offsets.arrived(n, counts):  # written with a wrong guess
             del active.buffer[k]
             active.tasks.append(self._encode_to_file(active, k, offsets))
             self.outstanding += 1
+
+    def _rewrite(self, active: _Active, written: list[tuple[str, int, dict[str, int]]]) -> None:
+        """A run that went out at once had partitions written with a wrong guess (its
+        finishing task found them, see :class:`~.finish.Rewrite`): it goes on as a run
+        checked here, those partitions written again side by side with the true offsets, and
+        finished once they are (:meth:`_written`; progress counted them already)."""
+        active.at_once = active.finishing = False
+        for n, (path, _, counts) in enumerate(written):
+            self._written(active, n, path, 0, counts)
 
     def _progress(self, active: _Active, items: int) -> None:
         active.job.items_done += items

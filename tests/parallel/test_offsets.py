@@ -15,11 +15,12 @@ from distributed import get_task_stream
 from mzpeak_dask import ConvertOptions, convert
 from mzpeak_dask.archive.parts import next_offsets
 from mzpeak_dask.encode import encode_partition
-from mzpeak_dask.parallel.finish import FINISHED, encode_to_file, finish_written, with_plan
+from mzpeak_dask.parallel.finish import Rewrite, encode_to_file, finish_written, with_plan
 from mzpeak_dask.parallel.offsets import Offsets
 from mzpeak_dask.partition import plan_run
 from mzpeak_dask.tables.file_metadata import file_sha256
 
+from ..batch_inputs import sparse_uv_mzml
 from ..conftest import INLINE
 from ..helpers import member_digests
 from .test_finish import SMALL, SRM, UV
@@ -111,12 +112,12 @@ def test_only_a_plan_whose_sample_holds_uv_spectra_doubts_its_guesses(tmp_path) 
     assert list(sure.values()) == [True, False, True]
 
 
-def test_the_finishing_task_writes_again_what_was_written_with_a_wrong_guess(tmp_path) -> None:
+def test_the_finishing_task_sends_back_what_was_written_with_a_wrong_guess(tmp_path) -> None:
     """A run submitted at once whose guesses were wrong after all (UV spectra its plan's
     sample missed: here every partition guessed as the plan alone guesses): the finishing
-    task checks each partition's offsets against the counts before it, writes again those
-    written with a wrong guess (its stale part removed), and the archive is the one written
-    in this process."""
+    task checks each partition's offsets against the counts before it and, finding some
+    wrong, finishes nothing and hands back what the partitions' tasks returned, their parts
+    left in place; with right guesses it finishes the run."""
     options = ConvertOptions(partition_items=60)
     staging = tmp_path / "staging"
     staging.mkdir()
@@ -131,14 +132,49 @@ def test_the_finishing_task_writes_again_what_was_written_with_a_wrong_guess(tmp
     wrong = [k for k in range(len(used)) if not _agree(used[k], chain[k], counts[k])]
     assert 0 < len(wrong) < len(used)
     output = tmp_path / "uv.mzpeak"
+    sent_back = finish_written(
+        str(UV), str(output), options, plan, str(staging), written, used, None, False
+    )
+    assert isinstance(sent_back, Rewrite) and sent_back.written == written
+    assert sorted(staging.iterdir()) == sorted(Path(path) for path, _, _ in written)
+    for k in wrong:  # written again with the true offsets, as the coordinator has them written
+        written[k] = encode_to_file(str(staging), plan.partitions[k], plan.spec, chain[k])
+        used[k] = chain[k]
     args = (str(UV), str(output), options, plan, str(staging), written, used)
     result, archive, _ = finish_written(*args, file_sha256(UV), False)
-    assert sorted(staging.iterdir()) == sorted([Path(archive), staging / FINISHED])
     expected = tmp_path / "inline.mzpeak"
     convert(UV, expected, options, cluster=INLINE)
     assert member_digests(Path(archive)) == member_digests(expected)
     assert result.wavelength_spectra > 0
     assert finish_written(*args, None, False)[1] == archive  # a rerun: the kept outcome
+
+
+@pytest.mark.cluster
+@pytest.mark.slow
+def test_uv_spectra_the_sample_missed_are_written_again_side_by_side(local_client, tmp_path):
+    """A run whose few UV spectra its plan's sample missed goes out at once; its finishing
+    task finds the partitions after the first UV spectrum written with wrong offsets and sends
+    the run back, those partitions are written again in parallel, and a second finishing task
+    writes the archive written in this process. Progress counts each item once."""
+    uv_at = {10, 40, 70, 100, 130, 160, 190}
+    source = sparse_uv_mzml(tmp_path / "sparse-uv.mzML", 200, uv_at)
+    options = ConvertOptions(partition_items=20)
+    plan = plan_run(source, tmp_path, options)
+    assert len(plan.partitions) == 10 and Offsets(plan).surely_right  # the sample missed them
+    heard: list[int] = []
+    output = tmp_path / "sparse-uv.mzpeak"
+    with get_task_stream(local_client) as stream:
+        result = convert(
+            source, output, options, client=local_client, progress=lambda _, d, t: heard.append(d)
+        )
+    kinds = [key_split(t["key"]) for t in stream.data]
+    assert kinds.count("finish_written") == kinds.count("finish_run") == 1
+    assert kinds.count("encode_to_file") == 10 + 9  # all but the first partition again
+    assert (result.spectra, result.wavelength_spectra) == (193, 7)
+    assert heard == sorted(heard) and heard[-1] == 200 and heard.count(200) <= 2
+    expected = tmp_path / "inline.mzpeak"
+    convert(source, expected, options, cluster=INLINE)
+    assert member_digests(output) == member_digests(expected)
 
 
 @pytest.mark.cluster
