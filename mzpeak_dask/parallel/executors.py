@@ -63,18 +63,11 @@ class InlineExecutor:
         """``fn(*args)`` now; an argument that is a Task, or a list's Task, stands for its
         value."""
         try:
-            return Task(tag, value=fn(*[self._value(a) for a in args]))
+            return Task(tag, value=fn(*[_each_task(a, self.result) for a in args]))
         except BaseException as exc:  # delivered through next_done, like a remote failure
             if isinstance(exc, KeyboardInterrupt):
                 raise
             return Task(tag, error=exc)
-
-    def _value(self, arg: Any) -> Any:
-        if isinstance(arg, Task):
-            return self.result(arg)
-        if isinstance(arg, list):
-            return [self.result(a) if isinstance(a, Task) else a for a in arg]
-        return arg
 
     def submit_many(self, tags: list, fn: Callable, calls: list[tuple]) -> list[Task]:
         return [self.submit(tag, fn, *args) for tag, args in zip(tags, calls, strict=True)]
@@ -162,7 +155,7 @@ class DaskExecutor:
         argument that is a Task (or a list's Task) stands for its result, which stays on the
         workers: the task runs after it, where Dask finds best (usually where that result
         lives), and Dask computes it again if the worker holding it dies."""
-        args = tuple(_futures(a) for a in args)
+        args = tuple(_each_task(a, _future) for a in args)
         return Task(tag, future=self.client.submit(fn, *args, pure=False, priority=priority))
 
     def submit_many(self, tags: list, fn: Callable, calls: list[tuple]) -> list[Task]:
@@ -215,13 +208,18 @@ class DaskExecutor:
             task.future.cancel()
 
 
-def _futures(arg: Any) -> Any:
-    """``arg`` with a Task, or each Task of a list, standing as its future."""
+def _each_task(arg: Any, stand_in: Callable[[Task], Any]) -> Any:
+    """``arg`` with a Task, or each Task of a list, replaced by ``stand_in(task)`` (its value
+    inline, its future on a cluster)."""
     if isinstance(arg, Task):
-        return arg.future
+        return stand_in(arg)
     if isinstance(arg, list):
-        return [a.future if isinstance(a, Task) else a for a in arg]
+        return [stand_in(a) if isinstance(a, Task) else a for a in arg]
     return arg
+
+
+def _future(task: Task) -> Any:
+    return task.future
 
 
 def _device(folder: Path) -> int | None:
