@@ -74,18 +74,6 @@ class RunJob:
         self.sha256: Any = None  # the input's SHA-256 (a future), once started
         self.items_total = self.items_done = 0
 
-    def hash_beside_plan(self, background: Callable[..., Any]) -> None:
-        """Start the input's SHA-256 before the plan, beside it, when the input is a local
-        file larger than a partition: such a run fans out, so the hash is needed, and one
-        worker hashes while another plans instead of after. (A format cut by count alone, an
-        mzXML of few but large scans, may still be converted whole by its plan's task, which
-        then hashes it again.)"""
-        if is_url(str(self.source)):
-            return
-        size = self.inputs.size(self.source)  # from the stat taken as the call began
-        if size is not None and size > self.options.partition_bytes:
-            self.sha256 = background(file_sha256, str(self.source))
-
     def start(
         self,
         plan: RunPlan,
@@ -113,13 +101,15 @@ class RunJob:
         self.items_total = sum(len(p.items) for p in plan.partitions)
 
     def _hash(self, plan: RunPlan, background: Callable[..., Any], remote: bool) -> Any:
-        """The input's SHA-256, computed beside the conversion. A run of one partition
-        finished on a worker is hashed there (one task fewer), unless its input is in
-        storage: that stream waits on the network, so it starts at once, beside the
-        partitions, and the run's last task waits for it."""
+        """The input's SHA-256, computed beside the conversion. An input in storage streams
+        at once, beside the partitions (the stream waits on the network), and the run's last
+        task waits for it. A local input of a run a worker finishes is hashed by the
+        finishing task, in a thread beside its own work (None here): there a core is free
+        while the run's last partitions end elsewhere, and the run costs one task less; as a
+        task of its own beside the partitions, the hash made one worker start them late."""
         if is_url(plan.readable):
             return background(file_sha256, plan.readable, first=True)
-        if remote and len(plan.partitions) == 1:
+        if remote:
             return None
         return background(file_sha256, str(self.source))
 

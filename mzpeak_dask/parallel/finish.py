@@ -53,7 +53,7 @@ from ..options import ConvertOptions
 from ..partition import plan_run
 from ..readers.base import CHROMATOGRAMS
 from ..storage.readahead import forget
-from ..tables.file_metadata import file_sha256
+from ..tables.file_metadata import sha256_beside
 from . import handoff
 from .offsets import Offsets
 
@@ -219,7 +219,8 @@ def finish_run(
 ) -> tuple[ConversionResult, str, dict[str, Any] | None]:
     """The archive of a run from its written partitions ``parts`` (in order: the files
     :func:`write_to_file` wrote, or the partitions themselves), left in the
-    staging folder (``sha256``: the input's, hashed here when None); returns its result, its
+    staging folder (``sha256``: the input's; when None, hashed here in a thread beside the
+    stitching); returns its result, its
     path and, with ``check``, its inspection
     (:func:`~mzpeak_dask.read.inspection.inspect_output`, naming the output)."""
     files = [p for p in parts if isinstance(p, str)]
@@ -229,13 +230,15 @@ def finish_run(
     folder = Folder(Path(staging) / FINISH_FOLDER)
     shutil.rmtree(folder.path, ignore_errors=True)
     folder.path.mkdir()
+    digest = None if sha256 else sha256_beside(source)
     writer = ArchiveWriter(Path(source), Path(output), options, plan, folder)
     try:
         for part in parts:
             writer.add(handoff.load(part) if isinstance(part, str) else part)
-        result = writer.close(sha256 or file_sha256(source))
+        result = writer.close(sha256 or digest.result())
     except BaseException:
         writer.abort()
+        shutil.rmtree(folder.path, ignore_errors=True)  # the parts stay, for a rerun
         raise
     _drop_scratch(folder.path, writer.path)
     staged = str(_lifted(writer.path, Path(staging)))

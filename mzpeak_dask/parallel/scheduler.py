@@ -241,7 +241,6 @@ class Coordinator:
         )
         active.tasks.append(task)
         self.outstanding += 1
-        job.hash_beside_plan(self.executor.background)
 
     def _submit_pack(self, pack: list[_Active]) -> None:
         """One task planning (converting the small ones) the runs of ``pack`` in turn."""

@@ -343,17 +343,34 @@ def test_outputs_in_many_folders_probe_the_workers_once(local_client, tmp_path, 
 
 
 @pytest.mark.cluster
-def test_a_large_local_input_is_hashed_beside_its_plan(local_client, tmp_path) -> None:
-    """A local input larger than a partition fans out whatever its plan finds: its SHA-256
-    starts with the plan, on the other worker, instead of after it; the archive records it."""
+def test_a_fanned_out_run_is_hashed_by_its_finishing_task(local_client, tmp_path) -> None:
+    """A local input whose run fans out and a worker finishes is hashed by the finishing
+    task, in a thread beside its own work, not by a task of its own that would make one
+    worker start its partitions late; the archive records the input's SHA-256."""
     options = ConvertOptions(partition_bytes=1 << 20)  # small.mzML (3.4 MB) is larger
     with get_task_stream(local_client) as stream:
         result = convert(SMALL, tmp_path / "small.mzpeak", options, client=local_client)
-    computed = {
-        key_split(t["key"]): step
-        for t in stream.data
-        for step in t["startstops"]
-        if step["action"] == "compute"
-    }
-    assert computed["file_sha256"]["start"] < computed["plan_or_finish"]["stop"]
+    kinds = [key_split(t["key"]) for t in stream.data]
+    assert "file_sha256" not in kinds
+    assert "encode_to_file" in kinds and "finish_written" in kinds
     assert result.input_sha256 == file_sha256(SMALL)
+
+
+def test_finishing_hashes_the_input_when_not_given_its_digest(tmp_path) -> None:
+    """``finish_run`` given no digest hashes the input itself, beside the stitching; a
+    failure to hash fails the run, and no archive is left."""
+    options = ConvertOptions(partition_items=9)
+    staging = tmp_path / "staging"
+    staging.mkdir()
+    plan, parts = _written_parts(SMALL, options, staging)
+    kept = [Path(p).read_bytes() for p in parts]
+    args = (str(tmp_path / "out.mzpeak"), options, plan, str(staging), parts, None, False)
+    gone = tmp_path / "gone.mzML"  # removed after planning: hashing fails
+    with pytest.raises(FileNotFoundError, match="gone.mzML"):
+        finish_run(str(gone), *args)
+    left = sorted(p.relative_to(staging) for p in staging.rglob("*") if p.is_file())
+    assert left == sorted(Path(p).relative_to(staging) for p in parts)  # no archive
+    assert [Path(p).read_bytes() for p in parts] == kept
+    result, archive, _ = finish_run(str(SMALL), *args)
+    assert result.input_sha256 == file_sha256(SMALL)
+    assert Path(archive).is_file()
