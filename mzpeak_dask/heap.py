@@ -17,6 +17,16 @@ process: 2.62 s of CPU instead of 2.73-2.82 s (0.05 s of it in the kernel instea
 191-196 MB instead of 245 MB. In a batch of small runs (108 runs of about 1 MB on two workers)
 the workers' CPU did not differ beyond the noise: 9.9-10.2 s against 9.6-10.2 s.
 
+All that holds for the heap of a process's main thread. A Dask worker runs its tasks in a thread
+of its own, which glibc serves from a thread arena: heaps of at most 64 MiB each, and one that
+becomes wholly free is unmapped at once, whatever the trim threshold, unless the top pad is
+as large as a heap. With a pad of 64 MiB a thread arena keeps its heaps, as the main heap
+keeps its blocks: on two workers encoding partitions of about 500,000 points, 2,600-3,700 page
+faults each time a partition was encoded again became 12-500, and 14 partitions of a 102 MB
+run took 2.12-2.22 s of the workers' CPU instead of 2.16-2.37 s (1.14-1.20 s of wall time
+instead of 1.19-1.36 s). A thread arena then holds what its largest partition took, as the
+main heap does; the main heap grows by the pad when it grows (address space, not memory).
+
 Other C libraries (and other systems) have no ``mallopt`` with these parameters; nothing is
 changed there, Arrow keeps its own pool.
 """
@@ -29,9 +39,11 @@ import sys
 import pyarrow as pa
 
 _M_TRIM_THRESHOLD = -1  # glibc malloc.h
+_M_TOP_PAD = -2
 _M_MMAP_THRESHOLD = -3
 MMAP_THRESHOLD = 32 << 20
 TRIM_THRESHOLD = 128 << 20
+TOP_PAD = 64 << 20  # a thread arena's heap is at most 64 MiB (glibc's HEAP_MAX_SIZE, 64-bit)
 
 _kept: bool | None = None
 
@@ -56,6 +68,11 @@ def _set_thresholds() -> bool:
         return False
     mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
     mallopt.restype = ctypes.c_int
-    return bool(mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)) and bool(
-        mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD)
+    return all(
+        mallopt(option, value)
+        for option, value in (
+            (_M_MMAP_THRESHOLD, MMAP_THRESHOLD),
+            (_M_TRIM_THRESHOLD, TRIM_THRESHOLD),
+            (_M_TOP_PAD, TOP_PAD),
+        )
     )
