@@ -1,0 +1,30 @@
+"""The input's SHA-256, as the archive records it: hashed through memory-mapped windows, it
+equals hashlib's digest of the file's bytes whatever the file's size against the window."""
+
+from __future__ import annotations
+
+import hashlib
+import mmap
+import os
+
+import pytest
+
+from mzpeak_dask.tables import file_metadata
+from mzpeak_dask.tables.file_metadata import file_sha256, sha256_beside
+
+GRAIN = mmap.ALLOCATIONGRANULARITY
+
+
+@pytest.mark.parametrize("size", [0, 1, GRAIN - 1, GRAIN, GRAIN + 1, 3 * GRAIN + 5])
+def test_windows_hash_the_whole_file_once(tmp_path, monkeypatch, size) -> None:
+    monkeypatch.setattr(file_metadata, "HASH_WINDOW", GRAIN)  # windows the test can reach
+    data = os.urandom(size)
+    path = tmp_path / "input.bin"
+    path.write_bytes(data)
+    assert file_sha256(path) == hashlib.sha256(data).hexdigest()
+    assert sha256_beside(path).result() == hashlib.sha256(data).hexdigest()
+
+
+def test_hashing_beside_raises_what_hashing_raised(tmp_path) -> None:
+    with pytest.raises(FileNotFoundError, match="missing.mzML"):
+        sha256_beside(tmp_path / "missing.mzML").result()
