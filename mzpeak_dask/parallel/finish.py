@@ -7,7 +7,8 @@ and counts come back. Once every
 partition is written, one task on a worker — :func:`finish_run` — stitches the data members
 from those files, builds the packed metadata members from the partitions' packed pieces
 (precursor references resolved once every id is known), writes ``mzpeak_index.json`` and the
-container (a stored ZIP, or a folder), and, when asked (a batch), validates it, hashes its
+container (a stored ZIP, or a folder), hashes a local input in a thread beside all that (the
+worker that ran the run's last partitions elsewhere has a core free), and, when asked (a batch), validates it, hashes its
 members and draws its TIC thumbnail, all in one task, so a run costs one round trip less. It
 leaves the archive in the staging folder: the coordinator renames it into place, which keeps
 the rules of atomic output, Ctrl-C and cleanup in one process (the one holding the staging
