@@ -3,16 +3,16 @@
 Each partition is encoded and written by one task (:func:`encode_to_file`, with the offsets
 its run's plan gives: see :mod:`.offsets`); its parts go to a file in the run's staging folder
 (beside the output, so on storage every worker sees: the probe checked it) and only its path
-and counts come back. Once every
-partition is written, one task on a worker — :func:`finish_run` — stitches the data members
-from those files, builds the packed metadata members from the partitions' packed pieces
-(precursor references resolved once every id is known), writes ``mzpeak_index.json`` and the
-container (a stored ZIP, or a folder), hashes a local input in a thread beside all that (the
-worker that ran the run's last partitions elsewhere has a core free), and, when asked (a batch), validates it, hashes its
-members and draws its TIC thumbnail, all in one task, so a run costs one round trip less. It
-leaves the archive in the staging folder: the coordinator renames it into place, which keeps
-the rules of atomic output, Ctrl-C and cleanup in one process (the one holding the staging
-folder's lock). So the coordinator schedules, renames and records; it reads no part.
+and counts come back. Once every partition is written, one task on a worker —
+:func:`finish_run` — stitches the data members from those files, builds the packed metadata
+members from the partitions' packed pieces (precursor references resolved once every id is
+known), writes ``mzpeak_index.json`` and the container (a stored ZIP, or a folder), hashes a
+local input in a thread beside all that (a core the run's partitions no longer use), and,
+when asked (a batch), validates the archive, hashes its members and draws its TIC thumbnail,
+all in one task, so a run costs one round trip less. It leaves the archive in the staging
+folder: the coordinator renames it into place, which keeps the rules of atomic output,
+Ctrl-C and cleanup in one process (the one holding the staging folder's lock). So the
+coordinator schedules, renames and records; it reads no part.
 
 A small run — at most one partition of spectra and one of chromatograms, as most files of a
 repository — costs the cluster one task: :func:`plan_or_finish` plans it and, finding it

@@ -7,7 +7,6 @@ from __future__ import annotations
 import concurrent.futures
 import copy
 import hashlib
-import mmap
 import os
 import threading
 from pathlib import Path
@@ -24,32 +23,24 @@ SOFTWARE_ID = "mzpeak_dask"
 PROCESSING_ID = "mzpeak_dask_conversion"
 
 
-HASH_WINDOW = 64 << 20  # a multiple of any mmap.ALLOCATIONGRANULARITY
+HASH_BLOCK = 1 << 22
 
 
 def file_sha256(path: str | os.PathLike) -> str:
     """SHA-256 of a file (it identifies the converted input; mzML's traditional SHA-1 is not
     computed, to read the file once). Runs on a worker, beside the conversion.
 
-    A local file is hashed through memory maps of 64 MiB, each in one call, which releases
-    the GIL for the whole window and copies nothing. Hashed in 4 MiB reads in a thread beside
-    the task finishing a run (:func:`sha256_beside`), it waited for the GIL twice a block
-    while that task's Python code held it: finishing the 102 MB run took 119-142 ms (median
-    of 8: 124) against 77-121 ms (95) given the digest; through maps, 103-126 ms (112). A
-    window is unmapped before the next, so the resident size grows by one window at most."""
+    A local file is read, not memory-mapped: an I/O error (a shared file system's client
+    evicted, say) is then an exception, reported as the run's failure, where a mapped page
+    failing to load would kill the worker with SIGBUS. Mapped, in a thread beside the task
+    finishing the 102 MB run, it would have saved that task about 10 ms (105-122 ms against
+    111-138 ms, medians 109 and 120, of 8 each; 72-109 ms given the digest)."""
     url = remote_input(path)
     if url:  # an input read by ranges: the object streamed once (on the worker hashing it)
         return url_sha256(url)
     digest = hashlib.sha256()
     with open(path, "rb") as f:
-        size = os.fstat(f.fileno()).st_size
-        for start in range(0, size, HASH_WINDOW):
-            with mmap.mmap(
-                f.fileno(), min(HASH_WINDOW, size - start), offset=start, access=mmap.ACCESS_READ
-            ) as window:
-                digest.update(window)
-        f.seek(size)
-        while block := f.read(1 << 22):  # what was appended since (not expected)
+        while block := f.read(HASH_BLOCK):
             digest.update(block)
     return digest.hexdigest()
 
