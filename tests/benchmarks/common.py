@@ -21,12 +21,15 @@ def workdir() -> Path:
 
 
 def replicated(source: Path, copies: int) -> Path:
-    """``source`` replicated ``copies`` times (cached in bench-output/)."""
+    """``source`` replicated ``copies`` times (cached in bench-output/: written under another
+    name and renamed, so an interrupted benchmark leaves no truncated copy to be reused)."""
     from ..replicate import replicate
 
     target = workdir() / f"{source.name.split('.')[0]}_x{copies}.mzML"
     if not target.exists():
-        replicate(source, target, copies)
+        partial = target.with_name(target.name + ".partial")
+        replicate(source, partial, copies)
+        os.replace(partial, target)
     return target
 
 
