@@ -93,10 +93,12 @@ from mzpeak_dask.parallel.cluster import cluster_client
 from mzpeak_dask.partition import plan_run
 from mzpeak_dask.readers import SPECTRA
 
+WHO = getattr(resource, "RUSAGE_THREAD", resource.RUSAGE_SELF)  # the task's thread (Linux)
+
 def faults(part, spec):
-    before = resource.getrusage(resource.RUSAGE_THREAD).ru_minflt
+    before = resource.getrusage(WHO).ru_minflt
     encode_partition(part, spec)
-    return resource.getrusage(resource.RUSAGE_THREAD).ru_minflt - before
+    return resource.getrusage(WHO).ru_minflt - before
 
 if __name__ == "__main__":
     with tempfile.TemporaryDirectory() as staging:
