@@ -16,19 +16,28 @@ from .replicate import replicate
 
 RUN = DATA / "openms" / "FeatureFinderMetaboIdent_1_input.mzML"
 
-SCRIPT = """
+PLANNED = """
 import resource, sys, tempfile
 from pathlib import Path
-import pyarrow as pa
 from mzpeak_dask import ConvertOptions
 from mzpeak_dask.encode import encode_partition
-from mzpeak_dask.heap import keep_freed_blocks
 from mzpeak_dask.partition import plan_run
 from mzpeak_dask.readers import SPECTRA
 
-with tempfile.TemporaryDirectory() as staging:
-    plan = plan_run(Path(sys.argv[1]), Path(staging), ConvertOptions())
-part = next(p for p in plan.partitions if p.items.kind == SPECTRA)
+def first_spectra(path):
+    \"\"\"The plan of the run at ``path`` and its first partition of spectra.\"\"\"
+    with tempfile.TemporaryDirectory() as staging:
+        plan = plan_run(Path(path), Path(staging), ConvertOptions())
+    return plan, next(p for p in plan.partitions if p.items.kind == SPECTRA)
+"""  # what both scripts below start with
+
+SCRIPT = (
+    PLANNED
+    + """
+import pyarrow as pa
+from mzpeak_dask.heap import keep_freed_blocks
+
+plan, part = first_spectra(sys.argv[1])
 faults = []
 for _ in range(3):
     before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
@@ -37,6 +46,7 @@ for _ in range(3):
 pool = pa.default_memory_pool().backend_name
 print(sum(out.points.values()), faults[-1], keep_freed_blocks(), pool)
 """
+)
 
 
 def test_encoding_again_reuses_the_freed_heap() -> None:
@@ -84,14 +94,11 @@ def test_a_local_worker_has_its_heap_set_before_its_first_task(tmp_path) -> None
         assert worker == "system"
 
 
-ON_WORKERS = """
-import resource, sys, tempfile
-from pathlib import Path
-from mzpeak_dask import ClusterOptions, ConvertOptions
-from mzpeak_dask.encode import encode_partition
+ON_WORKERS = (
+    PLANNED
+    + """
+from mzpeak_dask import ClusterOptions
 from mzpeak_dask.parallel.cluster import cluster_client
-from mzpeak_dask.partition import plan_run
-from mzpeak_dask.readers import SPECTRA
 
 WHO = getattr(resource, "RUSAGE_THREAD", resource.RUSAGE_SELF)  # the task's thread (Linux)
 
@@ -101,9 +108,7 @@ def faults(part, spec):
     return resource.getrusage(WHO).ru_minflt - before
 
 if __name__ == "__main__":
-    with tempfile.TemporaryDirectory() as staging:
-        plan = plan_run(Path(sys.argv[1]), Path(staging), ConvertOptions())
-    part = next(p for p in plan.partitions if p.items.kind == SPECTRA)
+    plan, part = first_spectra(sys.argv[1])
     with cluster_client(ClusterOptions(workers=2, dashboard=False)) as client:
         last = []
         for worker in client.scheduler_info()["workers"]:
@@ -112,6 +117,7 @@ if __name__ == "__main__":
             last.append(client.gather(runs)[-1])
     print(*last)
 """
+)
 
 
 @pytest.mark.cluster

@@ -53,11 +53,8 @@ class InlineExecutor:
         return None
 
     def background(self, fn: Callable, *args: Any, first: bool = False) -> Any:
-        """A thread beside the conversion (hashing releases the GIL)."""
-        pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
-        future = pool.submit(fn, *args)
-        pool.shutdown(wait=False)
-        return future
+        """A thread beside the conversion (:func:`beside`)."""
+        return beside(fn, *args)
 
     def submit(self, tag: Any, fn: Callable, *args: Any, priority: int = 0) -> Task:
         """``fn(*args)`` now; an argument that is a Task, or a list's Task, stands for its
@@ -208,6 +205,17 @@ class DaskExecutor:
             task.future.cancel()
 
 
+def beside(fn: Callable, *args: Any) -> concurrent.futures.Future:
+    """``fn(*args)`` in a thread of its own, begun now; its future's ``.result()`` raises what
+    ``fn`` raised. Hashing and reading release the GIL, so the caller's own work goes on
+    beside it, on another core when one is free (the input's SHA-256 beside an inline
+    conversion, or beside the task finishing a run on a worker)."""
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
+    future = pool.submit(fn, *args)
+    pool.shutdown(wait=False)
+    return future
+
+
 def _each_task(arg: Any, stand_in: Callable[[Task], Any]) -> Any:
     """``arg`` with a Task, or each Task of a list, replaced by ``stand_in(task)`` (its value
     inline, its future on a cluster)."""
@@ -243,4 +251,4 @@ def open_executor(
         yield executor_for(started)
 
 
-__all__ = ["DaskExecutor", "InlineExecutor", "Task", "executor_for", "open_executor"]
+__all__ = ["DaskExecutor", "InlineExecutor", "Task", "beside", "executor_for", "open_executor"]

@@ -54,8 +54,9 @@ from ..options import ConvertOptions
 from ..partition import plan_run
 from ..readers.base import CHROMATOGRAMS
 from ..storage.readahead import forget
-from ..tables.file_metadata import sha256_beside
+from ..tables.file_metadata import file_sha256
 from . import handoff
+from .executors import beside
 from .offsets import Offsets
 
 FINISH_FOLDER = "finish"
@@ -231,7 +232,7 @@ def finish_run(
     folder = Folder(Path(staging) / FINISH_FOLDER)
     shutil.rmtree(folder.path, ignore_errors=True)
     folder.path.mkdir()
-    digest = None if sha256 else sha256_beside(source)
+    digest = None if sha256 else beside(file_sha256, source)
     writer = ArchiveWriter(Path(source), Path(output), options, plan, folder)
     try:
         for part in parts:

@@ -4,11 +4,9 @@ processing entry recording the conversion options."""
 
 from __future__ import annotations
 
-import concurrent.futures
 import copy
 import hashlib
 import os
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -43,22 +41,6 @@ def file_sha256(path: str | os.PathLike) -> str:
         while block := f.read(HASH_BLOCK):
             digest.update(block)
     return digest.hexdigest()
-
-
-def sha256_beside(path: str | os.PathLike) -> concurrent.futures.Future:
-    """:func:`file_sha256` in a thread of its own, begun now: its ``.result()`` (which raises
-    what hashing raised). Hashing and reading release the GIL, so the caller's own work goes
-    on beside it, on another core when one is free."""
-    future: concurrent.futures.Future = concurrent.futures.Future()
-
-    def run() -> None:
-        try:
-            future.set_result(file_sha256(path))
-        except BaseException as exc:  # noqa: BLE001 - handed to whoever asks for the result
-            future.set_exception(exc)
-
-    threading.Thread(target=run, name="sha256", daemon=True).start()
-    return future
 
 
 def _location(source: Path) -> str:

@@ -9,8 +9,9 @@ import os
 
 import pytest
 
+from mzpeak_dask.parallel.executors import beside
 from mzpeak_dask.tables import file_metadata
-from mzpeak_dask.tables.file_metadata import file_sha256, sha256_beside
+from mzpeak_dask.tables.file_metadata import file_sha256
 
 BLOCK = 4096
 
@@ -22,9 +23,9 @@ def test_blocks_hash_the_whole_file_once(tmp_path, monkeypatch, size) -> None:
     path = tmp_path / "input.bin"
     path.write_bytes(data)
     assert file_sha256(path) == hashlib.sha256(data).hexdigest()
-    assert sha256_beside(path).result() == hashlib.sha256(data).hexdigest()
+    assert beside(file_sha256, path).result() == hashlib.sha256(data).hexdigest()
 
 
 def test_hashing_beside_raises_what_hashing_raised(tmp_path) -> None:
     with pytest.raises(FileNotFoundError, match="missing.mzML"):
-        sha256_beside(tmp_path / "missing.mzML").result()
+        beside(file_sha256, tmp_path / "missing.mzML").result()
