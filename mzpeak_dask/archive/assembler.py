@@ -10,7 +10,9 @@ rows to the staging folder, and at the end writes the packed metadata members an
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import IO, Any
 
@@ -187,10 +189,18 @@ class RunAssembler:
         self.peak_points += part.peak_points
         self.centroid_points += part.centroid_points
 
-    def finish(self, footer: dict[str, Any]) -> dict[str, Any]:
+    def finish(self, footer: Callable[[], dict[str, Any]]) -> dict[str, Any]:
         """Write the remaining members and the index; returns items and points per entity (the
-        spectrum points include centroid spectra kept in spectra_peaks)."""
-        footer_kv = {k: json.dumps(v, separators=(",", ":")) for k, v in footer.items()}
+        spectrum points include centroid spectra kept in spectra_peaks). ``footer()``, the
+        file-level metadata, is called once, as late as it can be: the data members and the
+        spectrum metadata's rows are written before it (it holds the input's digest, which
+        may still be being computed beside this)."""
+        footer = functools.cache(footer)
+
+        @functools.cache
+        def footer_kv() -> dict[str, str]:
+            return {k: json.dumps(v, separators=(",", ":")) for k, v in footer().items()}
+
         spectra = self._state(V.SPECTRUM)
         if spectra.data is not None:
             spectra.data.close(self._counts(V.SPECTRUM))
@@ -213,16 +223,16 @@ class RunAssembler:
             state = self.entities.get(entity)
             if state is None or state.count == 0:
                 continue
-            extra = footer_kv if entity == V.WAVELENGTH_SPECTRUM else {}
+            extra = footer_kv if entity == V.WAVELENGTH_SPECTRUM else dict
             self._metadata_member(entity, ids, extra)
             data_kv = self._counts(entity, points_only=True)
             if entity == V.CHROMATOGRAM:
-                data_kv |= footer_kv
+                data_kv |= footer_kv()
             state.data.close(data_kv)
             name = V.MEMBER_NAMES[(entity, V.DATA_ARRAYS)]
             self.container.add_file(name, self.staging.file(name))
         names = [name for name, _ in self.container.members]
-        self.container.add_bytes(V.INDEX_MEMBER, archive_index.build(names, footer))
+        self.container.add_bytes(V.INDEX_MEMBER, archive_index.build(names, footer()))
         counts = {
             entity: {"count": s.count, "points": s.points} for entity, s in self.entities.items()
         }
@@ -237,7 +247,11 @@ class RunAssembler:
             counts[f"{context}_count"] = str(state.count)
         return counts
 
-    def _metadata_member(self, entity: str, ids: pa.Array, extra: dict[str, str]) -> None:
+    def _metadata_member(
+        self, entity: str, ids: pa.Array, extra: Callable[[], dict[str, str]]
+    ) -> None:
+        """The entity's packed metadata member, its rows written before ``extra()``, the
+        key-value pairs its footer adds to the counts, is called."""
         state = self._state(entity)
         name = V.MEMBER_NAMES[(entity, V.METADATA)]
         path = self.staging.file(name)
@@ -247,7 +261,7 @@ class RunAssembler:
         with pq.ParquetWriter(str(path), schema, **props) as writer:
             for batch in packed_batches(state.spills, ids):
                 writer.write_batch(batch)
-            writer.add_key_value_metadata({**self._counts(entity), **extra})
+            writer.add_key_value_metadata({**self._counts(entity), **extra()})
         self.container.add_file(name, path)
 
     def abort(self) -> None:

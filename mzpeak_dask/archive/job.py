@@ -124,7 +124,7 @@ class RunJob:
     def finish(self) -> ConversionResult:
         """Finish the archive here and rename it into place."""
         try:
-            result = self.writer.close(self._input_sha256())
+            result = self.writer.close(self._input_sha256)
         except BaseException:
             self.abort()
             raise

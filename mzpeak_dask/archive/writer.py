@@ -10,7 +10,10 @@ decodes or compresses no signal page; the archive it leaves in its folder is com
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from .. import vocabulary as V
 from ..contracts import ConversionResult, EncodedPartition, RunPlan
@@ -46,17 +49,23 @@ class ArchiveWriter:
         self.ids.feed_partition(part)
         self.items_done += sum(part.counts.values())
 
-    def close(self, sha256: str) -> ConversionResult:
+    def close(self, sha256: Callable[[], str]) -> ConversionResult:
         """Write the remaining members and close the container (the result's ``seconds`` is
-        left to the caller, who knows when the run started)."""
-        footer = footer_metadata(
-            self.plan.survey.run_metadata,
-            source=self.source,
-            file_format=self.plan.format.file_format,
-            native_id_format=self.plan.format.native_id_format,
-            sha256=sha256,
-            options=self.options.content_options(),
-        )
+        left to the caller, who knows when the run started). ``sha256()`` gives the input's
+        digest; it is called once, when the first member that records it is written (after
+        the data members), so a digest still being computed beside this has until then."""
+        digest = functools.cache(sha256)
+
+        def footer() -> dict[str, Any]:
+            return footer_metadata(
+                self.plan.survey.run_metadata,
+                source=self.source,
+                file_format=self.plan.format.file_format,
+                native_id_format=self.plan.format.native_id_format,
+                sha256=digest(),
+                options=self.options.content_options(),
+            )
+
         counts = self.assembler.finish(footer)
         self.container.close()
         return ConversionResult(
@@ -73,7 +82,7 @@ class ArchiveWriter:
             input_bytes=input_size(self.source),
             output_bytes=archive_size(self.path),
             seconds=0.0,
-            input_sha256=sha256,
+            input_sha256=digest(),
             members=dict(self.container.members),
             warnings=[w for w in [self.ids.warning(self.source)] if w],
         )

@@ -222,7 +222,7 @@ def finish_run(
     """The archive of a run from its written partitions ``parts`` (in order: the files
     :func:`write_to_file` wrote, or the partitions themselves), left in the
     staging folder (``sha256``: the input's; when None, hashed here in a thread beside the
-    stitching); returns its result, its
+    stitching, and awaited only once the data members are written); returns its result, its
     path and, with ``check``, its inspection
     (:func:`~mzpeak_dask.read.inspection.inspect_output`, naming the output)."""
     files = [p for p in parts if isinstance(p, str)]
@@ -237,7 +237,7 @@ def finish_run(
     try:
         for part in parts:
             writer.add(handoff.load(part) if isinstance(part, str) else part)
-        result = writer.close(sha256 or digest.result())
+        result = writer.close(digest.result if digest else lambda: sha256)
     except BaseException:
         writer.abort()
         shutil.rmtree(folder.path, ignore_errors=True)  # the parts stay, for a rerun

@@ -7,13 +7,17 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 from dask.utils import key_split
 from distributed import get_task_stream
 
 from mzpeak_dask import ConvertOptions, convert, convert_many
+from mzpeak_dask import vocabulary as V
 from mzpeak_dask.archive import staging
 from mzpeak_dask.archive.parts import next_offsets, write_partition
+from mzpeak_dask.archive.staging import Folder
+from mzpeak_dask.archive.writer import ArchiveWriter
 from mzpeak_dask.batch.runner import run_batch
 from mzpeak_dask.contracts import RunPlan
 from mzpeak_dask.encode import encode_partition
@@ -374,3 +378,32 @@ def test_finishing_hashes_the_input_when_not_given_its_digest(tmp_path) -> None:
     result, archive, _ = finish_run(str(SMALL), *args)
     assert result.input_sha256 == file_sha256(SMALL)
     assert Path(archive).is_file()
+
+
+def test_the_input_digest_is_awaited_once_the_data_members_are_written(tmp_path) -> None:
+    """The finishing task hashes beside its own work and asks for the digest only once the
+    data members and the spectrum metadata's rows are written, so the hash overlaps the
+    stitching: the digest is asked for once, with the data members in the container, and
+    recorded as given."""
+    options = ConvertOptions(partition_items=20, unpacked=True)  # members readable as files
+    staging = tmp_path / "staging"
+    staging.mkdir()
+    plan, parts = _written_parts(UV, options, staging)
+    folder = staging / "finish"
+    folder.mkdir()
+    writer = ArchiveWriter(UV, tmp_path / "uv.mzpeak", options, plan, Folder(folder))
+    for part in parts:
+        writer.add(handoff.load(part))
+    asked: list[list[str]] = []
+
+    def digest() -> str:
+        asked.append([name for name, _ in writer.container.members])
+        return "ab" * 32
+
+    result = writer.close(digest)
+    data = V.MEMBER_NAMES[(V.SPECTRUM, V.DATA_ARRAYS)]
+    assert len(asked) == 1 and data in asked[0]
+    assert V.MEMBER_NAMES[(V.SPECTRUM, V.METADATA)] not in asked[0]  # its footer holds it
+    assert result.input_sha256 == "ab" * 32
+    footer = pq.read_schema(Path(writer.path) / V.MEMBER_NAMES[(V.SPECTRUM, V.METADATA)])
+    assert b"ab" * 32 in footer.metadata[b"file_description"]
