@@ -192,9 +192,9 @@ class RunAssembler:
     def finish(self, footer: Callable[[], dict[str, Any]]) -> dict[str, Any]:
         """Write the remaining members and the index; returns items and points per entity (the
         spectrum points include centroid spectra kept in spectra_peaks). ``footer()``, the
-        file-level metadata, is called once, as late as it can be: the data members and the
-        spectrum metadata's rows are written before it (it holds the input's digest, which
-        may still be being computed beside this)."""
+        file-level metadata, is called once, as late as it can be: the spectrum data members
+        and the spectrum metadata's rows are written before it (it holds the input's digest,
+        which may still be being computed beside this)."""
         footer = functools.cache(footer)
 
         @functools.cache

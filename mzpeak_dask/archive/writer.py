@@ -53,7 +53,8 @@ class ArchiveWriter:
         """Write the remaining members and close the container (the result's ``seconds`` is
         left to the caller, who knows when the run started). ``sha256()`` gives the input's
         digest; it is called once, when the first member that records it is written (after
-        the data members), so a digest still being computed beside this has until then."""
+        the spectrum data members), so a digest still being computed beside this has until
+        then."""
         digest = functools.cache(sha256)
 
         def footer() -> dict[str, Any]:

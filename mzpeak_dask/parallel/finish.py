@@ -220,11 +220,11 @@ def finish_run(
     check: bool,
 ) -> tuple[ConversionResult, str, dict[str, Any] | None]:
     """The archive of a run from its written partitions ``parts`` (in order: the files
-    :func:`write_to_file` wrote, or the partitions themselves), left in the
-    staging folder (``sha256``: the input's; when None, hashed here in a thread beside the
-    stitching, and awaited only once the data members are written); returns its result, its
-    path and, with ``check``, its inspection
-    (:func:`~mzpeak_dask.read.inspection.inspect_output`, naming the output)."""
+    :func:`write_to_file` wrote, or the partitions themselves), left in the staging folder
+    (``sha256``: the input's; when None, hashed here in a thread beside the stitching, and
+    awaited only once the spectrum data members are written); returns its result, its path
+    and, with ``check``, its inspection (:func:`~mzpeak_dask.read.inspection.inspect_output`,
+    naming the output)."""
     files = [p for p in parts if isinstance(p, str)]
     finished = Path(staging) / FINISHED
     if files and finished.exists():  # a rerun: an attempt finished, and removed parts
