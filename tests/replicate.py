@@ -94,10 +94,8 @@ def replicate(source: Path, output: Path, copies: int) -> int:
         lines.append(b"<indexListOffset>%d</indexListOffset>" % index_offset)
         lines.append(b"<fileChecksum>")
         out.write(b"\n".join(lines))
-    digest = hashlib.sha1()  # of the file up to here, read back block by block
-    with open(output, "rb") as written:
-        while block := written.read(1 << 22):
-            digest.update(block)
+    with open(output, "rb") as written:  # the file up to here, read back block by block
+        digest = hashlib.file_digest(written, "sha1")
     with open(output, "ab") as out:
         out.write(digest.hexdigest().encode() + b"</fileChecksum>\n</indexedmzML>\n")
     return output.stat().st_size
