@@ -29,6 +29,11 @@ def _env(**extra: str) -> dict[str, str]:
     return dict(os.environ, MZPEAK_DASK=CLI, PYTHONPATH=str(ROOT), **extra)
 
 
+def _listing(folders: list[Path]) -> list[tuple[str, list[str]]]:
+    """What each folder holds (for a failure's message)."""
+    return [(p.name, sorted(str(q.relative_to(p)) for q in p.rglob("*"))) for p in folders]
+
+
 def _report(output: Path) -> dict[str, str]:
     doc = json.loads((output / "batch_report.json").read_text())
     return {Path(f["input"]).name: f["status"] for f in doc["files"]}
@@ -113,7 +118,8 @@ def test_slurm_job_stops_cleanly_at_the_wall_time_signal(tmp_path) -> None:
     statuses = _report(output)
     assert "pending" in statuses.values() and "converted" in statuses.values(), log
     assert len(statuses) == 24, log
-    assert not [p for p in output.rglob("*") if p.name.endswith(".tmp")]
+    left = [p for p in output.rglob("*") if p.name.endswith(".tmp")]
+    assert not left, (_listing(left), log)
 
 
 def test_scheduled_pipeline_converts_only_what_is_new(tmp_path) -> None:

@@ -43,6 +43,7 @@ _NAME = re.compile(r"^\..+\.[a-z0-9_]{8}\.(tmp|new)$")  # tempfile.mkdtemp's ran
 _TAIL = len("abcdefgh.tmp")  # of a staging folder's name: the random part and the suffix
 _GLOBS = (".*.tmp", ".*" + BORN)
 _LIVE: set[str] = set()  # this process's own (a lock on NFS does not exclude its own process)
+_HELD: dict[int, Staging] = {}  # this process's folders not yet cleaned up
 
 
 def prefix_for(output: Path) -> str:
@@ -88,6 +89,7 @@ class Staging(Folder):
     """A private scratch folder for one conversion, locked by this process until cleaned up."""
 
     def __init__(self, output: Path):
+        self.output = output
         try:
             born = Path(
                 tempfile.mkdtemp(prefix=prefix_for(output), suffix=BORN, dir=folder_for(output))
@@ -99,6 +101,7 @@ class Staging(Folder):
         self._lock = _owner_lock(born, output)
         self.path = _named(born, output, self._lock)
         _LIVE.add(str(self.path))
+        _HELD[id(self)] = self
         self.cleaned = False
 
     def file(self, name: str) -> Path:
@@ -120,9 +123,11 @@ class Staging(Folder):
                     break
                 time.sleep(0.05 * (attempt + 1))
         if self._lock is not None:
-            self._lock.release()
+            with contextlib.suppress(OSError):
+                self._lock.release()
         _LIVE.discard(str(self.path))
         _LIVE.discard(str(path))
+        _HELD.pop(id(self), None)
 
     def _retired(self) -> Path:
         """The folder renamed to another staging name beside it (still locked, so no sweep
@@ -188,6 +193,20 @@ def _named(born: Path, output: Path, lock: HeldLock | None) -> Path:
     if lock is not None and lock.path == born:
         lock.path = path
     return path
+
+
+def remove_held(outputs: Iterable[Path]) -> list[Path]:
+    """Clean up the staging folders this process still holds for ``outputs``: those of runs
+    that never ended, once the call converting them has stopped (an interrupt, SIGTERM at a
+    wall-time limit). Each run removes its own as it ends or is aborted; this is the last
+    word, so that a stopped batch leaves nothing beside its outputs whichever way it stopped.
+    Returns the folders removed."""
+    wanted = {os.path.abspath(o) for o in outputs}
+    left = [s for s in list(_HELD.values()) if os.path.abspath(s.output) in wanted]
+    for staging in left:
+        log.debug("%s: removed as its call stopped (its run had not ended)", staging.path)
+        staging.cleanup()
+    return [s.path for s in left]
 
 
 def sweep(folder: Path, output: Path | None = None, recursive: bool = False) -> list[Path]:
@@ -267,6 +286,7 @@ __all__ = [
     "Staging",
     "folder_for",
     "prefix_for",
+    "remove_held",
     "sweep",
     "sweep_outputs",
 ]

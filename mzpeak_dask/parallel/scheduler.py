@@ -39,6 +39,7 @@ its output. ``on_result`` hears about every run as soon as it ends, so a batch c
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 from collections import deque
@@ -50,7 +51,7 @@ from typing import Any
 from ..archive.container import Inputs
 from ..archive.job import RunJob
 from ..archive.parts import next_offsets, write_partition
-from ..archive.staging import sweep_outputs
+from ..archive.staging import remove_held, sweep_outputs
 from ..contracts import ConversionResult, Progress
 from ..encode import encode_partition
 from ..errors import MzPeakDaskError
@@ -150,8 +151,12 @@ class Coordinator:
                 if tasks:
                     self._collect(self.executor.next_done(tasks), results)
         except BaseException:
-            for active in list(self.active):
-                self._abort(active)
+            try:
+                for active in list(self.active):
+                    with contextlib.suppress(Exception):  # each run's, whatever the others do
+                        self._abort(active)
+            finally:  # whatever a run left (it never ended): nothing stays beside the outputs
+                remove_held(output for _, output in jobs)
             raise
         return results
 
@@ -523,17 +528,20 @@ class Coordinator:
             raise outcome
 
     def _abort(self, active: _Active) -> None:
-        steps = [t for pair in active.steps.values() for t in pair if isinstance(t, Task)]
-        for task in active.tasks + steps:
-            self.executor.cancel(task)
-        active.steps.clear()
-        active.chain = None
-        self.outstanding -= len(active.tasks) + (0 if active.remote else len(active.buffer))
-        active.tasks.clear()
-        active.buffer.clear()
-        if active in self.active:
-            self.active.remove(active)
-        active.job.abort()
+        """Cancel the run's tasks and remove all it wrote (that, whatever the cancelling does)."""
+        try:
+            steps = [t for pair in active.steps.values() for t in pair if isinstance(t, Task)]
+            for task in active.tasks + steps:
+                self.executor.cancel(task)
+        finally:
+            active.steps.clear()
+            active.chain = None
+            self.outstanding -= len(active.tasks) + (0 if active.remote else len(active.buffer))
+            active.tasks.clear()
+            active.buffer.clear()
+            if active in self.active:
+                self.active.remove(active)
+            active.job.abort()
 
 
 def run_jobs(

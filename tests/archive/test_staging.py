@@ -13,7 +13,7 @@ from pathlib import Path
 
 from mzpeak_dask import ConvertOptions, convert_many
 from mzpeak_dask.archive import staging
-from mzpeak_dask.archive.staging import OWNER_LOCK, Staging, sweep
+from mzpeak_dask.archive.staging import OWNER_LOCK, Staging, remove_held, sweep
 
 from ..conftest import DATA, INLINE
 
@@ -165,3 +165,18 @@ def test_a_folder_a_cancelled_task_still_writes_in_is_removed_whole(tmp_path) ->
     assert refused  # the task met a folder that is gone
     assert list(tmp_path.iterdir()) == []
     assert sweep(tmp_path) == []
+
+
+def test_the_folders_of_runs_that_never_ended_are_removed_once_their_call_stops(
+    tmp_path,
+) -> None:
+    ended, left, other = (Staging(tmp_path / f"{n}.mzpeak") for n in ("ended", "left", "other"))
+    (left.path / "finish").mkdir()
+    (left.path / "part-0.pkl5").write_bytes(b"part")
+    ended.cleanup()
+    outputs = [tmp_path / "ended.mzpeak", tmp_path / "left.mzpeak"]
+    assert remove_held(outputs) == [left.path]
+    assert not left.path.exists() and other.path.exists()  # another call's: not this one's
+    assert remove_held(outputs) == []
+    other.cleanup()
+    assert list(tmp_path.iterdir()) == []

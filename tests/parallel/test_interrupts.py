@@ -35,6 +35,36 @@ def test_interrupt_while_a_job_starts_leaves_nothing(tmp_path) -> None:
     assert list(tmp_path.iterdir()) == []
 
 
+class CancelFails(InlineExecutor):
+    """Ctrl-C while a run's partitions are going (its second task's wait), and cancelling
+    them fails, as a call to a scheduler that is gone does."""
+
+    waits = 0
+
+    def next_done(self, tasks: list) -> object:
+        self.waits += 1
+        if self.waits == 2:
+            raise KeyboardInterrupt
+        return super().next_done(tasks)
+
+    def cancel(self, task: object) -> None:
+        raise ConnectionError("the scheduler is gone")
+
+
+def test_an_interrupt_whose_cancelling_fails_still_leaves_nothing(tmp_path) -> None:
+    sources = []
+    for name in ("a", "b", "c"):
+        sources.append(tmp_path / f"{name}.mzML")
+        replicate(BUNDLED / "small.mzML", sources[-1], copies=2)
+    options = ConvertOptions(partition_items=10)
+    executor = CancelFails()
+    coordinator = Coordinator(executor, options, ClusterOptions(cluster="inline"), None, True, None)
+    with pytest.raises(KeyboardInterrupt):
+        coordinator.run([(s, s.with_suffix(".mzpeak")) for s in sources])
+    assert executor.waits == 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.mzML", "b.mzML", "c.mzML"]
+
+
 @pytest.mark.slow
 @pytest.mark.cluster
 def test_ctrl_c_on_a_terminal_prints_one_line(tmp_path) -> None:
