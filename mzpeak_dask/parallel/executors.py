@@ -56,7 +56,9 @@ class InlineExecutor:
         """A thread beside the conversion (:func:`beside`)."""
         return beside(fn, *args)
 
-    def submit(self, tag: Any, fn: Callable, *args: Any, priority: int = 0) -> Task:
+    def submit(
+        self, tag: Any, fn: Callable, *args: Any, priority: int = 0, near: str | None = None
+    ) -> Task:
         """``fn(*args)`` now; an argument that is a Task, or a list's Task, stands for its
         value."""
         try:
@@ -147,13 +149,18 @@ class DaskExecutor:
         the network more than the processor, best begun early)."""
         return self.client.submit(fn, *args, pure=False, priority=1 if first else -1)
 
-    def submit(self, tag: Any, fn: Callable, *args: Any, priority: int = 0) -> Task:
+    def submit(
+        self, tag: Any, fn: Callable, *args: Any, priority: int = 0, near: str | None = None
+    ) -> Task:
         """``fn(*args)`` on the cluster; a higher ``priority`` runs before queued tasks. An
         argument that is a Task (or a list's Task) stands for its result, which stays on the
         workers: the task runs after it, where Dask finds best (usually where that result
-        lives), and Dask computes it again if the worker holding it dies."""
+        lives), and Dask computes it again if the worker holding it dies. ``near``: the
+        worker to run it on while that worker is there (else any)."""
         args = tuple(_each_task(a, _future) for a in args)
-        return Task(tag, future=self.client.submit(fn, *args, pure=False, priority=priority))
+        where = {"workers": [near], "allow_other_workers": True} if near else {}
+        future = self.client.submit(fn, *args, pure=False, priority=priority, **where)
+        return Task(tag, future=future)
 
     def submit_many(self, tags: list, fn: Callable, calls: list[tuple]) -> list[Task]:
         """``fn(*args)`` for each ``args`` of ``calls``, sent to the scheduler together: one

@@ -6,8 +6,8 @@ its run's plan gives: see :mod:`.offsets`); its parts go to a file in the run's 
 and counts come back. Once every partition is written, one task on a worker —
 :func:`finish_run` — stitches the data members from those files, builds the packed metadata
 members from the partitions' packed pieces (precursor references resolved once every id is
-known), writes ``mzpeak_index.json`` and the container (a stored ZIP, or a folder), hashes a
-local input in a thread beside all that (a core the run's partitions no longer use), and,
+known), writes ``mzpeak_index.json`` and the container (a stored ZIP, or a folder), records a
+local input's digest (begun by the plan's task on the same worker, :mod:`.early_hash`), and,
 when asked (a batch), validates the archive, hashes its members and draws its TIC thumbnail,
 all in one task, so a run costs one round trip less. It leaves the archive in the staging
 folder: the coordinator renames it into place, which keeps the rules of atomic output,
@@ -54,8 +54,9 @@ from ..options import ConvertOptions
 from ..partition import plan_run
 from ..readers.base import CHROMATOGRAMS
 from ..storage.readahead import forget
+from ..storage.urls import is_url
 from ..tables.file_metadata import file_sha256
-from . import handoff
+from . import early_hash, handoff
 from .executors import beside
 from .offsets import Offsets
 
@@ -100,6 +101,7 @@ class PlannedRun:
 
     plan: RunPlan
     written: dict[int, tuple[str, int, dict[str, int], dict[str, int]]]
+    hashing_on: str | None = None  # the worker hashing the input (:mod:`.early_hash`)
 
 
 FOLDED_SHARE = 8  # chromatograms up to this share of a partition's bytes go with the plan
@@ -146,9 +148,14 @@ def plan_or_finish(
     written beside it (:func:`written_with_plan`), or, for a :func:`small` run, the run
     converted and finished here (:func:`_converted`)."""
     plan = plan_run(Path(source), Path(staging), options, reads="here if small")
-    if not small(plan):
-        return PlannedRun(plan, written_with_plan(plan, staging, options.partition_bytes))
-    return _converted(source, output, options, plan, staging, check)
+    if small(plan):
+        return _converted(source, output, options, plan, staging, check)
+    hashing_on = None
+    if not is_url(plan.readable):  # a local input: hashed here, at the lowest priority
+        early_hash.begin(source, staging)
+        hashing_on = early_hash.worker_address()
+    written = written_with_plan(plan, staging, options.partition_bytes)
+    return PlannedRun(plan, written, hashing_on)
 
 
 def convert_whole(
@@ -221,8 +228,9 @@ def finish_run(
 ) -> tuple[ConversionResult, str, dict[str, Any] | None]:
     """The archive of a run from its written partitions ``parts`` (in order: the files
     :func:`write_to_file` wrote, or the partitions themselves), left in the staging folder
-    (``sha256``: the input's; when None, hashed here in a thread beside the stitching, and
-    awaited only once the spectrum data members are written); returns its result, its path
+    (``sha256``: the input's; when None, the hash the plan's task began on this worker, else
+    one begun here in a thread beside the stitching, awaited only once the spectrum data
+    members are written); returns its result, its path
     and, with ``check``, its inspection (:func:`~mzpeak_dask.read.inspection.inspect_output`,
     naming the output)."""
     files = [p for p in parts if isinstance(p, str)]
@@ -232,7 +240,7 @@ def finish_run(
     folder = Folder(Path(staging) / FINISH_FOLDER)
     shutil.rmtree(folder.path, ignore_errors=True)
     folder.path.mkdir()
-    digest = None if sha256 else beside(file_sha256, source)
+    digest = None if sha256 else early_hash.take(source, staging) or beside(file_sha256, source)
     writer = ArchiveWriter(Path(source), Path(output), options, plan, folder)
     try:
         for part in parts:

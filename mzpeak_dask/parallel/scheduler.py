@@ -92,6 +92,7 @@ class _Active:
     pack: list[_Active] = field(default_factory=list)  # the runs of its PACK task (the first's)
     with_plan: frozenset[int] = frozenset()  # partitions its plan's task wrote (no task here)
     at_once: bool = False  # its partitions and its finishing task were submitted together
+    hashing_on: str | None = None  # the worker its plan's task left hashing its input
 
     @property
     def remote(self) -> bool:
@@ -266,6 +267,7 @@ class Coordinator:
         elif isinstance(outcome, BaseException):
             self._fail(active, describe_failure(active.job, CONVERT, outcome), results)
         else:
+            active.hashing_on = outcome.hashing_on
             self._planned(active, outcome.plan, results, outcome.written)
 
     def _fill_window(self) -> None:
@@ -488,6 +490,7 @@ class Coordinator:
             job.sha256,
             self.check,
             priority=1,
+            near=active.hashing_on,  # where the input's digest is (nearly) ready
         )
         active.finishing = True
         active.tasks.append(task)

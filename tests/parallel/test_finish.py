@@ -347,17 +347,23 @@ def test_outputs_in_many_folders_probe_the_workers_once(local_client, tmp_path, 
 
 
 @pytest.mark.cluster
-def test_a_fanned_out_run_is_hashed_by_its_finishing_task(local_client, tmp_path) -> None:
-    """A local input whose run fans out and a worker finishes is hashed by the finishing
-    task, in a thread beside its own work, not by a task of its own that would make one
-    worker start its partitions late; the archive records the input's SHA-256."""
+def test_a_fanned_out_run_is_hashed_where_its_plan_ran_and_finished_there(
+    local_client, tmp_path
+) -> None:
+    """A local input whose run fans out and a worker finishes is hashed by a thread its plan's
+    task starts (:mod:`~mzpeak_dask.parallel.early_hash`), not by a task of its own that would
+    make one worker start its partitions late; the finishing task runs on that worker, and the
+    archive records the input's SHA-256."""
     options = ConvertOptions(partition_bytes=1 << 20)  # small.mzML (3.4 MB) is larger
-    with get_task_stream(local_client) as stream:
-        result = convert(SMALL, tmp_path / "small.mzpeak", options, client=local_client)
-    kinds = [key_split(t["key"]) for t in stream.data]
-    assert "file_sha256" not in kinds
-    assert "encode_to_file" in kinds and "finish_written" in kinds
-    assert result.input_sha256 == file_sha256(SMALL)
+    for _ in range(3):  # wherever the plan lands
+        with get_task_stream(local_client) as stream:
+            result = convert(SMALL, tmp_path / "small.mzpeak", options, client=local_client)
+        ran = {key_split(t["key"]): t["worker"] for t in stream.data}
+        assert "file_sha256" not in ran
+        assert "encode_to_file" in ran
+        assert ran["finish_written"] == ran["plan_or_finish"]
+        assert result.input_sha256 == file_sha256(SMALL)
+        (tmp_path / "small.mzpeak").unlink()
 
 
 def test_finishing_hashes_the_input_when_not_given_its_digest(tmp_path) -> None:

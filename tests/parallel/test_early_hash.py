@@ -1,0 +1,63 @@
+"""The input's SHA-256 begun by a run's plan task, at the lowest priority, and taken by the
+task finishing the run on the same worker (:mod:`mzpeak_dask.parallel.early_hash`)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+import time
+
+import pytest
+
+from mzpeak_dask.parallel import early_hash
+from mzpeak_dask.tables.file_metadata import file_sha256
+
+from ..conftest import BUNDLED
+
+SMALL = BUNDLED / "small.mzML"
+
+
+def test_the_finishing_task_takes_the_digest_once() -> None:
+    early_hash.begin(str(SMALL), "/staging/a")
+    taken = early_hash.take(str(SMALL), "/staging/a")
+    assert taken is not None and taken.result(timeout=60) == file_sha256(SMALL)
+    assert early_hash.take(str(SMALL), "/staging/a") is None  # forgotten once taken
+    assert early_hash.take(str(SMALL), "/staging/b") is None  # another run: hashed there
+
+
+def test_a_hash_that_fails_fails_the_run_that_takes_it(tmp_path) -> None:
+    early_hash.begin(str(tmp_path / "gone.mzML"), str(tmp_path))
+    with pytest.raises(FileNotFoundError, match="gone.mzML"):
+        early_hash.take(str(tmp_path / "gone.mzML"), str(tmp_path)).result(timeout=60)
+
+
+def test_hashes_nobody_takes_are_dropped_the_oldest_first(tmp_path) -> None:
+    source = tmp_path / "in.mzML"
+    source.write_bytes(b"<mzML/>")
+    runs = [str(tmp_path / f"staging{k}") for k in range(early_hash.KEPT + 1)]
+    for staging in runs:  # runs aborted before they finished: nobody takes their hash
+        early_hash.begin(str(source), staging)
+    assert early_hash.take(str(source), runs[0]) is None
+    for staging in runs[1:]:
+        assert early_hash.take(str(source), staging).result(timeout=60) == file_sha256(source)
+
+
+@pytest.mark.skipif(not hasattr(os, "setpriority"), reason="no per-thread priority here")
+def test_the_hash_runs_at_the_lowest_priority(tmp_path) -> None:
+    """It takes a core only when the partitions leave one idle."""
+    pipe = tmp_path / "input.fifo"
+    os.mkfifo(pipe)  # the hash waits on it, so its thread can be looked at
+    early_hash.begin(str(pipe), str(tmp_path))
+    (thread,) = [t for t in threading.enumerate() if t.name == "mzpeak-input-sha256"]
+    deadline = time.monotonic() + 30  # it lowers its own priority first thing
+    while (niceness := os.getpriority(os.PRIO_PROCESS, thread.native_id)) != early_hash.LOWEST:
+        if time.monotonic() > deadline:
+            break
+        time.sleep(0.01)
+    data = b"spectra " * 100_000
+    with open(pipe, "wb") as f:
+        f.write(data)
+    digest = early_hash.take(str(pipe), str(tmp_path)).result(timeout=60)
+    assert digest == hashlib.sha256(data).hexdigest()
+    assert niceness == early_hash.LOWEST
