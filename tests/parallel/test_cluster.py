@@ -30,6 +30,7 @@ from mzpeak_dask import (
     open_archive,
 )
 from mzpeak_dask.parallel.cluster import cluster_client
+from mzpeak_dask.tables.file_metadata import file_sha256
 
 from ..conftest import BUNDLED, DATA, INLINE
 from ..helpers import member_digests
@@ -211,6 +212,44 @@ def test_killed_worker_does_not_lose_the_run(external_cluster, tmp_path) -> None
         )
     assert killed and victim.wait(timeout=30) == -signal.SIGKILL
     assert result.spectra == 4 * 48
+    assert member_digests(output) == member_digests(expected)
+
+
+def test_a_run_whose_hashing_worker_is_killed_is_finished_elsewhere(
+    external_cluster, tmp_path
+) -> None:
+    """The worker that planned a run hashes its input, and the finishing task is placed there
+    (:mod:`~mzpeak_dask.parallel.early_hash`): killed, the run is finished on another worker,
+    which hashes the input itself; the archive is the one written without a cluster."""
+    source = tmp_path / "small_x4.mzML"
+    replicate(SMALL, source, copies=4)
+    expected = tmp_path / "expected.mzpeak"
+    convert(source, expected, ConvertOptions(partition_items=8), cluster=INLINE)
+    killed: list[str] = []
+    output = tmp_path / "output.mzpeak"
+    with Client(external_cluster.address) as client:
+
+        def kill_the_hashing_worker(_source: str, done: int, total: int) -> None:
+            if killed or not 8 <= done < total:  # a partition of spectra written
+                return
+            hashing = client.run(
+                lambda: bool(__import__("mzpeak_dask.parallel.early_hash", fromlist=["_"])._BEGUN)
+            )
+            pids = client.run(os.getpid)
+            (victim,) = [address for address, held in hashing.items() if held]
+            os.kill(pids[victim], signal.SIGKILL)
+            killed.append(victim)
+
+        result = convert(
+            source,
+            output,
+            ConvertOptions(partition_items=8),
+            client=client,
+            progress=kill_the_hashing_worker,
+        )
+        assert killed and killed[0] not in client.scheduler_info()["workers"]
+    assert result.spectra == 4 * 48
+    assert result.input_sha256 == file_sha256(source)
     assert member_digests(output) == member_digests(expected)
 
 
