@@ -3,10 +3,10 @@
 The finishing task records the input's digest in the archive. Hashed by that task, in a
 thread beside its own work, the hash of a 100 MB input (about 80 ms) made the task about a
 quarter longer, and the task is the part of a run no worker count shortens. So the plan's
-task begins the hash in a thread of the lowest priority (``nice`` 19, where the system
-allows it; Linux sets it per thread): it takes the processor when a core is idle (the plan's
-own window, the gaps between tasks, the end of a run, when the other workers are done) and
-gives it up to the partitions otherwise. The task finishing the run is placed on that worker
+task begins the hash in a thread of the lowest priority (``nice`` 19, on Linux, which sets
+it per thread): it takes the processor when a core is idle (the plan's own window, the gaps
+between tasks, the end of a run, when the other workers are done) and gives it up to the
+partitions otherwise. The task finishing the run is placed on that worker
 (loosely: elsewhere if the worker is gone) and takes what the hash has done by then; on any
 other worker it hashes the input itself, as before.
 
@@ -20,6 +20,7 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import os
+import sys
 import threading
 from collections import OrderedDict
 
@@ -27,6 +28,9 @@ from ..tables.file_metadata import file_sha256
 
 KEPT = 64
 LOWEST = 19  # the niceness the hashing thread takes
+# Linux takes a thread's id for PRIO_PROCESS and sets that thread alone; elsewhere the call
+# would name a process, so the thread keeps the worker's priority there
+PER_THREAD = sys.platform.startswith("linux")
 _BEGUN: OrderedDict[tuple[str, str], concurrent.futures.Future] = OrderedDict()
 _LOCK = threading.Lock()
 
@@ -36,8 +40,9 @@ def begin(source: str, staging: str) -> None:
     future: concurrent.futures.Future = concurrent.futures.Future()
 
     def run() -> None:
-        with contextlib.suppress(OSError, AttributeError):  # a system without per-thread nice
-            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), LOWEST)
+        if PER_THREAD:
+            with contextlib.suppress(OSError):
+                os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), LOWEST)
         try:
             future.set_result(file_sha256(source))
         except BaseException as exc:  # noqa: BLE001 - delivered to the task that takes it

@@ -43,7 +43,7 @@ def test_hashes_nobody_takes_are_dropped_the_oldest_first(tmp_path) -> None:
         assert early_hash.take(str(source), staging).result(timeout=60) == file_sha256(source)
 
 
-@pytest.mark.skipif(not hasattr(os, "setpriority"), reason="no per-thread priority here")
+@pytest.mark.skipif(not early_hash.PER_THREAD, reason="a thread's priority is set on Linux")
 def test_the_hash_runs_at_the_lowest_priority(tmp_path) -> None:
     """It takes a core only when the partitions leave one idle."""
     pipe = tmp_path / "input.fifo"
