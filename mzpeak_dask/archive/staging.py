@@ -42,8 +42,9 @@ _OLD = object()
 _NAME = re.compile(r"^\..+\.[a-z0-9_]{8}\.(tmp|new)$")  # tempfile.mkdtemp's random part
 _TAIL = len("abcdefgh.tmp")  # of a staging folder's name: the random part and the suffix
 _GLOBS = (".*.tmp", ".*" + BORN)
-_LIVE: set[str] = set()  # this process's own (a lock on NFS does not exclude its own process)
-_HELD: dict[int, Staging] = {}  # this process's folders not yet cleaned up
+# this process's own folders, by path, until cleaned up (a sweep passes them by: a lock on
+# NFS does not exclude its own process)
+_LIVE: dict[str, Staging] = {}
 
 
 def prefix_for(output: Path) -> str:
@@ -100,8 +101,7 @@ class Staging(Folder):
             ) from None
         self._lock = _owner_lock(born, output)
         self.path = _named(born, output, self._lock)
-        _LIVE.add(str(self.path))
-        _HELD[id(self)] = self
+        _LIVE[str(self.path)] = self
         self.cleaned = False
 
     def file(self, name: str) -> Path:
@@ -125,9 +125,8 @@ class Staging(Folder):
         if self._lock is not None:
             with contextlib.suppress(OSError):
                 self._lock.release()
-        _LIVE.discard(str(self.path))
-        _LIVE.discard(str(path))
-        _HELD.pop(id(self), None)
+        _LIVE.pop(str(self.path), None)
+        _LIVE.pop(str(path), None)
 
     def _retired(self) -> Path:
         """The folder renamed to another staging name beside it (still locked, so no sweep
@@ -141,7 +140,7 @@ class Staging(Folder):
                 os.rename(self.path, retired)
             except OSError:
                 return self.path
-            _LIVE.add(str(retired))
+            _LIVE[str(retired)] = self
             return retired
         return self.path
 
@@ -171,7 +170,6 @@ def _owner_lock(folder: Path, output: Path) -> HeldLock | None:
             log.debug("%s: no lock (%s)", folder, exc.strerror)
             return None
         shutil.rmtree(folder, ignore_errors=True)
-        _LIVE.discard(str(folder))
         message = f"{text(output)}: cannot lock its temporary folder ({exc.strerror})"
         raise OutputError(message) from None
 
@@ -202,7 +200,7 @@ def remove_held(outputs: Iterable[Path]) -> list[Path]:
     word, so that a stopped batch leaves nothing beside its outputs whichever way it stopped.
     Returns the folders removed."""
     wanted = {os.path.abspath(o) for o in outputs}
-    left = [s for s in list(_HELD.values()) if os.path.abspath(s.output) in wanted]
+    left = [s for s in dict.fromkeys(_LIVE.values()) if os.path.abspath(s.output) in wanted]
     for staging in left:
         log.debug("%s: removed as its call stopped (its run had not ended)", staging.path)
         staging.cleanup()

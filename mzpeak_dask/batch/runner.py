@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..archive.container import Inputs
-from ..archive.staging import remove_held, sweep
+from ..archive.staging import sweep
 from ..contracts import ConversionResult, Progress
 from ..convert import convert_many
 from ..errors import OutputError, WorkerDiedError
@@ -308,7 +308,6 @@ def _run(run: BatchRun, client: Any, progress: Progress | None, started: float) 
         why = f"batch stopped: {type(exc).__name__}: {exc}"
         run.stopped("interrupted before it finished" if outcome.interrupted else why)
         # the cluster is gone: no cancelled task can still write into a staging folder
-        remove_held(output for _, output in run.pairs)
         run.remove_stale_staging()
         raise
     finally:

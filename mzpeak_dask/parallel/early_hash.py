@@ -3,56 +3,39 @@
 The finishing task records the input's digest in the archive. Hashed by that task, in a
 thread beside its own work, the hash of a 100 MB input (about 80 ms) made the task about a
 quarter longer, and the task is the part of a run no worker count shortens. So the plan's
-task begins the hash in a thread of the lowest priority (``nice`` 19, on Linux, which sets
-it per thread): it takes the processor when a core is idle (the plan's own window, the gaps
-between tasks, the end of a run, when the other workers are done) and gives it up to the
-partitions otherwise. The task finishing the run is placed on that worker
-(loosely: elsewhere if the worker is gone) and takes what the hash has done by then; on any
-other worker it hashes the input itself, as before.
+task begins the hash in a thread of the lowest priority (:func:`~.executors.beside`, on
+Linux): it takes the processor when a core is idle (the plan's own window, the gaps between
+tasks, the end of a run, when the other workers are done) and gives it up to the partitions
+otherwise. The task finishing the run is placed on that worker (loosely: elsewhere if the
+worker is gone) and takes what the hash has done by then; on any other worker it hashes the
+input itself, as before.
 
-The thread is a daemon: a worker that stops does not wait for a hash nobody will take. At
-most :data:`KEPT` hashes are kept per process (those of runs aborted before they finished
-are dropped the oldest first).
+At most :data:`KEPT` hashes are kept per process (those of runs aborted before they
+finished are dropped the oldest first); a worker that stops does not wait for one.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
-import contextlib
-import os
-import sys
 import threading
 from collections import OrderedDict
 
 from ..tables.file_metadata import file_sha256
+from .executors import LOWEST, PER_THREAD, beside
 
 KEPT = 64
-LOWEST = 19  # the niceness the hashing thread takes
-# Linux takes a thread's id for PRIO_PROCESS and sets that thread alone; elsewhere the call
-# would name a process, so the thread keeps the worker's priority there
-PER_THREAD = sys.platform.startswith("linux")
 _BEGUN: OrderedDict[tuple[str, str], concurrent.futures.Future] = OrderedDict()
 _LOCK = threading.Lock()
 
 
 def begin(source: str, staging: str) -> None:
-    """Start hashing ``source`` (a local file) for the run staged in ``staging``."""
-    future: concurrent.futures.Future = concurrent.futures.Future()
-
-    def run() -> None:
-        if PER_THREAD:
-            with contextlib.suppress(OSError):
-                os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), LOWEST)
-        try:
-            future.set_result(file_sha256(source))
-        except BaseException as exc:  # noqa: BLE001 - delivered to the task that takes it
-            future.set_exception(exc)
-
+    """Start hashing ``source`` (a local file) for the run staged in ``staging``, at the
+    lowest priority."""
+    future = beside(file_sha256, source, lowest=True)
     with _LOCK:
         _BEGUN[(source, staging)] = future
         while len(_BEGUN) > KEPT:
             _BEGUN.popitem(last=False)
-    threading.Thread(target=run, name="mzpeak-input-sha256", daemon=True).start()
 
 
 def take(source: str, staging: str) -> concurrent.futures.Future | None:
@@ -71,4 +54,4 @@ def worker_address() -> str | None:
         return None
 
 
-__all__ = ["KEPT", "begin", "take", "worker_address"]
+__all__ = ["KEPT", "LOWEST", "PER_THREAD", "begin", "take", "worker_address"]

@@ -13,6 +13,8 @@ import concurrent.futures
 import contextlib
 import logging
 import os
+import sys
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -212,14 +214,31 @@ class DaskExecutor:
             task.future.cancel()
 
 
-def beside(fn: Callable, *args: Any) -> concurrent.futures.Future:
+LOWEST = 19  # the niceness of a thread begun ``beside(..., lowest=True)``
+# Linux takes a thread's id for PRIO_PROCESS and sets that thread alone; elsewhere the call
+# would name a process, so such a thread keeps the process's priority there
+PER_THREAD = sys.platform.startswith("linux")
+
+
+def beside(fn: Callable, *args: Any, lowest: bool = False) -> concurrent.futures.Future:
     """``fn(*args)`` in a thread of its own, begun now; its future's ``.result()`` raises what
     ``fn`` raised. Hashing and reading release the GIL, so the caller's own work goes on
     beside it, on another core when one is free (the input's SHA-256 beside an inline
-    conversion, or beside the task finishing a run on a worker)."""
-    pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
-    future = pool.submit(fn, *args)
-    pool.shutdown(wait=False)
+    conversion, or beside the task finishing a run on a worker). With ``lowest``, the thread
+    runs at niceness :data:`LOWEST` (on Linux), so it takes a core only when one is idle. The
+    thread is a daemon: a process that ends does not wait for a result nobody will take."""
+    future: concurrent.futures.Future = concurrent.futures.Future()
+
+    def run() -> None:
+        if lowest and PER_THREAD:
+            with contextlib.suppress(OSError):
+                os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), LOWEST)
+        try:
+            future.set_result(fn(*args))
+        except BaseException as exc:  # noqa: BLE001 - handed to whoever asks for the result
+            future.set_exception(exc)
+
+    threading.Thread(target=run, name=f"mzpeak-{fn.__name__}", daemon=True).start()
     return future
 
 

@@ -121,7 +121,7 @@ def test_a_folder_left_before_it_was_renamed_is_swept_once_a_minute_old(tmp_path
     past = os.stat(old).st_mtime - 2 * staging.UNLOCKED_GRACE_SECONDS
     for folder in (old, locked):
         os.utime(folder, (past, past))
-    staging._LIVE.discard(str(held.path))
+    staging._LIVE.pop(str(held.path))
     assert sweep(tmp_path, output) == [old]
     assert young.is_dir() and not old.exists()
     code = (

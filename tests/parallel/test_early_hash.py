@@ -49,7 +49,7 @@ def test_the_hash_runs_at_the_lowest_priority(tmp_path) -> None:
     pipe = tmp_path / "input.fifo"
     os.mkfifo(pipe)  # the hash waits on it, so its thread can be looked at
     early_hash.begin(str(pipe), str(tmp_path))
-    (thread,) = [t for t in threading.enumerate() if t.name == "mzpeak-input-sha256"]
+    (thread,) = [t for t in threading.enumerate() if t.name == "mzpeak-file_sha256"]
     deadline = time.monotonic() + 30  # it lowers its own priority first thing
     while (niceness := os.getpriority(os.PRIO_PROCESS, thread.native_id)) != early_hash.LOWEST:
         if time.monotonic() > deadline:
