@@ -1,10 +1,16 @@
-"""The coordinator: written partitions, in order, -> the members of one archive.
+"""Written partitions, in order, -> the members of one archive.
 
 Workers write each partition's signal rows as finished Parquet parts with global indices
 (:mod:`.parts`); the assembler stitches each data member from its parts, copying bytes and
 writing one footer (:mod:`mzpeak_dask.parquet_stitch`), spills the (already rebased) metadata
 rows to the staging folder, and at the end writes the packed metadata members and
 ``mzpeak_index.json`` (last). It decodes and compresses no signal page.
+
+It comes in two halves, each fed every partition: :class:`SignalAssembler`, the spectrum
+signal (most of an archive's bytes), and :class:`MetadataAssembler`, the rest, which it
+writes as files. :class:`RunAssembler` runs both in one process and adds the second's files
+after the first's members; two tasks on two workers can run one each (see
+:mod:`mzpeak_dask.parallel.finish`).
 """
 
 from __future__ import annotations
@@ -104,76 +110,72 @@ class DataMember:
             self._file.close()
 
 
-@dataclass
-class EntityState:
-    count: int = 0
-    points: int = 0
-    data: DataMember | None = None
-    spills: dict[str, TableSpill] = field(default_factory=dict)
+class Sequence:
+    """Partitions taken in order, each written with the offsets of the partitions before it:
+    the items and points of each entity so far."""
+
+    def __init__(self) -> None:
+        self.expected = 0
+        self.counts: dict[str, int] = {}
+        self.points: dict[str, int] = {}
+
+    def check(self, part: EncodedPartition) -> None:
+        """Raise unless ``part`` is the next partition, written with the true offsets."""
+        if part.sequence != self.expected:
+            raise RuntimeError(f"partition {part.sequence} arrived before {self.expected}")
+        for entity in part.counts:
+            if part.offsets is None or part.offsets.get(entity, 0) != self.counts.get(entity, 0):
+                raise RuntimeError(f"partition {part.sequence} written with the wrong offsets")
+
+    def took(self, part: EncodedPartition) -> None:
+        self.expected += 1
+        for entity, count in part.counts.items():
+            self.counts[entity] = self.counts.get(entity, 0) + count
+            self.points[entity] = self.points.get(entity, 0) + part.points[entity]
+
+    def key_value(self, entity: str, points_only: bool = False) -> dict[str, str]:
+        """An entity's counts as its members' footers give them."""
+        context = V.CONTEXT[entity]
+        counts = {f"{context}_data_point_count": str(self.points.get(entity, 0))}
+        if not points_only:
+            counts[f"{context}_count"] = str(self.counts.get(entity, 0))
+        return counts
 
 
-class RunAssembler:
+class SignalAssembler:
+    """The spectrum signal: ``spectra_data.parquet``, streamed into the container as its first
+    member, and ``spectra_peaks.parquet`` (staged, then added after it), stitched from the
+    partitions' parts in order."""
+
     def __init__(self, spec: EncodeSpec, container: Container, staging: Staging):
         self.spec = spec
         self.container = container
         self.staging = staging
-        self.entities: dict[str, EntityState] = {}
+        self.sequence = Sequence()
+        self.data: DataMember | None = None
         self._stack = contextlib.ExitStack()
-        self.expected_sequence = 0
-        self._state(V.SPECTRUM)  # spectra_metadata always exists
         self.peaks: DataMember | None = None  # spectra_peaks.parquet, opened on first use
         self.peak_spectra = self.peak_points = self.centroid_points = 0
 
-    def _state(self, entity: str) -> EntityState:
-        state = self.entities.get(entity)
-        if state is None:
-            state = self.entities[entity] = EntityState()
-            for name, struct_type in METADATA_TABLES[entity].items():
-                path = self.staging.file(f"{V.CONTEXT[entity]}-{name}.arrows")
-                state.spills[name] = TableSpill(path, name, struct_type, name in WITH_REFS)
-        return state
-
     def add(self, part: EncodedPartition) -> None:
-        """Append one written partition (partitions must arrive in sequence order, their parts
-        written with the offsets of the partitions before them)."""
-        if part.sequence != self.expected_sequence:
-            raise RuntimeError(f"partition {part.sequence} arrived before {self.expected_sequence}")
-        self.expected_sequence += 1
-        for entity, count in part.counts.items():
-            state = self._state(entity)
-            if part.offsets is None or part.offsets.get(entity, 0) != state.count:
-                raise RuntimeError(f"partition {part.sequence} written with the wrong offsets")
-            if state.data is None:
-                state.data = self._data_member(entity)
-            state.data.add(part.data[entity], part.splices[entity], entity not in part.unsorted)
-            part.metadata[entity] = {
-                name: unpack_rows(rows) for name, rows in part.metadata[entity].items()
-            }
-            for name, struct in part.metadata[entity].items():
-                if name not in state.spills:
-                    continue  # e.g. precursors of UV spectra, which have none
-                refs = part.selected_ion_refs[entity] if name == "selected_ion" else None
-                if name == "precursor":
-                    refs = pa.compute.struct_field(struct, "precursor_id").to_pylist()
-                state.spills[name].append(struct, refs)
-            if entity == V.SPECTRUM and part.peaks is not None and part.peak_spectra:
+        self.sequence.check(part)
+        if V.SPECTRUM in part.counts:
+            if self.data is None:
+                self.data = self._data_member()
+            spectra = part.data[V.SPECTRUM]
+            self.data.add(spectra, part.splices[V.SPECTRUM], V.SPECTRUM not in part.unsorted)
+            if part.peaks is not None and part.peak_spectra:
                 self._write_peaks(part)  # no peak list at all: no member
-            state.count += count
-            state.points += part.points[entity]
+        self.sequence.took(part)
 
-    def _data_member(self, entity: str) -> DataMember:
-        """An entity's data member, opened with its first items: an entity without items has
-        none (the TypeScript reader rejects a Parquet file without a row group, and both
-        reference readers open an archive without the member). The spectrum data member is
-        streamed straight into the archive as its first member; the others are staged."""
-        name = V.MEMBER_NAMES[(entity, V.DATA_ARRAYS)]
-        if entity == V.SPECTRUM:
-            sink: IO[bytes] | str = self.container.watched(
-                self._stack.enter_context(self.container.stream(name))
-            )
-        else:
-            sink = str(self.staging.file(name))
-        return DataMember(sink, entity, self.spec.schemas[entity], self.spec.options)
+    def _data_member(self) -> DataMember:
+        """The spectrum data member, opened with the first spectra and streamed straight into
+        the archive as its first member (an entity without items has no data member: the
+        TypeScript reader rejects a Parquet file without a row group, and both reference
+        readers open an archive without the member)."""
+        name = V.MEMBER_NAMES[(V.SPECTRUM, V.DATA_ARRAYS)]
+        sink = self.container.watched(self._stack.enter_context(self.container.stream(name)))
+        return DataMember(sink, V.SPECTRUM, self.spec.schemas[V.SPECTRUM], self.spec.options)
 
     def _write_peaks(self, part: EncodedPartition) -> None:
         if self.peaks is None:
@@ -189,21 +191,10 @@ class RunAssembler:
         self.peak_points += part.peak_points
         self.centroid_points += part.centroid_points
 
-    def finish(self, footer: Callable[[], dict[str, Any]]) -> dict[str, Any]:
-        """Write the remaining members and the index; returns items and points per entity (the
-        spectrum points include centroid spectra kept in spectra_peaks). ``footer()``, the
-        file-level metadata, is called once, as late as it can be: the spectrum data members
-        and the spectrum metadata's rows are written before it (it holds the input's digest,
-        which may still be being computed beside this)."""
-        footer = functools.cache(footer)
-
-        @functools.cache
-        def footer_kv() -> dict[str, str]:
-            return {k: json.dumps(v, separators=(",", ":")) for k, v in footer().items()}
-
-        spectra = self._state(V.SPECTRUM)
-        if spectra.data is not None:
-            spectra.data.close(self._counts(V.SPECTRUM))
+    def finish(self) -> None:
+        """Close the spectrum data member and add the peaks member after it."""
+        if self.data is not None:
+            self.data.close(self.sequence.key_value(V.SPECTRUM))
         self._stack.close()
         if self.peaks is not None:
             self.peaks.close(
@@ -214,65 +205,176 @@ class RunAssembler:
             )
             name = V.MEMBER_NAMES[(V.SPECTRUM, V.PEAKS)]
             self.container.add_file(name, self.staging.file(name))
-        for state in self.entities.values():
-            for spill in state.spills.values():
-                spill.close()
-        ids = column_values(spectra.spills["spectrum"], "id")
-        self._metadata_member(V.SPECTRUM, ids, footer_kv)
-        for entity in (V.WAVELENGTH_SPECTRUM, V.CHROMATOGRAM):
-            state = self.entities.get(entity)
-            if state is None or state.count == 0:
-                continue
-            extra = footer_kv if entity == V.WAVELENGTH_SPECTRUM else dict
-            self._metadata_member(entity, ids, extra)
-            data_kv = self._counts(entity, points_only=True)
-            if entity == V.CHROMATOGRAM:
-                data_kv |= footer_kv()
-            state.data.close(data_kv)
-            name = V.MEMBER_NAMES[(entity, V.DATA_ARRAYS)]
-            self.container.add_file(name, self.staging.file(name))
-        names = [name for name, _ in self.container.members]
-        self.container.add_bytes(V.INDEX_MEMBER, archive_index.build(names, footer()))
-        counts = {
-            entity: {"count": s.count, "points": s.points} for entity, s in self.entities.items()
-        }
-        counts[V.SPECTRUM]["points"] += self.centroid_points  # spectra kept in the peaks member
-        return counts
-
-    def _counts(self, entity: str, points_only: bool = False) -> dict[str, str]:
-        state = self.entities.get(entity) or EntityState()
-        context = V.CONTEXT[entity]
-        counts = {f"{context}_data_point_count": str(state.points)}
-        if not points_only:
-            counts[f"{context}_count"] = str(state.count)
-        return counts
-
-    def _metadata_member(
-        self, entity: str, ids: pa.Array, extra: Callable[[], dict[str, str]]
-    ) -> None:
-        """The entity's packed metadata member, its rows written before ``extra()``, the
-        key-value pairs its footer adds to the counts, is called."""
-        state = self._state(entity)
-        name = V.MEMBER_NAMES[(entity, V.METADATA)]
-        path = self.staging.file(name)
-        first = next(iter(METADATA_TABLES[entity]))
-        schema = pa.schema([pa.field(n, t) for n, t in METADATA_TABLES[entity].items()])
-        props = metadata_writer_properties(schema, self.spec.options, f"{first}.index")
-        with pq.ParquetWriter(str(path), schema, **props) as writer:
-            for batch in packed_batches(state.spills, ids):
-                writer.write_batch(batch)
-            writer.add_key_value_metadata({**self._counts(entity), **extra()})
-        self.container.add_file(name, path)
 
     def abort(self) -> None:
-        members = [s.data for s in self.entities.values()] + [self.peaks]
-        for member in members:
+        for member in (self.data, self.peaks):
             if member is not None:
                 with contextlib.suppress(Exception):
                     member.abort()
         with contextlib.suppress(Exception):
             self._stack.close()
+
+
+@dataclass
+class EntityState:
+    data: DataMember | None = None
+    spills: dict[str, TableSpill] = field(default_factory=dict)
+
+
+class MetadataAssembler:
+    """Everything of a run but its spectrum signal: the packed metadata members (their rows
+    spilled to the staging folder as they come) and the data members of UV spectra and
+    chromatograms, written as files in the staging folder (:meth:`finish` names them in
+    archive order)."""
+
+    def __init__(self, spec: EncodeSpec, staging: Staging):
+        self.spec = spec
+        self.staging = staging
+        self.sequence = Sequence()
+        self.entities: dict[str, EntityState] = {}
+        self._state(V.SPECTRUM)  # spectra_metadata always exists
+
+    def _state(self, entity: str) -> EntityState:
+        state = self.entities.get(entity)
+        if state is None:
+            state = self.entities[entity] = EntityState()
+            for name, struct_type in METADATA_TABLES[entity].items():
+                path = self.staging.file(f"{V.CONTEXT[entity]}-{name}.arrows")
+                state.spills[name] = TableSpill(path, name, struct_type, name in WITH_REFS)
+        return state
+
+    def add(self, part: EncodedPartition) -> None:
+        """Append one written partition's metadata rows (and its UV spectra's and
+        chromatograms' signal); its packed rows are unpacked in place (the caller reads the
+        spectrum ids from them)."""
+        self.sequence.check(part)
+        for entity in part.counts:
+            state = self._state(entity)
+            if entity != V.SPECTRUM:
+                if state.data is None:
+                    name = V.MEMBER_NAMES[(entity, V.DATA_ARRAYS)]
+                    schema = self.spec.schemas[entity]
+                    state.data = DataMember(
+                        str(self.staging.file(name)), entity, schema, self.spec.options
+                    )
+                state.data.add(part.data[entity], part.splices[entity], entity not in part.unsorted)
+            part.metadata[entity] = {
+                name: unpack_rows(rows) for name, rows in part.metadata[entity].items()
+            }
+            for name, struct in part.metadata[entity].items():
+                if name not in state.spills:
+                    continue  # e.g. precursors of UV spectra, which have none
+                refs = part.selected_ion_refs[entity] if name == "selected_ion" else None
+                if name == "precursor":
+                    refs = pa.compute.struct_field(struct, "precursor_id").to_pylist()
+                state.spills[name].append(struct, refs)
+        self.sequence.took(part)
+
+    def finish(self, footer_kv: Callable[[], dict[str, str]]) -> list[str]:
+        """Write the members as files in the staging folder; returns their names in archive
+        order. ``footer_kv()``, the file-level metadata, is called once the spectrum
+        metadata's rows are written (it holds the input's digest, which may still be being
+        computed beside this)."""
         for state in self.entities.values():
+            for spill in state.spills.values():
+                spill.close()
+        spectra = self.entities[V.SPECTRUM]
+        ids = column_values(spectra.spills["spectrum"], "id")
+        names = [self._metadata_member(V.SPECTRUM, ids, footer_kv)]
+        for entity in (V.WAVELENGTH_SPECTRUM, V.CHROMATOGRAM):
+            state = self.entities.get(entity)
+            if state is None or self.sequence.counts.get(entity, 0) == 0:
+                continue
+            extra = footer_kv if entity == V.WAVELENGTH_SPECTRUM else dict
+            names.append(self._metadata_member(entity, ids, extra))
+            data_kv = self.sequence.key_value(entity, points_only=True)
+            if entity == V.CHROMATOGRAM:
+                data_kv |= footer_kv()
+            state.data.close(data_kv)
+            names.append(V.MEMBER_NAMES[(entity, V.DATA_ARRAYS)])
+        return names
+
+    def _metadata_member(
+        self, entity: str, ids: pa.Array, extra: Callable[[], dict[str, str]]
+    ) -> str:
+        """The entity's packed metadata member, its rows written before ``extra()``, the
+        key-value pairs its footer adds to the counts, is called; returns its name."""
+        state = self._state(entity)
+        name = V.MEMBER_NAMES[(entity, V.METADATA)]
+        first = next(iter(METADATA_TABLES[entity]))
+        schema = pa.schema([pa.field(n, t) for n, t in METADATA_TABLES[entity].items()])
+        props = metadata_writer_properties(schema, self.spec.options, f"{first}.index")
+        with pq.ParquetWriter(str(self.staging.file(name)), schema, **props) as writer:
+            for batch in packed_batches(state.spills, ids):
+                writer.write_batch(batch)
+            writer.add_key_value_metadata({**self.sequence.key_value(entity), **extra()})
+        return name
+
+    def abort(self) -> None:
+        for state in self.entities.values():
+            if state.data is not None:
+                with contextlib.suppress(Exception):
+                    state.data.abort()
             for spill in state.spills.values():
                 with contextlib.suppress(Exception):
                     spill.close()
+
+
+def counts_of(sequence: Sequence, centroid_points: int) -> dict[str, dict[str, int]]:
+    """Items and points per entity (the spectrum points include the centroid spectra kept in
+    spectra_peaks)."""
+    counts = {
+        entity: {"count": count, "points": sequence.points.get(entity, 0)}
+        for entity, count in sequence.counts.items()
+    }
+    counts.setdefault(V.SPECTRUM, {"count": 0, "points": 0})["points"] += centroid_points
+    return counts
+
+
+class RunAssembler:
+    """A whole archive in one process: the spectrum signal (:class:`SignalAssembler`), then
+    the members :class:`MetadataAssembler` stages, added in order, and ``mzpeak_index.json``
+    (last)."""
+
+    def __init__(self, spec: EncodeSpec, container: Container, staging: Staging):
+        self.container = container
+        self.staging = staging
+        self.signal = SignalAssembler(spec, container, staging)
+        self.metadata = MetadataAssembler(spec, staging)
+
+    @property
+    def expected_sequence(self) -> int:
+        return self.signal.sequence.expected
+
+    def add(self, part: EncodedPartition) -> None:
+        """Append one written partition (partitions must arrive in sequence order, their parts
+        written with the offsets of the partitions before them)."""
+        self.signal.add(part)
+        self.metadata.add(part)
+
+    def finish(self, footer: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+        """Write the remaining members and the index; returns items and points per entity.
+        ``footer()``, the file-level metadata, is called once, as late as it can be: the
+        spectrum data members and the spectrum metadata's rows are written before it (it
+        holds the input's digest, which may still be being computed beside this)."""
+        footer = functools.cache(footer)
+        self.signal.finish()
+        for name in self.metadata.finish(footer_key_value(footer)):
+            self.container.add_file(name, self.staging.file(name))
+        names = [name for name, _ in self.container.members]
+        self.container.add_bytes(V.INDEX_MEMBER, archive_index.build(names, footer()))
+        return counts_of(self.metadata.sequence, self.signal.centroid_points)
+
+    def abort(self) -> None:
+        self.signal.abort()
+        self.metadata.abort()
+
+
+def footer_key_value(footer: Callable[[], dict[str, Any]]) -> Callable[[], dict[str, str]]:
+    """The file-level metadata as footer key-value pairs, made once, when first asked for."""
+
+    @functools.cache
+    def key_value() -> dict[str, str]:
+        return {k: json.dumps(v, separators=(",", ":")) for k, v in footer().items()}
+
+    return key_value

@@ -12,6 +12,7 @@ import shutil
 import stat
 import zipfile
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
@@ -25,6 +26,8 @@ zip_checksum.install()  # the same checksums, faster
 
 ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)  # every member's date: the earliest a ZIP entry can hold
 COPY_BLOCK = 1 << 20
+ARCHIVE_FILE = "archive.mzpeak"  # names of the archive being written, in its folder
+ARCHIVE_FOLDER = "archive"
 
 
 def check_output(output: Path, overwrite: bool, inputs: Inputs | None = None) -> None:
@@ -86,17 +89,59 @@ class Inputs:
 class Container:
     """Members are added in order; :meth:`commit` makes the archive appear at ``output``."""
 
-    def __init__(self, output: Path, staging: Staging, unpacked: bool):
+    def __init__(
+        self,
+        output: Path,
+        staging: Staging,
+        unpacked: bool,
+        at: Path | None = None,
+        followed: bool = True,
+    ):
         self.output = output
         self.unpacked = unpacked
+        self.followed = followed  # fed to the upload following the output, if one does
         self.members: list[tuple[str, int]] = []
+        self._fp = None  # the file a resumed ZIP writes to
         if unpacked:
-            self._dir = staging.file("archive")
+            self._dir = at or staging.file(ARCHIVE_FOLDER)
             self._dir.mkdir()
             self._zip = None
         else:
-            self._zip_path = staging.file("archive.mzpeak")
+            self._zip_path = at or staging.file(ARCHIVE_FILE)
             self._zip = zipfile.ZipFile(self._zip_path, "w", compression=zipfile.ZIP_STORED)
+
+    def suspend(self) -> Begun:
+        """Close the archive with the members added so far, and say how :meth:`resumed` goes
+        on from them (in another process: the task that adds the rest)."""
+        if self._zip is None:
+            return Begun(list(self.members), [], 0)
+        self._zip.close()
+        return Begun(list(self.members), self._zip.infolist(), self._zip.start_dir)
+
+    @classmethod
+    def resumed(cls, output: Path, path: Path, unpacked: bool, begun: Begun) -> Container:
+        """The archive at ``path`` :meth:`suspend` closed, reopened to add members after
+        those it holds: a ZIP is cut where its central directory began (so a second attempt
+        starts from the same bytes) and the next members are written there; the central
+        directory written on :meth:`close` lists the earlier members too. The bytes are those
+        of one container that added every member. An archive written in parts, by tasks on
+        workers, feeds no upload as it is written: it is uploaded whole once renamed."""
+        self = cls.__new__(cls)
+        self.output, self.unpacked, self.followed = output, unpacked, False
+        self.members = list(begun.members)
+        self._fp = None
+        if unpacked:
+            self._dir, self._zip = path, None
+            return self
+        self._zip_path = path
+        os.truncate(path, begun.end)
+        self._fp = open(path, "r+b")  # noqa: SIM115 - closed with the container
+        self._fp.seek(begun.end)
+        self._zip = zipfile.ZipFile(self._fp, "w", compression=zipfile.ZIP_STORED)
+        for info in begun.entries:
+            self._zip.filelist.append(info)
+            self._zip.NameToInfo[info.filename] = info
+        return self
 
     @contextlib.contextmanager
     def stream(self, name: str) -> Iterator[IO[bytes]]:
@@ -115,16 +160,22 @@ class Container:
         """``sink``, the first member being streamed into the ZIP, seen by the upload that
         follows this archive if one does: its bytes are sent as they come (its header, which
         the ZIP rewrites when it closes, goes last; see :mod:`..storage.streaming`)."""
-        upload = following(self.output) if self._zip is not None and not self.members else None
+        begins = self._zip is not None and not self.members and self.followed
+        upload = following(self.output) if begins else None
         return sink if upload is None else upload.watch(sink, self._zip.fp, self._zip_path)
 
-    def add_file(self, name: str, path: Path) -> None:
+    def add_file(self, name: str, path: Path, keep: bool = False) -> None:
+        """Add the file at ``path`` as member ``name``: moved (copied, with ``keep``)."""
         if self._zip is None:
-            os.replace(path, self._dir / name)
+            if keep:
+                shutil.copyfile(path, self._dir / name)
+            else:
+                os.replace(path, self._dir / name)
         else:
             with open(path, "rb") as src, self._zip.open(_entry(name), "w", force_zip64=True) as f:
                 shutil.copyfileobj(src, f, COPY_BLOCK)
-            path.unlink()
+            if not keep:
+                path.unlink()
             self._settled()
         self.members.append((name, self._size(name)))
 
@@ -139,7 +190,7 @@ class Container:
     def _settled(self) -> None:
         """A member was closed: the ZIP's bytes so far are final (only its central directory
         follows), and the upload following the archive, if one does, may send them."""
-        upload = following(self.output)
+        upload = following(self.output) if self.followed else None
         if upload is not None:
             self._zip.fp.flush()
             upload.settle(self._zip_path, self._zip.fp.tell())
@@ -157,6 +208,8 @@ class Container:
     def close(self) -> None:
         if self._zip is not None:
             self._zip.close()
+        if self._fp is not None:
+            self._fp.close()
 
     def commit(self, overwrite: bool) -> None:
         """Close the container and rename it into place (replacing ``output`` if allowed)."""
@@ -167,6 +220,19 @@ class Container:
         if self._zip is not None:
             with contextlib.suppress(Exception):
                 self._zip.close()
+        if self._fp is not None:
+            self._fp.close()
+
+
+@dataclass
+class Begun:
+    """An archive's first members, written by one process (:meth:`Container.suspend`), for
+    another to add the rest (:meth:`Container.resumed`): the members and their sizes, a
+    ZIP's entries for them, and where their bytes end."""
+
+    members: list[tuple[str, int]]
+    entries: list[zipfile.ZipInfo]
+    end: int
 
 
 def _entry(name: str) -> zipfile.ZipInfo:

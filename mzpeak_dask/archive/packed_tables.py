@@ -21,6 +21,7 @@ from ..tables.builder import pad_struct
 
 REF = "ref"  # spilled side column: the precursor spectrumRef of a precursor / selected ion row
 PACK_ROWS = 1 << 16
+SPILL_BUFFER = 1 << 20  # bytes a spill gathers before it writes them (one system call)
 
 
 class TableSpill:
@@ -33,7 +34,7 @@ class TableSpill:
         self.schema = pa.schema(fields)
         self.path = path
         self.rows = 0
-        self._sink = pa.OSFile(str(path), "wb")
+        self._sink = pa.output_stream(str(path), buffer_size=SPILL_BUFFER)
         self._writer = pa.ipc.new_stream(self._sink, self.schema)
 
     def append(self, struct: pa.Array, refs: list | None = None) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,8 +22,16 @@ from ..options import ConvertOptions
 from ..readers.identifiers import DuplicateIds
 from ..storage.inputs import input_size
 from ..tables.file_metadata import footer_metadata
-from .assembler import RunAssembler
-from .container import Container, archive_size
+from . import index as archive_index
+from .assembler import (
+    MetadataAssembler,
+    RunAssembler,
+    Sequence,
+    SignalAssembler,
+    counts_of,
+    footer_key_value,
+)
+from .container import Begun, Container, archive_size
 from .staging import Folder
 
 
@@ -56,36 +65,19 @@ class ArchiveWriter:
         the spectrum data members), so a digest still being computed beside this has until
         then."""
         digest = functools.cache(sha256)
-
-        def footer() -> dict[str, Any]:
-            return footer_metadata(
-                self.plan.survey.run_metadata,
-                source=self.source,
-                file_format=self.plan.format.file_format,
-                native_id_format=self.plan.format.native_id_format,
-                sha256=digest(),
-                options=self.options.content_options(),
-            )
-
-        counts = self.assembler.finish(footer)
+        counts = self.assembler.finish(
+            lambda: _footer(self.source, self.options, self.plan, digest())
+        )
         self.container.close()
-        return ConversionResult(
-            input=str(self.source),
-            output=str(self.output),
-            format=self.plan.format.name,
-            spectra=counts.get(V.SPECTRUM, {}).get("count", 0),
-            chromatograms=counts.get(V.CHROMATOGRAM, {}).get("count", 0),
-            wavelength_spectra=counts.get(V.WAVELENGTH_SPECTRUM, {}).get("count", 0),
-            points=sum(
-                counts.get(e, {}).get("points", 0) for e in (V.SPECTRUM, V.WAVELENGTH_SPECTRUM)
-            ),
-            chromatogram_points=counts.get(V.CHROMATOGRAM, {}).get("points", 0),
-            input_bytes=input_size(self.source),
-            output_bytes=archive_size(self.path),
-            seconds=0.0,
-            input_sha256=digest(),
-            members=dict(self.container.members),
-            warnings=[w for w in [self.ids.warning(self.source)] if w],
+        return _result(
+            self.source,
+            self.output,
+            self.plan,
+            counts,
+            digest(),
+            self.container.members,
+            self.ids.warning(self.source),
+            self.path,
         )
 
     @property
@@ -98,4 +90,167 @@ class ArchiveWriter:
         self.container.abort()
 
 
-__all__ = ["ArchiveWriter"]
+# A run's archive written by two processes at once, then closed by a third (the tasks of
+# :mod:`mzpeak_dask.parallel.finish`): the spectrum signal (:class:`SignalWriter`) and the
+# rest (:class:`MetadataWriter`), each from the same written partitions, then the members the
+# second staged added after the first's (:func:`close_archive`). The bytes are those
+# :class:`ArchiveWriter` writes.
+
+
+@dataclass
+class SignalWritten:
+    """What :class:`SignalWriter` leaves for :func:`close_archive`."""
+
+    begun: Begun
+    centroid_points: int
+
+
+@dataclass
+class MetadataWritten:
+    """What :class:`MetadataWriter` leaves for :func:`close_archive`: its members' names in
+    archive order (files in ``folder``), the file-level metadata, the input's digest, the
+    counts and the duplicate-id warning."""
+
+    folder: str
+    names: list[str]
+    footer: dict[str, Any]
+    sha256: str
+    sequence: Sequence
+    warning: str | None
+
+
+class SignalWriter:
+    """The archive begun with its spectrum signal members (the archive at ``at``)."""
+
+    def __init__(
+        self, output: Path, options: ConvertOptions, plan: RunPlan, folder: Folder, at: Path
+    ):
+        self.container = Container(output, folder, options.unpacked, at=at, followed=False)
+        self.assembler = SignalAssembler(plan.spec, self.container, folder)
+
+    def add(self, part: EncodedPartition) -> None:
+        self.assembler.add(part)
+
+    def close(self) -> SignalWritten:
+        self.assembler.finish()
+        return SignalWritten(self.container.suspend(), self.assembler.centroid_points)
+
+    def abort(self) -> None:
+        self.assembler.abort()
+        self.container.abort()
+
+
+class MetadataWriter:
+    """The members of a run but its spectrum signal, as files in ``folder``."""
+
+    def __init__(self, source: Path, options: ConvertOptions, plan: RunPlan, folder: Folder):
+        self.source, self.options, self.plan, self.folder = source, options, plan, folder
+        self.assembler = MetadataAssembler(plan.spec, folder)
+        self.ids = DuplicateIds()
+
+    def add(self, part: EncodedPartition) -> None:
+        self.assembler.add(part)
+        self.ids.feed_partition(part)
+
+    def close(self, sha256: Callable[[], str]) -> MetadataWritten:
+        """Write the members (``sha256()``, the input's digest, is asked for once the spectrum
+        metadata's rows are written)."""
+        digest = functools.cache(sha256)
+        footer = functools.cache(lambda: _footer(self.source, self.options, self.plan, digest()))
+        names = self.assembler.finish(footer_key_value(footer))
+        return MetadataWritten(
+            str(self.folder.path),
+            names,
+            footer(),
+            digest(),
+            self.assembler.sequence,
+            self.ids.warning(self.source),
+        )
+
+    def abort(self) -> None:
+        self.assembler.abort()
+
+
+def _footer(source: Path, options: ConvertOptions, plan: RunPlan, sha256: str) -> dict[str, Any]:
+    return footer_metadata(
+        plan.survey.run_metadata,
+        source=source,
+        file_format=plan.format.file_format,
+        native_id_format=plan.format.native_id_format,
+        sha256=sha256,
+        options=options.content_options(),
+    )
+
+
+def _result(
+    source: Path,
+    output: Path,
+    plan: RunPlan,
+    counts: dict[str, Any],
+    sha256: str,
+    members: list[tuple[str, int]],
+    warning: str | None,
+    path: Path,
+) -> ConversionResult:
+    return ConversionResult(
+        input=str(source),
+        output=str(output),
+        format=plan.format.name,
+        spectra=counts.get(V.SPECTRUM, {}).get("count", 0),
+        chromatograms=counts.get(V.CHROMATOGRAM, {}).get("count", 0),
+        wavelength_spectra=counts.get(V.WAVELENGTH_SPECTRUM, {}).get("count", 0),
+        points=sum(counts.get(e, {}).get("points", 0) for e in (V.SPECTRUM, V.WAVELENGTH_SPECTRUM)),
+        chromatogram_points=counts.get(V.CHROMATOGRAM, {}).get("points", 0),
+        input_bytes=input_size(source),
+        output_bytes=archive_size(path),
+        seconds=0.0,
+        input_sha256=sha256,
+        members=dict(members),
+        warnings=[w for w in [warning] if w],
+    )
+
+
+def close_archive(
+    source: Path,
+    output: Path,
+    options: ConvertOptions,
+    plan: RunPlan,
+    at: Path,
+    signal: SignalWritten,
+    metadata: MetadataWritten,
+) -> ConversionResult:
+    """The archive at ``at``, begun by a :class:`SignalWriter`, finished with the members a
+    :class:`MetadataWriter` staged (copied: they stay for a second attempt, until the
+    caller removes their folder) and ``mzpeak_index.json``; it can be called again on the
+    same two (it starts from the signal members each time)."""
+    container = Container.resumed(output, at, options.unpacked, signal.begun)
+    try:
+        for name in metadata.names:
+            container.add_file(name, Path(metadata.folder) / name, keep=True)
+        names = [name for name, _ in container.members]
+        container.add_bytes(V.INDEX_MEMBER, archive_index.build(names, metadata.footer))
+        container.close()
+    except BaseException:
+        container.abort()
+        raise
+    counts = counts_of(metadata.sequence, signal.centroid_points)
+    return _result(
+        source,
+        output,
+        plan,
+        counts,
+        metadata.sha256,
+        container.members,
+        metadata.warning,
+        at,
+    )
+
+
+__all__ = [
+    "ArchiveWriter",
+    "MetadataWriter",
+    "MetadataWritten",
+    "SignalWriter",
+    "SignalWritten",
+    "close_archive",
+]

@@ -59,7 +59,13 @@ class InlineExecutor:
         return beside(fn, *args)
 
     def submit(
-        self, tag: Any, fn: Callable, *args: Any, priority: int = 0, near: str | None = None
+        self,
+        tag: Any,
+        fn: Callable,
+        *args: Any,
+        priority: int = 0,
+        near: str | None = None,
+        apart_from: str | None = None,
     ) -> Task:
         """``fn(*args)`` now; an argument that is a Task, or a list's Task, stands for its
         value."""
@@ -111,6 +117,7 @@ class DaskExecutor:
         self._watched: set[str] = set()  # keys of the futures added to _completed
         self._done: list[Any] = []
         self._visible: dict[Path, bool] = {}
+        self._workers: list[str] = []  # the cluster's workers, once asked for
 
     def workers_see(self, folder: Path, probe: Path | None = None) -> bool:
         """Whether every worker sees ``folder``: yes if they saw a folder above it on the same
@@ -152,17 +159,34 @@ class DaskExecutor:
         return self.client.submit(fn, *args, pure=False, priority=1 if first else -1)
 
     def submit(
-        self, tag: Any, fn: Callable, *args: Any, priority: int = 0, near: str | None = None
+        self,
+        tag: Any,
+        fn: Callable,
+        *args: Any,
+        priority: int = 0,
+        near: str | None = None,
+        apart_from: str | None = None,
     ) -> Task:
         """``fn(*args)`` on the cluster; a higher ``priority`` runs before queued tasks. An
         argument that is a Task (or a list's Task) stands for its result, which stays on the
         workers: the task runs after it, where Dask finds best (usually where that result
         lives), and Dask computes it again if the worker holding it dies. ``near``: the
-        worker to run it on while that worker is there (else any)."""
+        worker to run it on while that worker is there (else any); ``apart_from``: a worker
+        to keep it off while another is there (a task ``near`` it runs at the same time)."""
         args = tuple(_each_task(a, _future) for a in args)
-        where = {"workers": [near], "allow_other_workers": True} if near else {}
+        others = self._workers_but(apart_from) if apart_from else []
+        near_any = [near] if near else others
+        where = {"workers": near_any, "allow_other_workers": True} if near_any else {}
         future = self.client.submit(fn, *args, pure=False, priority=priority, **where)
         return Task(tag, future=future)
+
+    def _workers_but(self, worker: str) -> list[str]:
+        """The cluster's workers but ``worker`` (the list asked for once, and again when it
+        does not hold ``worker``: the cluster changed)."""
+        if worker not in self._workers:
+            with contextlib.suppress(Exception):
+                self._workers = list(self.client.nthreads())
+        return [w for w in self._workers if w != worker]
 
     def submit_many(self, tags: list, fn: Callable, calls: list[tuple]) -> list[Task]:
         """``fn(*args)`` for each ``args`` of ``calls``, sent to the scheduler together: one

@@ -21,6 +21,8 @@ WRITE = -2  # not a task: the coordinator writing the archive
 FINISH = -3  # the task finishing a run on a worker
 CONVERT = -4  # a run's plan task on a worker, which converts and finishes a small run too
 PACK = -5  # a task planning (converting and finishing the small ones) several runs in turn
+SIGNAL = -6  # a task writing a run's spectrum signal members, for the one finishing it
+METADATA = -7  # a task writing a run's other members, for the one finishing it
 # errors of writing, whatever is written: they name the output, not a temporary file
 _WRITE_ERRNOS = {errno.ENOSPC, errno.EFBIG, errno.EDQUOT, errno.EROFS}
 _ERRNO_TEXT = re.compile(r"\[errno (\d+)\]", re.IGNORECASE)  # in Arrow's messages
@@ -83,4 +85,4 @@ def describe_failure(job: RunJob, n: int, exc: BaseException) -> MzPeakDaskError
     )
 
 
-__all__ = ["CONVERT", "FINISH", "PACK", "PLAN", "WRITE", "describe_failure"]
+__all__ = ["CONVERT", "FINISH", "METADATA", "PACK", "PLAN", "SIGNAL", "WRITE", "describe_failure"]

@@ -3,16 +3,19 @@
 Each partition is encoded and written by one task (:func:`encode_to_file`, with the offsets
 its run's plan gives: see :mod:`.offsets`); its parts go to a file in the run's staging folder
 (beside the output, so on storage every worker sees: the probe checked it) and only its path
-and counts come back. Once every partition is written, one task on a worker —
-:func:`finish_run` — stitches the data members from those files, builds the packed metadata
-members from the partitions' packed pieces (precursor references resolved once every id is
-known), writes ``mzpeak_index.json`` and the container (a stored ZIP, or a folder), records a
-local input's digest (begun by the plan's task on the same worker, :mod:`.early_hash`), and,
-when asked (a batch), validates the archive, hashes its members and draws its TIC thumbnail,
-all in one task, so a run costs one round trip less. It leaves the archive in the staging
-folder: the coordinator renames it into place, which keeps the rules of atomic output,
-Ctrl-C and cleanup in one process (the one holding the staging folder's lock). So the
-coordinator schedules, renames and records; it reads no part.
+and counts come back. Once every partition is written, the archive is written in two halves at
+once, by two tasks on two workers when there are two: :func:`stitch_signal` stitches the
+spectrum data member (and the peaks member) from those files into the container, and
+:func:`build_metadata`, on the worker holding the input's digest (begun by the plan's task
+there, :mod:`.early_hash`), builds the packed metadata members from the partitions' packed
+pieces (precursor references resolved once every id is known) and the UV spectra's and
+chromatograms' data members, as files. A third task, :func:`finish_written`, adds those after
+the spectrum signal, writes ``mzpeak_index.json`` and, when asked (a batch), validates the
+archive, hashes its members and draws its TIC thumbnail; the bytes are those one task writes
+(:func:`finish_run`, which finishes a run the coordinator followed partition by partition).
+The archive is left in the staging folder: the coordinator renames it into place, which
+keeps the rules of atomic output, Ctrl-C and cleanup in one process (the one holding the
+staging folder's lock). So the coordinator schedules, renames and records; it reads no part.
 
 A small run — at most one partition of spectra and one of chromatograms, as most files of a
 repository — costs the cluster one task: :func:`plan_or_finish` plans it and, finding it
@@ -26,12 +29,13 @@ Several consecutive small files of a batch can share one task (:func:`convert_ea
 each converted whole there (:func:`convert_whole`), however many partitions its spectra make,
 and each one's outcome returned in its place.
 
-The finishing task writes in a fresh folder inside the staging folder, removed first if a
-previous attempt left it (Dask reruns the task elsewhere if its worker dies); once the archive
-is complete it removes its scratch files, moves the archive up into the staging folder and
-removes its own folder, all on the worker. Then it removes the part files it read, having
-first kept its outcome beside them: a rerun (its worker lost before the coordinator had the
-result) returns that outcome; a rerun before then finds every part.
+Each of these tasks writes in a fresh folder inside the staging folder, removed first if a
+previous attempt left it (Dask reruns a task elsewhere if its worker dies); the task closing
+an archive written in halves starts again from the end of the spectrum signal members, and
+copies the other half's files rather than moving them, so a second attempt finds them. Once
+the archive is complete, the last task removes the part files it read, having first kept its
+outcome beside them: a rerun (its worker lost before the coordinator had the result) returns
+that outcome; a rerun before then finds every part.
 """
 
 from __future__ import annotations
@@ -44,10 +48,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..archive.container import ARCHIVE_FILE, ARCHIVE_FOLDER
 from ..archive.job import read_in_order
 from ..archive.parts import next_offsets, write_partition
 from ..archive.staging import Folder
-from ..archive.writer import ArchiveWriter
+from ..archive.writer import (
+    ArchiveWriter,
+    MetadataWriter,
+    MetadataWritten,
+    SignalWriter,
+    SignalWritten,
+    close_archive,
+)
 from ..contracts import ConversionResult, EncodedPartition, EncodeSpec, Partition, RunPlan
 from ..encode import encode_partition
 from ..options import ConvertOptions
@@ -272,6 +284,101 @@ class Rewrite:
     written: list[tuple[str, int, dict[str, int]]]
 
 
+SIGNAL_FOLDER = "signal"  # where stitch_signal stages the peaks member
+METADATA_FOLDER = "metadata"  # where build_metadata writes its members
+
+
+def _rewrite(
+    plan: RunPlan, written: list[tuple[str, int, dict[str, int]]], used: list[dict[str, int]]
+) -> Rewrite | None:
+    """A :class:`Rewrite` when the partitions' counts show one was written with offsets that
+    are not the true ones (:meth:`~.offsets.Offsets.arrived`), else None."""
+    offsets = Offsets(plan)
+    for n, guessed in enumerate(used):
+        offsets.written_with(n, guessed)
+    if any(offsets.arrived(n, counts) for n, (_, _, counts) in enumerate(written)):
+        return Rewrite(list(written))
+    return None
+
+
+def _fresh(staging: str, name: str) -> Folder:
+    """A new folder ``name`` in the staging folder, emptied if an earlier attempt left it."""
+    folder = Folder(Path(staging) / name)
+    shutil.rmtree(folder.path, ignore_errors=True)
+    folder.path.mkdir()
+    return folder
+
+
+def _archive_at(staging: str, options: ConvertOptions) -> Path:
+    return Path(staging) / (ARCHIVE_FOLDER if options.unpacked else ARCHIVE_FILE)
+
+
+def stitch_signal(
+    output: str,
+    options: ConvertOptions,
+    plan: RunPlan,
+    staging: str,
+    written: list[tuple[str, int, dict[str, int]]],
+    used: list[dict[str, int]],
+) -> SignalWritten | Rewrite | None:
+    """The run's archive begun in its staging folder with its spectrum signal members
+    (:class:`~mzpeak_dask.archive.writer.SignalWriter`), from the partitions' files, while
+    :func:`build_metadata` writes the rest on another worker; :func:`finish_written` closes
+    it. None if the run is finished already (a rerun)."""
+    if (Path(staging) / FINISHED).exists():
+        return None
+    rewrite = _rewrite(plan, written, used)
+    if rewrite is not None:
+        return rewrite
+    folder = _fresh(staging, SIGNAL_FOLDER)
+    at = _archive_at(staging, options)
+    if at.is_dir():
+        shutil.rmtree(at)
+    writer = SignalWriter(Path(output), options, plan, folder, at)
+    try:
+        for path, _, _ in written:
+            writer.add(handoff.load(path))
+        begun = writer.close()
+    except BaseException:
+        writer.abort()
+        raise
+    finally:
+        shutil.rmtree(folder.path, ignore_errors=True)
+    return begun
+
+
+def build_metadata(
+    source: str,
+    options: ConvertOptions,
+    plan: RunPlan,
+    staging: str,
+    written: list[tuple[str, int, dict[str, int]]],
+    used: list[dict[str, int]],
+    sha256: str | None,
+) -> MetadataWritten | Rewrite | None:
+    """The run's members but its spectrum signal, as files in the staging folder
+    (:class:`~mzpeak_dask.archive.writer.MetadataWriter`), from the partitions' files, while
+    :func:`stitch_signal` writes the signal on another worker. ``sha256``: the input's;
+    when None, the hash the plan's task began on this worker, else one begun here in a
+    thread beside this work. None if the run is finished already (a rerun)."""
+    if (Path(staging) / FINISHED).exists():
+        return None
+    rewrite = _rewrite(plan, written, used)
+    if rewrite is not None:
+        return rewrite
+    folder = _fresh(staging, METADATA_FOLDER)
+    digest = None if sha256 else early_hash.take(source, staging) or beside(file_sha256, source)
+    writer = MetadataWriter(Path(source), options, plan, folder)
+    try:
+        for path, _, _ in written:
+            writer.add(handoff.load(path))
+        return writer.close(digest.result if digest else lambda: sha256)
+    except BaseException:
+        writer.abort()
+        shutil.rmtree(folder.path, ignore_errors=True)
+        raise
+
+
 def finish_written(
     source: str,
     output: str,
@@ -282,23 +389,44 @@ def finish_written(
     used: list[dict[str, int]],
     sha256: str | None,
     check: bool,
-) -> tuple[ConversionResult, str, dict[str, Any] | None] | Rewrite:
-    """:func:`finish_run` for a run whose partitions were submitted all at once, each written
-    with the offsets its plan gave (``used``), and this task after them: ``written`` holds what
-    each one's :func:`encode_to_file` returned, passed from worker to worker. Their counts
-    check those offsets here, as the coordinator checks them for a run it follows partition
-    by partition (:meth:`~.offsets.Offsets.arrived`). A partition written with a wrong guess
-    (UV spectra its plan's sample missed, interleaved with MS spectra: then most partitions
-    after the first of them are wrong) makes it a :class:`Rewrite`, so those partitions are
-    written again in parallel rather than one after another here."""
-    if not (Path(staging) / FINISHED).exists():  # else a rerun: the outcome is kept
-        offsets = Offsets(plan)
-        for n, guessed in enumerate(used):
-            offsets.written_with(n, guessed)
-        if any(offsets.arrived(n, counts) for n, (_, _, counts) in enumerate(written)):
-            return Rewrite(list(written))
-    paths = [path for path, _, _ in written]
-    return finish_run(source, output, options, plan, staging, paths, sha256, check)
+    signal: SignalWritten | Rewrite | None = None,
+    metadata: MetadataWritten | Rewrite | None = None,
+) -> tuple[ConversionResult, str, dict[str, Any]] | Rewrite:
+    """The run finished, its partitions submitted all at once, each written with the offsets
+    its plan gave (``used``), and this task after them: ``written`` holds what each one's
+    :func:`encode_to_file` returned, passed from worker to worker. Their counts check those
+    offsets, as the coordinator checks them for a run it follows partition by partition
+    (:meth:`~.offsets.Offsets.arrived`). A partition written with a wrong guess (UV spectra
+    its plan's sample missed, interleaved with MS spectra: then most partitions after the
+    first of them are wrong) makes it a :class:`Rewrite`, so those partitions are written
+    again in parallel rather than one after another here.
+
+    The archive is written in two halves at once, on two workers when there are two:
+    ``signal`` (:func:`stitch_signal`) and ``metadata`` (:func:`build_metadata`); this task
+    adds the second's members after the first's and writes the index (both halves are
+    written here, one after the other, when not given). Returns what :func:`finish_run`
+    returns."""
+    finished = Path(staging) / FINISHED
+    if finished.exists():  # a rerun: an attempt finished, and removed parts
+        return pickle.loads(finished.read_bytes())
+    if signal is None:
+        signal = stitch_signal(output, options, plan, staging, written, used)
+    if metadata is None:
+        metadata = build_metadata(source, options, plan, staging, written, used, sha256)
+    for half in (signal, metadata):
+        if isinstance(half, Rewrite):
+            return half
+    at = _archive_at(staging, options)
+    result = close_archive(Path(source), Path(output), options, plan, at, signal, metadata)
+    staged = str(at)
+    inspection = None
+    if check:  # the reader and validator load only when a batch checks its runs
+        from ..read.inspection import inspect_output
+
+        inspection = _named(inspect_output(staged), staged, output)
+    _drop_parts([path for path, _, _ in written], finished, (result, staged, inspection))
+    shutil.rmtree(metadata.folder, ignore_errors=True)
+    return result, staged, inspection
 
 
 def _drop_parts(files: list[str], finished: Path, outcome: tuple) -> None:
@@ -357,8 +485,10 @@ __all__ = [
     "convert_whole",
     "encode_to_file",
     "finish_run",
+    "build_metadata",
     "finish_written",
     "plan_or_finish",
     "small",
+    "stitch_signal",
     "write_to_file",
 ]

@@ -59,15 +59,17 @@ from ..options import ClusterOptions, ConvertOptions
 from ..partition import Reads, plan_run
 from ..storage.urls import is_url
 from .executors import Task, open_executor
-from .failures import CONVERT, FINISH, PACK, PLAN, WRITE, describe_failure
+from .failures import CONVERT, FINISH, METADATA, PACK, PLAN, SIGNAL, WRITE, describe_failure
 from .finish import (
     FinishedRun,
     Rewrite,
+    build_metadata,
     convert_each,
     encode_to_file,
     finish_run,
     finish_written,
     plan_or_finish,
+    stitch_signal,
 )
 from .offsets import Offsets
 from .packs import Room
@@ -307,7 +309,7 @@ class Coordinator:
             for n in range(len(plan.partitions))
         ]
         used = [active.offsets.used[n] for n in range(len(plan.partitions))]
-        self._submit_finish(active, finish_written, written, used)
+        self._submit_halves(active, written, used)
 
     def _submit_partition(self, active: _Active) -> None:
         active.tasks.append(self._partition_task(active, active.next_partition))
@@ -348,9 +350,10 @@ class Coordinator:
         active.tasks.remove(task)
         self.outstanding -= 1
         partition_at_once = active.at_once and n >= 0
+        half = n in (SIGNAL, METADATA)
         result: Any = None
         try:
-            if partition_at_once:  # its result went to the task finishing the run
+            if partition_at_once or half:  # its result went to the task finishing the run
                 self.executor.settle(task)
             else:
                 result = self.executor.result(task)
@@ -361,9 +364,12 @@ class Coordinator:
                 for member in active.pack:
                     self._submit_plan(member)
                 return
-            where = CONVERT if n == PLAN and active.remote else n
-            if n == FINISH and active.at_once:  # failed with a partition: that one is named
-                where = next((t.tag[1] for t in active.tasks if self.executor.failed(t)), n)
+            where = CONVERT if n == PLAN and active.remote else FINISH if half else n
+            if where == FINISH and active.at_once:  # failed with a partition: it is named
+                failed = (
+                    t.tag[1] for t in active.tasks if t.tag[1] >= 0 and self.executor.failed(t)
+                )
+                where = next(failed, where)
             self._fail(active, describe_failure(active.job, where, exc), results)
             return
         finally:
@@ -381,6 +387,8 @@ class Coordinator:
                 self._rewrite(active, result.written)
             else:
                 self._finished(active, *result, results)
+            return
+        if half:
             return
         if partition_at_once:
             self._progress(active, len(active.job.plan.partitions[n].items))
@@ -471,10 +479,13 @@ class Coordinator:
             return
         self._done(active, result, results)
 
-    def _submit_finish(self, active: _Active, finish: Callable = finish_run, *given: Any) -> None:
+    def _submit_finish(
+        self, active: _Active, finish: Callable = finish_run, *given: Any, halves: tuple = ()
+    ) -> None:
         """The task finishing the run on a worker (ahead of queued partitions): ``finish``
         given the partitions' files in order, or what ``given`` says of them (for
-        :func:`~.finish.finish_written`, their tasks and the offsets they were written with)."""
+        :func:`~.finish.finish_written`, their tasks and the offsets they were written with,
+        and the tasks writing the archive's ``halves``)."""
         job = active.job
         if not given:
             given = ([active.buffer[n] for n in range(len(job.plan.partitions))],)
@@ -489,12 +500,42 @@ class Coordinator:
             *given,
             job.sha256,
             self.check,
+            *halves,
             priority=1,
             near=active.hashing_on,  # where the input's digest is (nearly) ready
         )
         active.finishing = True
         active.tasks.append(task)
         self.outstanding += 1
+
+    def _submit_halves(self, active: _Active, written: list, used: list) -> None:
+        """The run's archive written in two halves at once, the spectrum signal
+        (:func:`~.finish.stitch_signal`) on one worker and the rest
+        (:func:`~.finish.build_metadata`, where the input's digest is) on another, then
+        closed by the task finishing the run (:func:`~.finish.finish_written`), on the second:
+        a run's last step takes about half as long on two workers as on one."""
+        job = active.job
+        common = (self.options, job.plan, active.handoff, written, used)
+        signal = self.executor.submit(
+            (active, SIGNAL),
+            stitch_signal,
+            str(job.output),
+            *common,
+            priority=1,
+            apart_from=active.hashing_on,
+        )
+        metadata = self.executor.submit(
+            (active, METADATA),
+            build_metadata,
+            str(job.source),
+            *common,
+            job.sha256,
+            priority=1,
+            near=active.hashing_on,
+        )
+        active.tasks += [signal, metadata]
+        self.outstanding += 2
+        self._submit_finish(active, finish_written, written, used, halves=(signal, metadata))
 
     def _finished(
         self,

@@ -4,6 +4,7 @@ on a worker, writes the whole archive from the partitions' parts left in the sta
 
 from __future__ import annotations
 
+import errno
 import shutil
 from pathlib import Path
 
@@ -12,26 +13,32 @@ import pytest
 from dask.utils import key_split
 from distributed import get_task_stream
 
-from mzpeak_dask import ConvertOptions, convert, convert_many
+from mzpeak_dask import ClusterOptions, ConvertOptions, convert, convert_many
 from mzpeak_dask import vocabulary as V
 from mzpeak_dask.archive import staging
 from mzpeak_dask.archive.parts import next_offsets, write_partition
 from mzpeak_dask.archive.staging import Folder
-from mzpeak_dask.archive.writer import ArchiveWriter
+from mzpeak_dask.archive.writer import ArchiveWriter, close_archive
 from mzpeak_dask.batch.runner import run_batch
 from mzpeak_dask.contracts import RunPlan
 from mzpeak_dask.encode import encode_partition
+from mzpeak_dask.errors import MzPeakDaskError
 from mzpeak_dask.parallel import handoff
+from mzpeak_dask.parallel.executors import InlineExecutor, Task
 from mzpeak_dask.parallel.finish import (
     FINISHED,
     FOLDED_SHARE,
     FinishedRun,
     PlannedRun,
+    build_metadata,
     finish_run,
+    finish_written,
     plan_or_finish,
+    stitch_signal,
     with_plan,
     write_to_file,
 )
+from mzpeak_dask.parallel.scheduler import Coordinator
 from mzpeak_dask.partition import plan_run
 from mzpeak_dask.tables.file_metadata import file_sha256
 
@@ -361,7 +368,8 @@ def test_a_fanned_out_run_is_hashed_where_its_plan_ran_and_finished_there(
         ran = {key_split(t["key"]): t["worker"] for t in stream.data}
         assert "file_sha256" not in ran
         assert "encode_to_file" in ran
-        assert ran["finish_written"] == ran["plan_or_finish"]
+        assert ran["finish_written"] == ran["plan_or_finish"] == ran["build_metadata"]
+        assert ran["stitch_signal"] != ran["plan_or_finish"]  # the halves, side by side
         assert result.input_sha256 == file_sha256(SMALL)
         (tmp_path / "small.mzpeak").unlink()
 
@@ -413,3 +421,91 @@ def test_the_input_digest_is_awaited_once_the_data_members_are_written(tmp_path)
     assert result.input_sha256 == "ab" * 32
     footer = pq.read_schema(Path(writer.path) / V.MEMBER_NAMES[(V.SPECTRUM, V.METADATA)])
     assert b"ab" * 32 in footer.metadata[b"file_description"]
+
+
+def _archive_bytes(path: Path) -> dict[str, bytes]:
+    if path.is_dir():
+        return {p.name: p.read_bytes() for p in sorted(path.iterdir())}
+    return {"": path.read_bytes()}
+
+
+@pytest.mark.parametrize("unpacked", [False, True], ids=["zip", "folder"])
+@pytest.mark.parametrize("source", [SMALL, UV], ids=["ms+tic", "ms+uv+chrom"])
+def test_an_archive_written_in_halves_is_the_archive_written_whole(
+    tmp_path, source, unpacked
+) -> None:
+    """The spectrum signal (:func:`stitch_signal`) and the other members
+    (:func:`build_metadata`), written apart from the same parts and closed by
+    :func:`finish_written`, make the bytes :func:`finish_run` writes in one task; closing
+    the same halves a second time (an attempt whose worker died) gives those bytes again."""
+    options = ConvertOptions(partition_items=20, unpacked=unpacked)
+    output = tmp_path / "run.mzpeak"
+    digest = file_sha256(source)
+    whole_staging, halves_staging = tmp_path / "whole", tmp_path / "halves"
+    whole_staging.mkdir()
+    halves_staging.mkdir()
+    plan, parts = _written_parts(source, options, whole_staging)
+    expected, whole, _ = finish_run(
+        str(source), str(output), options, plan, str(whole_staging), parts, digest, False
+    )
+    plan, parts = _written_parts(source, options, halves_staging)
+    assert len(parts) > 2
+    written, used, offsets = [], [], {}
+    for path in parts:
+        part = handoff.load(path)
+        written.append((path, sum(part.counts.values()), dict(part.counts)))
+        used.append(dict(offsets))
+        offsets = next_offsets(offsets, part)
+    given = (options, plan, str(halves_staging), written, used)
+    signal = stitch_signal(str(output), *given)
+    metadata = build_metadata(str(source), *given, digest)
+    at = halves_staging / Path(whole).name
+    first = close_archive(source, output, options, plan, at, signal, metadata)
+    assert _archive_bytes(at) == _archive_bytes(Path(whole))
+    result, halves, _ = finish_written(
+        str(source), str(output), *given, digest, False, signal, metadata
+    )
+    assert Path(halves) == at
+    assert _archive_bytes(at) == _archive_bytes(Path(whole))
+    assert result == first == expected
+    left = sorted(p.name for p in halves_staging.iterdir())
+    assert left == sorted([FINISHED, Path(halves).name])  # parts and scratch are gone
+
+
+class FinishedHere(InlineExecutor):
+    """Runs finished as they are on workers that see the staging folder, in this process;
+    the task writing the half named ``failing`` fails as a full disk would fail it."""
+
+    def __init__(self, failing: str) -> None:
+        super().__init__()
+        self.failing = failing
+        self.ran: list[str] = []
+
+    def handoff_folder(self, staging: Path) -> str | None:
+        return str(staging)
+
+    def submit(self, tag, fn, *args, **where) -> Task:
+        self.ran.append(fn.__name__)
+        if fn.__name__ == self.failing:
+            return Task(tag, error=OSError(errno.ENOSPC, "No space left on device"))
+        return super().submit(tag, fn, *args, **where)
+
+
+@pytest.mark.parametrize("failing", ["stitch_signal", "build_metadata"])
+def test_a_run_whose_half_fails_fails_alone_and_leaves_nothing(tmp_path, failing) -> None:
+    """Either half of a fanned-out run's archive failing fails that run, with one line naming
+    its output, and leaves neither the archive nor a staging folder; the next run of the
+    same call converts."""
+    options = ConvertOptions(partition_items=20)
+    executor = FinishedHere(failing)
+    coordinator = Coordinator(
+        executor, options, ClusterOptions(cluster="inline"), None, False, None
+    )
+    jobs = [(SMALL, tmp_path / "a.mzpeak"), (THREE, tmp_path / "b.mzpeak")]
+    failed, converted = coordinator.run(jobs)
+    assert {"stitch_signal", "build_metadata", "finish_written"} <= set(executor.ran)
+    assert isinstance(failed, MzPeakDaskError)
+    assert str(tmp_path / "a.mzpeak") in str(failed) and "\n" not in str(failed)
+    assert "No space left" in str(failed)
+    assert converted.spectra == 3
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["b.mzpeak"]
