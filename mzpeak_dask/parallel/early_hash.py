@@ -1,14 +1,16 @@
-"""The input's SHA-256, begun on the worker that plans a run and taken by the task finishing it.
+"""The input's SHA-256, begun on the worker that plans a run and taken by the task that
+writes the archive's metadata members.
 
-The finishing task records the input's digest in the archive. Hashed by that task, in a
-thread beside its own work, the hash of a 100 MB input (about 80 ms) made the task about a
-quarter longer, and the task is the part of a run no worker count shortens. So the plan's
+That task records the input's digest in the archive. Hashed by the task finishing a run, in
+a thread beside its own work, the hash of a 100 MB input (about 80 ms) made the task about a
+quarter longer, and a run's last step is the part no worker count shortens. So the plan's
 task begins the hash in a thread of the lowest priority (:func:`~.executors.beside`, on
-Linux): it takes the processor when a core is idle (the plan's own window, the gaps between
-tasks, the end of a run, when the other workers are done) and gives it up to the partitions
-otherwise. The task finishing the run is placed on that worker (loosely: elsewhere if the
-worker is gone) and takes what the hash has done by then; on any other worker it hashes the
-input itself, as before.
+Linux), before it plans a local input larger than a partition: it takes the processor when a
+core is idle (the other workers' while the plan is made, the gaps between tasks, the end of a
+run, when the other workers are done) and gives it up to the partitions otherwise. The task
+writing the metadata members is placed on that worker (loosely: elsewhere if the worker is
+gone) and takes what the hash has done by then; on any other worker it hashes the input
+itself.
 
 At most :data:`KEPT` hashes are kept per process (those of runs aborted before they
 finished are dropped the oldest first); a worker that stops does not wait for one.

@@ -159,15 +159,25 @@ def plan_or_finish(
     """The plan of the run (:func:`~mzpeak_dask.partition.plan_run`) with the partitions
     written beside it (:func:`written_with_plan`), or, for a :func:`small` run, the run
     converted and finished here (:func:`_converted`)."""
-    plan = plan_run(Path(source), Path(staging), options, reads="here if small")
-    if small(plan):
-        return _converted(source, output, options, plan, staging, check)
     hashing_on = None
-    if not is_url(plan.readable):  # a local input: hashed here, at the lowest priority
-        early_hash.begin(source, staging)
+    if _fans_out(source, options):  # a local input: hashed here, at the lowest priority, from
+        early_hash.begin(source, staging)  # now (the other workers wait for the plan)
         hashing_on = early_hash.worker_address()
+    plan = plan_run(Path(source), Path(staging), options, reads="here if small")
+    if small(plan):  # its digest (if begun) is taken by finish_run
+        return _converted(source, output, options, plan, staging, check)
     written = written_with_plan(plan, staging, options.partition_bytes)
     return PlannedRun(plan, written, hashing_on)
+
+
+def _fans_out(source: str, options: ConvertOptions) -> bool:
+    """Whether ``source`` is a local file larger than a partition (a run that fans out)."""
+    if is_url(source):
+        return False
+    try:
+        return os.path.getsize(source) > options.partition_bytes
+    except OSError:  # planning names the problem
+        return False
 
 
 def convert_whole(

@@ -61,3 +61,34 @@ def test_the_hash_runs_at_the_lowest_priority(tmp_path) -> None:
     digest = early_hash.take(str(pipe), str(tmp_path)).result(timeout=60)
     assert digest == hashlib.sha256(data).hexdigest()
     assert niceness == early_hash.LOWEST
+
+
+def test_a_larger_local_input_is_hashed_from_before_its_plan(tmp_path, monkeypatch) -> None:
+    """The plan's task begins the hash of a local input larger than a partition before it
+    plans the run (the other workers wait for the plan: a core is idle), and leaves it for
+    the task writing the metadata members; an input of at most a partition is not hashed
+    early (its run is converted in that task, which hashes it beside its work)."""
+    from mzpeak_dask import ConvertOptions
+    from mzpeak_dask.parallel import finish
+
+    hashing_when_planned: list[bool] = []
+    real = finish.plan_run
+
+    def planning(source, staging, options, reads):
+        hashing_when_planned.append((str(source), str(staging)) in early_hash._BEGUN)
+        return real(source, staging, options, reads=reads)
+
+    monkeypatch.setattr(finish, "plan_run", planning)
+    for partition_bytes, fans_out in ((1 << 20, True), (64 << 20, False)):
+        staging = tmp_path / str(partition_bytes)
+        staging.mkdir()
+        options = ConvertOptions(partition_bytes=partition_bytes)
+        outcome = finish.plan_or_finish(
+            str(SMALL), str(tmp_path / "small.mzpeak"), options, str(staging), False
+        )
+        assert isinstance(outcome, finish.PlannedRun) is fans_out
+        taken = early_hash.take(str(SMALL), str(staging))
+        assert (taken is not None) is fans_out
+        if taken is not None:
+            assert taken.result(timeout=60) == file_sha256(SMALL)
+    assert hashing_when_planned == [True, False]
