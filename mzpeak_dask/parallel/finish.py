@@ -44,6 +44,7 @@ import contextlib
 import os
 import pickle
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -334,27 +335,20 @@ def stitch_signal(
     """The run's archive begun in its staging folder with its spectrum signal members
     (:class:`~mzpeak_dask.archive.writer.SignalWriter`), from the partitions' files, while
     :func:`build_metadata` writes the rest on another worker; :func:`finish_written` closes
-    it. None if the run is finished already (a rerun)."""
-    if (Path(staging) / FINISHED).exists():
-        return None
-    rewrite = _rewrite(plan, written, used)
-    if rewrite is not None:
-        return rewrite
-    folder = _fresh(staging, SIGNAL_FOLDER)
-    at = _archive_at(staging, options)
-    if at.is_dir():
-        shutil.rmtree(at)
-    writer = SignalWriter(Path(output), options, plan, folder, at)
-    try:
-        for path, _, _ in written:
-            writer.add(handoff.load(path))
-        begun = writer.close()
-    except BaseException:
-        writer.abort()
-        raise
-    finally:
-        shutil.rmtree(folder.path, ignore_errors=True)
-    return begun
+    it (see :func:`_half`)."""
+
+    def write() -> SignalWritten:
+        folder = _fresh(staging, SIGNAL_FOLDER)
+        at = _archive_at(staging, options)
+        if at.is_dir():
+            shutil.rmtree(at)
+        try:
+            writer = SignalWriter(Path(output), options, plan, folder, at)
+            return _fed(writer, written, writer.close)
+        finally:
+            shutil.rmtree(folder.path, ignore_errors=True)
+
+    return _half(plan, staging, written, used, write)
 
 
 def build_metadata(
@@ -368,24 +362,51 @@ def build_metadata(
 ) -> MetadataWritten | Rewrite | None:
     """The run's members but its spectrum signal, as files in the staging folder
     (:class:`~mzpeak_dask.archive.writer.MetadataWriter`), from the partitions' files, while
-    :func:`stitch_signal` writes the signal on another worker. ``sha256``: the input's;
-    when None, the hash the plan's task began on this worker, else one begun here in a
-    thread beside this work. None if the run is finished already (a rerun)."""
+    :func:`stitch_signal` writes the signal on another worker (see :func:`_half`).
+    ``sha256``: the input's; when None, the hash the plan's task began on this worker, else
+    one begun here in a thread beside this work."""
+
+    def write() -> MetadataWritten:
+        folder = _fresh(staging, METADATA_FOLDER)
+        digest = None if sha256 else early_hash.take(source, staging) or beside(file_sha256, source)
+        writer = MetadataWriter(Path(source), options, plan, folder)
+        try:
+            return _fed(
+                writer, written, lambda: writer.close(digest.result if digest else lambda: sha256)
+            )
+        except BaseException:
+            shutil.rmtree(folder.path, ignore_errors=True)
+            raise
+
+    return _half(plan, staging, written, used, write)
+
+
+def _half(
+    plan: RunPlan,
+    staging: str,
+    written: list[tuple[str, int, dict[str, int]]],
+    used: list[dict[str, int]],
+    write: Callable[[], Any],
+) -> Any:
+    """What ``write()`` returns, one half of the run's archive written, unless the run is
+    finished already (a rerun: None) or a partition was written with a wrong guess (its
+    :class:`Rewrite`)."""
     if (Path(staging) / FINISHED).exists():
         return None
-    rewrite = _rewrite(plan, written, used)
-    if rewrite is not None:
-        return rewrite
-    folder = _fresh(staging, METADATA_FOLDER)
-    digest = None if sha256 else early_hash.take(source, staging) or beside(file_sha256, source)
-    writer = MetadataWriter(Path(source), options, plan, folder)
+    return _rewrite(plan, written, used) or write()
+
+
+def _fed(
+    writer: Any, written: list[tuple[str, int, dict[str, int]]], close: Callable[[], Any]
+) -> Any:
+    """``writer`` fed each partition's file, in order, then ``close()``\\ d; aborted if
+    either fails."""
     try:
         for path, _, _ in written:
             writer.add(handoff.load(path))
-        return writer.close(digest.result if digest else lambda: sha256)
+        return close()
     except BaseException:
         writer.abort()
-        shutil.rmtree(folder.path, ignore_errors=True)
         raise
 
 
