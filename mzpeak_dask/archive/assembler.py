@@ -20,6 +20,7 @@ import functools
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import IO, Any
 
 import pyarrow as pa
@@ -359,15 +360,25 @@ class RunAssembler:
         holds the input's digest, which may still be being computed beside this)."""
         footer = functools.cache(footer)
         self.signal.finish()
-        for name in self.metadata.finish(footer_key_value(footer)):
-            self.container.add_file(name, self.staging.file(name))
-        names = [name for name, _ in self.container.members]
-        self.container.add_bytes(V.INDEX_MEMBER, archive_index.build(names, footer()))
+        names = self.metadata.finish(footer_key_value(footer))
+        add_rest(self.container, self.staging.path, names, footer())
         return counts_of(self.metadata.sequence, self.signal.centroid_points)
 
     def abort(self) -> None:
         self.signal.abort()
         self.metadata.abort()
+
+
+def add_rest(
+    container: Container, folder: Path, names: list[str], footer: dict[str, Any], keep: bool = False
+) -> None:
+    """After the spectrum signal: the members a :class:`MetadataAssembler` wrote in
+    ``folder`` (moved, or copied with ``keep``), then ``mzpeak_index.json`` naming every
+    member, whether one process wrote the archive or two tasks its halves."""
+    for name in names:
+        container.add_file(name, folder / name, keep)
+    members = [name for name, _ in container.members]
+    container.add_bytes(V.INDEX_MEMBER, archive_index.build(members, footer))
 
 
 def footer_key_value(footer: Callable[[], dict[str, Any]]) -> Callable[[], dict[str, str]]:

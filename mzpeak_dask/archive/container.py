@@ -92,23 +92,29 @@ class Container:
     def __init__(
         self,
         output: Path,
-        staging: Staging,
+        staging: Staging | None,
         unpacked: bool,
         at: Path | None = None,
         followed: bool = True,
+        begun: Begun | None = None,
     ):
         self.output = output
         self.unpacked = unpacked
         self.followed = followed  # fed to the upload following the output, if one does
-        self.members: list[tuple[str, int]] = []
+        self.members: list[tuple[str, int]] = list(begun.members) if begun else []
         self._fp = None  # the file a resumed ZIP writes to
         if unpacked:
             self._dir = at or staging.file(ARCHIVE_FOLDER)
-            self._dir.mkdir()
+            if begun is None:
+                self._dir.mkdir()
             self._zip = None
         else:
             self._zip_path = at or staging.file(ARCHIVE_FILE)
-            self._zip = zipfile.ZipFile(self._zip_path, "w", compression=zipfile.ZIP_STORED)
+            self._zip = self._reopened(begun) if begun else self._new_zip(self._zip_path)
+
+    @staticmethod
+    def _new_zip(file: Path | IO[bytes]) -> zipfile.ZipFile:
+        return zipfile.ZipFile(file, "w", compression=zipfile.ZIP_STORED)
 
     def suspend(self) -> Begun:
         """Close the archive with the members added so far, and say how :meth:`resumed` goes
@@ -121,27 +127,23 @@ class Container:
     @classmethod
     def resumed(cls, output: Path, path: Path, unpacked: bool, begun: Begun) -> Container:
         """The archive at ``path`` :meth:`suspend` closed, reopened to add members after
-        those it holds: a ZIP is cut where its central directory began (so a second attempt
-        starts from the same bytes) and the next members are written there; the central
-        directory written on :meth:`close` lists the earlier members too. The bytes are those
-        of one container that added every member. An archive written in parts, by tasks on
-        workers, feeds no upload as it is written: it is uploaded whole once renamed."""
-        self = cls.__new__(cls)
-        self.output, self.unpacked, self.followed = output, unpacked, False
-        self.members = list(begun.members)
-        self._fp = None
-        if unpacked:
-            self._dir, self._zip = path, None
-            return self
-        self._zip_path = path
-        os.truncate(path, begun.end)
-        self._fp = open(path, "r+b")  # noqa: SIM115 - closed with the container
+        those it holds (:meth:`_reopened`). The bytes are those of one container that added
+        every member. An archive written in parts, by tasks on workers, feeds no upload as it
+        is written: it is uploaded whole once renamed."""
+        return cls(output, None, unpacked, at=path, followed=False, begun=begun)
+
+    def _reopened(self, begun: Begun) -> zipfile.ZipFile:
+        """The ZIP cut where its central directory began (so a second attempt starts from the
+        same bytes), its next members written there; the central directory written on
+        :meth:`close` lists the earlier members too."""
+        os.truncate(self._zip_path, begun.end)
+        self._fp = open(self._zip_path, "r+b")  # noqa: SIM115 - closed with the container
         self._fp.seek(begun.end)
-        self._zip = zipfile.ZipFile(self._fp, "w", compression=zipfile.ZIP_STORED)
+        zip_file = self._new_zip(self._fp)
         for info in begun.entries:
-            self._zip.filelist.append(info)
-            self._zip.NameToInfo[info.filename] = info
-        return self
+            zip_file.filelist.append(info)
+            zip_file.NameToInfo[info.filename] = info
+        return zip_file
 
     @contextlib.contextmanager
     def stream(self, name: str) -> Iterator[IO[bytes]]:

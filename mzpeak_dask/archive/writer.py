@@ -22,12 +22,12 @@ from ..options import ConvertOptions
 from ..readers.identifiers import DuplicateIds
 from ..storage.inputs import input_size
 from ..tables.file_metadata import footer_metadata
-from . import index as archive_index
 from .assembler import (
     MetadataAssembler,
     RunAssembler,
     Sequence,
     SignalAssembler,
+    add_rest,
     counts_of,
     footer_key_value,
 )
@@ -37,7 +37,8 @@ from .staging import Folder
 
 class ArchiveWriter:
     """Fed a run's written partitions in order, then :meth:`close`\\ d into a finished,
-    not yet renamed, archive in ``folder``."""
+    not yet renamed, archive in ``folder`` (at ``at``, when given; its scratch files stay in
+    ``folder``)."""
 
     def __init__(
         self,
@@ -46,9 +47,10 @@ class ArchiveWriter:
         options: ConvertOptions,
         plan: RunPlan,
         folder: Folder,
+        at: Path | None = None,
     ):
         self.source, self.output, self.options, self.plan = source, output, options, plan
-        self.container = Container(output, folder, options.unpacked)
+        self.container = Container(output, folder, options.unpacked, at=at)
         self.assembler = RunAssembler(plan.spec, self.container, folder)
         self.ids = DuplicateIds()
         self.items_done = 0
@@ -225,10 +227,7 @@ def close_archive(
     same two (it starts from the signal members each time)."""
     container = Container.resumed(output, at, options.unpacked, signal.begun)
     try:
-        for name in metadata.names:
-            container.add_file(name, Path(metadata.folder) / name, keep=True)
-        names = [name for name, _ in container.members]
-        container.add_bytes(V.INDEX_MEMBER, archive_index.build(names, metadata.footer))
+        add_rest(container, Path(metadata.folder), metadata.names, metadata.footer, keep=True)
         container.close()
     except BaseException:
         container.abort()

@@ -29,13 +29,15 @@ Several consecutive small files of a batch can share one task (:func:`convert_ea
 each converted whole there (:func:`convert_whole`), however many partitions its spectra make,
 and each one's outcome returned in its place.
 
-Each of these tasks writes in a fresh folder inside the staging folder, removed first if a
-previous attempt left it (Dask reruns a task elsewhere if its worker dies); the task closing
-an archive written in halves starts again from the end of the spectrum signal members, and
-copies the other half's files rather than moving them, so a second attempt finds them. Once
-the archive is complete, the last task removes the part files it read, having first kept its
-outcome beside them: a rerun (its worker lost before the coordinator had the result) returns
-that outcome; a rerun before then finds every part.
+Each of these tasks writes its files in a fresh folder inside the staging folder, removed
+first if a previous attempt left it (Dask reruns a task elsewhere if its worker dies), and the
+archive in the staging folder itself, where the coordinator renames it from (it then finds
+only its lock there, and the parts of a larger run, and removes the folder without walking
+it). The task closing an archive written in halves starts again from the end of the spectrum
+signal members, and copies the other half's files rather than moving them, so a second
+attempt finds them. Once the archive is complete, the last task removes the part files it
+read, having first kept its outcome beside them: a rerun (its worker lost before the
+coordinator had the result) returns that outcome; a rerun before then finds every part.
 """
 
 from __future__ import annotations
@@ -260,29 +262,18 @@ def finish_run(
     finished = Path(staging) / FINISHED
     if files and finished.exists():  # a rerun: an attempt finished, and removed parts
         return pickle.loads(finished.read_bytes())
-    folder = Folder(Path(staging) / FINISH_FOLDER)
-    shutil.rmtree(folder.path, ignore_errors=True)
-    folder.path.mkdir()
-    digest = None if sha256 else early_hash.take(source, staging) or beside(file_sha256, source)
-    writer = ArchiveWriter(Path(source), Path(output), options, plan, folder)
+    folder = _fresh(staging, FINISH_FOLDER)
+    at = _cleared(_archive_at(staging, options))
+    digest = _digest(source, staging, sha256)
+    writer = ArchiveWriter(Path(source), Path(output), options, plan, folder, at)
     try:
-        for part in parts:
-            writer.add(handoff.load(part) if isinstance(part, str) else part)
-        result = writer.close(digest.result if digest else lambda: sha256)
+        result = _fed(writer, parts, lambda: writer.close(digest))
     except BaseException:
-        writer.abort()
-        shutil.rmtree(folder.path, ignore_errors=True)  # the parts stay, for a rerun
+        _cleared(at)  # the parts stay, for a rerun
         raise
-    _drop_scratch(folder.path, writer.path)
-    staged = str(_lifted(writer.path, Path(staging)))
-    inspection = None
-    if check:  # the reader and validator load only when a batch checks its runs
-        from ..read.inspection import inspect_output
-
-        inspection = _named(inspect_output(staged), staged, output)
-    if files:
-        _drop_parts(files, finished, (result, staged, inspection))
-    return result, staged, inspection
+    finally:
+        shutil.rmtree(folder.path, ignore_errors=True)
+    return _concluded(result, at, output, check, files, finished)
 
 
 @dataclass
@@ -320,10 +311,6 @@ def _fresh(staging: str, name: str) -> Folder:
     return folder
 
 
-def _archive_at(staging: str, options: ConvertOptions) -> Path:
-    return Path(staging) / (ARCHIVE_FOLDER if options.unpacked else ARCHIVE_FILE)
-
-
 def stitch_signal(
     output: str,
     options: ConvertOptions,
@@ -339,12 +326,10 @@ def stitch_signal(
 
     def write() -> SignalWritten:
         folder = _fresh(staging, SIGNAL_FOLDER)
-        at = _archive_at(staging, options)
-        if at.is_dir():
-            shutil.rmtree(at)
+        at = _cleared(_archive_at(staging, options))
         try:
             writer = SignalWriter(Path(output), options, plan, folder, at)
-            return _fed(writer, written, writer.close)
+            return _fed(writer, _paths(written), writer.close)
         finally:
             shutil.rmtree(folder.path, ignore_errors=True)
 
@@ -368,12 +353,10 @@ def build_metadata(
 
     def write() -> MetadataWritten:
         folder = _fresh(staging, METADATA_FOLDER)
-        digest = None if sha256 else early_hash.take(source, staging) or beside(file_sha256, source)
+        digest = _digest(source, staging, sha256)
         writer = MetadataWriter(Path(source), options, plan, folder)
         try:
-            return _fed(
-                writer, written, lambda: writer.close(digest.result if digest else lambda: sha256)
-            )
+            return _fed(writer, _paths(written), lambda: writer.close(digest))
         except BaseException:
             shutil.rmtree(folder.path, ignore_errors=True)
             raise
@@ -396,18 +379,43 @@ def _half(
     return _rewrite(plan, written, used) or write()
 
 
-def _fed(
-    writer: Any, written: list[tuple[str, int, dict[str, int]]], close: Callable[[], Any]
-) -> Any:
-    """``writer`` fed each partition's file, in order, then ``close()``\\ d; aborted if
-    either fails."""
+def _fed(writer: Any, parts: list[str | EncodedPartition], close: Callable[[], Any]) -> Any:
+    """``writer`` fed each partition in order (a file :func:`write_to_file` wrote, or the
+    partition itself), then ``close()``\\ d; aborted if either fails."""
     try:
-        for path, _, _ in written:
-            writer.add(handoff.load(path))
+        for part in parts:
+            writer.add(handoff.load(part) if isinstance(part, str) else part)
         return close()
     except BaseException:
         writer.abort()
         raise
+
+
+def _paths(written: list[tuple[str, int, dict[str, int]]]) -> list[str]:
+    """The part files of what the partitions' tasks returned (:func:`encode_to_file`)."""
+    return [path for path, _, _ in written]
+
+
+def _digest(source: str, staging: str, sha256: str | None) -> Callable[[], str]:
+    """The input's digest, when asked for: ``sha256`` if given, else the hash the plan's task
+    began on this worker, else one begun now in a thread beside the caller's work."""
+    if sha256:
+        return lambda: sha256
+    return (early_hash.take(source, staging) or beside(file_sha256, source)).result
+
+
+def _archive_at(staging: str, options: ConvertOptions) -> Path:
+    """Where a run's archive is written in its staging folder, on a worker."""
+    return Path(staging) / (ARCHIVE_FOLDER if options.unpacked else ARCHIVE_FILE)
+
+
+def _cleared(at: Path) -> Path:
+    """``at`` with whatever an earlier attempt left there removed."""
+    if at.is_dir():
+        shutil.rmtree(at)
+    else:
+        at.unlink(missing_ok=True)
+    return at
 
 
 def finish_written(
@@ -449,14 +457,25 @@ def finish_written(
             return half
     at = _archive_at(staging, options)
     result = close_archive(Path(source), Path(output), options, plan, at, signal, metadata)
+    outcome = _concluded(result, at, output, check, _paths(written), finished)
+    shutil.rmtree(metadata.folder, ignore_errors=True)  # kept until now, for a rerun
+    return outcome
+
+
+def _concluded(
+    result: ConversionResult, at: Path, output: str, check: bool, files: list[str], finished: Path
+) -> tuple[ConversionResult, str, dict[str, Any] | None]:
+    """A finished run's outcome: its result, its archive ``at`` in the staging folder and,
+    with ``check``, the archive's inspection (naming the output); kept beside its part
+    ``files``, which are removed (:func:`_drop_parts`)."""
     staged = str(at)
     inspection = None
     if check:  # the reader and validator load only when a batch checks its runs
         from ..read.inspection import inspect_output
 
         inspection = _named(inspect_output(staged), staged, output)
-    _drop_parts([path for path, _, _ in written], finished, (result, staged, inspection))
-    shutil.rmtree(metadata.folder, ignore_errors=True)
+    if files:
+        _drop_parts(files, finished, (result, staged, inspection))
     return result, staged, inspection
 
 
@@ -471,32 +490,6 @@ def _drop_parts(files: list[str], finished: Path, outcome: tuple) -> None:
     for path in files:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(path)
-
-
-def _drop_scratch(folder: Path, archive: Path) -> None:
-    """Remove what the writer staged beside the finished ``archive`` (metadata spills, members
-    copied in): here, on the worker, rather than file by file by the coordinator, which
-    removes the staging folder once the archive is in place."""
-    for entry in os.scandir(folder):
-        if entry.path == str(archive):
-            continue
-        if entry.is_dir(follow_symlinks=False):
-            shutil.rmtree(entry.path, ignore_errors=True)
-        else:
-            os.unlink(entry.path)
-
-
-def _lifted(archive: Path, staging: Path) -> Path:
-    """``archive`` moved from its (now empty) finishing folder up into ``staging``, and that
-    folder removed, here on the worker: the coordinator, once it has renamed the archive into
-    place, finds only its lock in the staging folder (and the parts of a larger run), and
-    removes it without walking it. A rerun replaces what a previous attempt lifted."""
-    lifted = staging / archive.name
-    if lifted.is_dir():
-        shutil.rmtree(lifted)
-    os.replace(archive, lifted)
-    archive.parent.rmdir()
-    return lifted
 
 
 def _named(inspection: dict[str, Any], staged: str, output: str) -> dict[str, Any]:
