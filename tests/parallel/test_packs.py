@@ -98,7 +98,7 @@ def test_small_files_share_tasks_and_each_run_stands_alone(local_client, tmp_pat
 def test_a_task_holds_at_most_two_partitions_worth_of_small_files(local_client, tmp_path) -> None:
     """40 files of 238 kB, with partitions the size of one file: no task holds more than two
     (at least 20 tasks plan them), where the count of waiting runs alone would pack up to ten;
-    with the default partitions (8 MB) they share fewer tasks."""
+    with the default partitions (12 MiB) they share fewer tasks."""
     source = _repository(tmp_path, copies=40, runs=(THREE,))
     planned = {}
     for name, options in (
