@@ -252,13 +252,8 @@ class MetadataAssembler:
         for entity in part.counts:
             state = self._state(entity)
             if entity != V.SPECTRUM:
-                if state.data is None:
-                    name = V.MEMBER_NAMES[(entity, V.DATA_ARRAYS)]
-                    schema = self.spec.schemas[entity]
-                    state.data = DataMember(
-                        str(self.staging.file(name)), entity, schema, self.spec.options
-                    )
-                state.data.add(part.data[entity], part.splices[entity], entity not in part.unsorted)
+                data = self._data_member(entity, state)
+                data.add(part.data[entity], part.splices[entity], entity not in part.unsorted)
             part.metadata[entity] = {
                 name: unpack_rows(rows) for name, rows in part.metadata[entity].items()
             }
@@ -270,6 +265,15 @@ class MetadataAssembler:
                     refs = pa.compute.struct_field(struct, "precursor_id").to_pylist()
                 state.spills[name].append(struct, refs)
         self.sequence.took(part)
+
+    def _data_member(self, entity: str, state: EntityState) -> DataMember:
+        """The data member of UV spectra or chromatograms, a file in the staging folder,
+        opened with the entity's first items."""
+        if state.data is None:
+            name = V.MEMBER_NAMES[(entity, V.DATA_ARRAYS)]
+            path = str(self.staging.file(name))
+            state.data = DataMember(path, entity, self.spec.schemas[entity], self.spec.options)
+        return state.data
 
     def finish(self, footer_kv: Callable[[], dict[str, str]]) -> list[str]:
         """Write the members as files in the staging folder; returns their names in archive

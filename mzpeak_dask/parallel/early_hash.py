@@ -23,7 +23,7 @@ import threading
 from collections import OrderedDict
 
 from ..tables.file_metadata import file_sha256
-from .executors import LOWEST, PER_THREAD, beside
+from .executors import beside
 
 KEPT = 64
 _BEGUN: OrderedDict[tuple[str, str], concurrent.futures.Future] = OrderedDict()
@@ -56,4 +56,4 @@ def worker_address() -> str | None:
         return None
 
 
-__all__ = ["KEPT", "LOWEST", "PER_THREAD", "begin", "take", "worker_address"]
+__all__ = ["KEPT", "begin", "take", "worker_address"]

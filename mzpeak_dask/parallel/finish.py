@@ -425,33 +425,26 @@ def finish_written(
     plan: RunPlan,
     staging: str,
     written: list[tuple[str, int, dict[str, int]]],
-    used: list[dict[str, int]],
-    sha256: str | None,
     check: bool,
-    signal: SignalWritten | Rewrite | None = None,
-    metadata: MetadataWritten | Rewrite | None = None,
+    signal: SignalWritten | Rewrite | None,
+    metadata: MetadataWritten | Rewrite | None,
 ) -> tuple[ConversionResult, str, dict[str, Any]] | Rewrite:
     """The run finished, its partitions submitted all at once, each written with the offsets
-    its plan gave (``used``), and this task after them: ``written`` holds what each one's
-    :func:`encode_to_file` returned, passed from worker to worker. Their counts check those
-    offsets, as the coordinator checks them for a run it follows partition by partition
-    (:meth:`~.offsets.Offsets.arrived`). A partition written with a wrong guess (UV spectra
-    its plan's sample missed, interleaved with MS spectra: then most partitions after the
-    first of them are wrong) makes it a :class:`Rewrite`, so those partitions are written
-    again in parallel rather than one after another here.
+    its plan gave, then its archive in two halves at once (on two workers when there are
+    two), ``signal`` (:func:`stitch_signal`) and ``metadata`` (:func:`build_metadata`), and
+    this task after them: ``written`` holds what each partition's :func:`encode_to_file`
+    returned, passed from worker to worker. This task adds the second half's members after
+    the first's and writes the index; returns what :func:`finish_run` returns.
 
-    The archive is written in two halves at once, on two workers when there are two:
-    ``signal`` (:func:`stitch_signal`) and ``metadata`` (:func:`build_metadata`); this task
-    adds the second's members after the first's and writes the index (both halves are
-    written here, one after the other, when not given). Returns what :func:`finish_run`
-    returns."""
+    The halves check the partitions' offsets from their counts, as the coordinator checks
+    them for a run it follows partition by partition (:meth:`~.offsets.Offsets.arrived`). A
+    partition written with a wrong guess (UV spectra its plan's sample missed, interleaved
+    with MS spectra: then most partitions after the first of them are wrong) makes them a
+    :class:`Rewrite`, which this task returns: those partitions are then written again in
+    parallel rather than one after another here."""
     finished = Path(staging) / FINISHED
     if finished.exists():  # a rerun: an attempt finished, and removed parts
         return pickle.loads(finished.read_bytes())
-    if signal is None:
-        signal = stitch_signal(output, options, plan, staging, written, used)
-    if metadata is None:
-        metadata = build_metadata(source, options, plan, staging, written, used, sha256)
     for half in (signal, metadata):
         if isinstance(half, Rewrite):
             return half

@@ -469,7 +469,8 @@ class Coordinator:
         if not (active.submitted_all and active.assembled_all) or active.finishing:
             return
         if active.remote:
-            self._submit_finish(active)
+            parts = [active.buffer[n] for n in range(len(active.job.plan.partitions))]
+            self._submit_finish(active, finish_run, parts, active.job.sha256, self.check)
             return
         try:
             result = active.job.finish()  # cleans up after itself whatever happens
@@ -479,16 +480,14 @@ class Coordinator:
             return
         self._done(active, result, results)
 
-    def _submit_finish(
-        self, active: _Active, finish: Callable = finish_run, *given: Any, halves: tuple = ()
-    ) -> None:
+    def _submit_finish(self, active: _Active, finish: Callable, *given: Any) -> None:
         """The task finishing the run on a worker (ahead of queued partitions): ``finish``
-        given the partitions' files in order, or what ``given`` says of them (for
-        :func:`~.finish.finish_written`, their tasks and the offsets they were written with,
-        and the tasks writing the archive's ``halves``)."""
+        given the run's source, output, options, plan and staging folder, then ``given``
+        (for :func:`~.finish.finish_run`, the partitions' files in order; for
+        :func:`~.finish.finish_written`, their tasks and the tasks writing the archive's
+        halves). It runs on the worker hashing the input (which also writes the metadata
+        half), loosely."""
         job = active.job
-        if not given:
-            given = ([active.buffer[n] for n in range(len(job.plan.partitions))],)
         task = self.executor.submit(
             (active, FINISH),
             finish,
@@ -498,11 +497,8 @@ class Coordinator:
             job.plan,
             active.handoff,
             *given,
-            job.sha256,
-            self.check,
-            *halves,
             priority=1,
-            near=active.hashing_on,  # where the input's digest is (nearly) ready
+            near=active.hashing_on,
         )
         active.finishing = True
         active.tasks.append(task)
@@ -535,7 +531,7 @@ class Coordinator:
         )
         active.tasks += [signal, metadata]
         self.outstanding += 2
-        self._submit_finish(active, finish_written, written, used, halves=(signal, metadata))
+        self._submit_finish(active, finish_written, written, self.check, signal, metadata)
 
     def _finished(
         self,

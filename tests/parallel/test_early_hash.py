@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from mzpeak_dask.parallel import early_hash
+from mzpeak_dask.parallel import early_hash, executors
 from mzpeak_dask.tables.file_metadata import file_sha256
 
 from ..conftest import BUNDLED
@@ -43,7 +43,7 @@ def test_hashes_nobody_takes_are_dropped_the_oldest_first(tmp_path) -> None:
         assert early_hash.take(str(source), staging).result(timeout=60) == file_sha256(source)
 
 
-@pytest.mark.skipif(not early_hash.PER_THREAD, reason="a thread's priority is set on Linux")
+@pytest.mark.skipif(not executors.PER_THREAD, reason="a thread's priority is set on Linux")
 def test_the_hash_runs_at_the_lowest_priority(tmp_path) -> None:
     """It takes a core only when the partitions leave one idle."""
     pipe = tmp_path / "input.fifo"
@@ -51,7 +51,7 @@ def test_the_hash_runs_at_the_lowest_priority(tmp_path) -> None:
     early_hash.begin(str(pipe), str(tmp_path))
     (thread,) = [t for t in threading.enumerate() if t.name == "mzpeak-file_sha256"]
     deadline = time.monotonic() + 30  # it lowers its own priority first thing
-    while (niceness := os.getpriority(os.PRIO_PROCESS, thread.native_id)) != early_hash.LOWEST:
+    while (niceness := os.getpriority(os.PRIO_PROCESS, thread.native_id)) != executors.LOWEST:
         if time.monotonic() > deadline:
             break
         time.sleep(0.01)
@@ -60,7 +60,7 @@ def test_the_hash_runs_at_the_lowest_priority(tmp_path) -> None:
         f.write(data)
     digest = early_hash.take(str(pipe), str(tmp_path)).result(timeout=60)
     assert digest == hashlib.sha256(data).hexdigest()
-    assert niceness == early_hash.LOWEST
+    assert niceness == executors.LOWEST
 
 
 def test_a_larger_local_input_is_hashed_from_before_its_plan(tmp_path, monkeypatch) -> None:

@@ -463,7 +463,15 @@ def test_an_archive_written_in_halves_is_the_archive_written_whole(
     first = close_archive(source, output, options, plan, at, signal, metadata)
     assert _archive_bytes(at) == _archive_bytes(Path(whole))
     result, halves, _ = finish_written(
-        str(source), str(output), *given, digest, False, signal, metadata
+        str(source),
+        str(output),
+        options,
+        plan,
+        str(halves_staging),
+        written,
+        False,
+        signal,
+        metadata,
     )
     assert Path(halves) == at
     assert _archive_bytes(at) == _archive_bytes(Path(whole))

@@ -15,7 +15,14 @@ from distributed import get_task_stream
 from mzpeak_dask import ConvertOptions, convert
 from mzpeak_dask.archive.parts import next_offsets
 from mzpeak_dask.encode import encode_partition
-from mzpeak_dask.parallel.finish import Rewrite, encode_to_file, finish_written, with_plan
+from mzpeak_dask.parallel.finish import (
+    Rewrite,
+    build_metadata,
+    encode_to_file,
+    finish_written,
+    stitch_signal,
+    with_plan,
+)
 from mzpeak_dask.parallel.offsets import Offsets
 from mzpeak_dask.partition import plan_run
 from mzpeak_dask.tables.file_metadata import file_sha256
@@ -132,21 +139,28 @@ def test_the_finishing_task_sends_back_what_was_written_with_a_wrong_guess(tmp_p
     wrong = [k for k in range(len(used)) if not _agree(used[k], chain[k], counts[k])]
     assert 0 < len(wrong) < len(used)
     output = tmp_path / "uv.mzpeak"
-    sent_back = finish_written(
-        str(UV), str(output), options, plan, str(staging), written, used, None, False
-    )
+    args = (str(UV), str(output), options, plan, str(staging), written, used)
+    sent_back = _finished_in_halves(*args, None)
     assert isinstance(sent_back, Rewrite) and sent_back.written == written
     assert sorted(staging.iterdir()) == sorted(Path(path) for path, _, _ in written)
     for k in wrong:  # written again with the true offsets, as the coordinator has them written
         written[k] = encode_to_file(str(staging), plan.partitions[k], plan.spec, chain[k])
         used[k] = chain[k]
-    args = (str(UV), str(output), options, plan, str(staging), written, used)
-    result, archive, _ = finish_written(*args, file_sha256(UV), False)
+    result, archive, _ = _finished_in_halves(*args, file_sha256(UV))
     expected = tmp_path / "inline.mzpeak"
     convert(UV, expected, options, cluster=INLINE)
     assert member_digests(Path(archive)) == member_digests(expected)
     assert result.wavelength_spectra > 0
-    assert finish_written(*args, None, False)[1] == archive  # a rerun: the kept outcome
+    assert _finished_in_halves(*args, None)[1] == archive  # a rerun: the kept outcome
+
+
+def _finished_in_halves(source, output, options, plan, staging, written, used, sha256):
+    """What the tasks finishing a run sent out at once give (its archive's two halves, then
+    the task closing it), run here one after another."""
+    given = (options, plan, staging, written, used)
+    signal = stitch_signal(output, *given)
+    metadata = build_metadata(source, *given, sha256)
+    return finish_written(source, output, options, plan, staging, written, False, signal, metadata)
 
 
 @pytest.mark.cluster
