@@ -20,7 +20,9 @@ Printed side by side, measured in this one run:
 * **files/h and MB/s** of the N-run batch, and the 100 MB run's seconds, at 1 and 2 workers:
   its first conversion on a new cluster, and five more on that cluster, each printed, with
   their median and their fastest (this machine's noise only adds time: the fastest is the
-  least disturbed; the median is the goal's figure);
+  least disturbed; the median is the goal's figure); beside the speedup, the same run's
+  partitions encoded and written by one plain process and then by two, with no Dask
+  (:mod:`.bare_partitions`): the most two of this machine's cores give that work now;
 * a **projection** to 8, 64, 256 and 1024 workers from the measured per-task costs.
 
 How CPU is measured: the coordinator is this benchmark's subprocess, which also runs the
@@ -54,6 +56,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
+from . import bare_partitions
 from .bench_batch import repository
 from .common import DATA, in_subprocess, machine, replicated, workdir
 
@@ -291,8 +294,10 @@ def _share(cost: dict) -> float:
 
 
 def main() -> None:
-    if len(sys.argv) >= 3 and sys.argv[1] in ("batch", "run", "scheduler"):
-        if sys.argv[1] == "batch":
+    if len(sys.argv) >= 3 and sys.argv[1] in ("batch", "run", "scheduler", "bare"):
+        if sys.argv[1] == "bare":
+            print(json.dumps(bare_partitions.measure(Path(sys.argv[2]))))
+        elif sys.argv[1] == "batch":
             print(json.dumps(measure_batch(int(sys.argv[2]))))
         elif sys.argv[1] == "run":
             print(json.dumps(measure_run(sys.argv[2], int(sys.argv[3]))))
@@ -307,12 +312,13 @@ def main() -> None:
     )
     batches = {w: in_subprocess(MODULE, "batch", str(w)) for w in (1, 2)}
     runs = {w: in_subprocess(MODULE, "run", str(big), str(w)) for w in (1, 2)}
+    bare = in_subprocess(MODULE, "bare", str(big))
     sched = in_subprocess(MODULE, "scheduler", "3000")
-    report(batches, runs, sched)
+    report(batches, runs, bare, sched)
     print(f"load average at the end: {os.getloadavg()[0]:.2f}")
 
 
-def report(batches: dict, runs: dict, sched: dict) -> None:
+def report(batches: dict, runs: dict, bare: dict, sched: dict) -> None:
     pairs = _pairs(batches[2])
     n, n2 = pairs[len(pairs) // 2]
     marginal = _delta(
@@ -349,6 +355,10 @@ def report(batches: dict, runs: dict, sched: dict) -> None:
     for w in (1, 2):
         each = " ".join(f"{s:.2f}" for s in runs[w]["repeats"])
         print(f"    the {REPEATS} at {w} worker{'s' if w > 1 else ' '}: {each} s")
+    print(
+        f"    beside it, {bare_partitions.describe(bare)}: the conversion's median speedup is "
+        f"{later[1] / later[2] / bare['median']:.0%} of it"
+    )
     for w in (1, 2):
         timeline = runs[w]["timeline"]
         tasks = ", ".join(f"{k} {n} x {s:.2f} s" for k, (n, s) in timeline["kinds"].items())
