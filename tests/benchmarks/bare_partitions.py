@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
+import queue
 import shutil
 import statistics
 import sys
@@ -48,6 +49,19 @@ def _work(plan, offsets: list, folder: str, orders, todo, done) -> None:
             path, _, _ = encode_to_file(folder, plan.partitions[n], plan.spec, offsets[n])
             os.unlink(path)
         done.put(time.perf_counter() - start)
+
+
+def _report(done, processes: list) -> float:
+    """The next process's seconds; an error if one of ``processes`` ended instead."""
+    while True:
+        try:
+            return done.get(timeout=5)
+        except queue.Empty:
+            ended = [p.exitcode for p in processes if not p.is_alive()]
+            if ended:
+                raise RuntimeError(
+                    f"a process encoding partitions ended (exit code {ended[0]})"
+                ) from None
 
 
 def measure(source: Path, rounds: int = ROUNDS) -> dict:
@@ -83,7 +97,7 @@ def measure(source: Path, rounds: int = ROUNDS) -> dict:
             todo.put(None)
             orders[k].put(True)
         for _ in range(workers):
-            done.get()
+            _report(done, processes)
         return time.perf_counter() - start
 
     try:
@@ -94,7 +108,9 @@ def measure(source: Path, rounds: int = ROUNDS) -> dict:
         for o in orders:
             o.put(None)
         for process in processes:
-            process.join()
+            process.join(timeout=30)
+            if process.is_alive():
+                process.kill()
         shutil.rmtree(folder, ignore_errors=True)
     return {
         "partitions": len(plan.partitions),
