@@ -428,7 +428,7 @@ def finish_written(
     check: bool,
     signal: SignalWritten | Rewrite | None,
     metadata: MetadataWritten | Rewrite | None,
-) -> tuple[ConversionResult, str, dict[str, Any]] | Rewrite:
+) -> tuple[ConversionResult, str, dict[str, Any] | None] | Rewrite:
     """The run finished, its partitions submitted all at once, each written with the offsets
     its plan gave, then its archive in two halves at once (on two workers when there are
     two), ``signal`` (:func:`stitch_signal`) and ``metadata`` (:func:`build_metadata`), and

@@ -1,10 +1,11 @@
 """The partitions' work alone, on one process and then on two, with no Dask and no coordinator:
 what this machine's cores give that work, measured beside a conversion's speedup.
 
-A run converted on two workers cannot be faster than its partitions encoded and written by two
-plain processes. On a shared machine that ratio is below 2 (the two cores are not always two
-whole cores) and moves from one moment to the next, so it is measured in the same run as the
-conversion, in rounds that alternate one process and two:
+At the same moment, a run converted on two workers cannot gain more over one than its
+partitions encoded and written by two plain processes gain over one. On a shared machine that
+ratio is below 2 (the two cores are not always two whole cores) and moves from one moment to
+the next, so it is measured in the same run as the conversion (a minute apart from it: the two
+figures can cross), in rounds that alternate one process and two:
 
 * the run is planned once; two processes are started (spawned, with the workers' environment,
   heap and collector settings) and each encodes every partition once, unmeasured;

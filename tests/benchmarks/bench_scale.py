@@ -22,7 +22,7 @@ Printed side by side, measured in this one run:
   their median and their fastest (this machine's noise only adds time: the fastest is the
   least disturbed; the median is the goal's figure); beside the speedup, the same run's
   partitions encoded and written by one plain process and then by two, with no Dask
-  (:mod:`.bare_partitions`): the most two of this machine's cores give that work now;
+  (:mod:`.bare_partitions`): what two of this machine's cores give that work in this run;
 * a **projection** to 8, 64, 256 and 1024 workers from the measured per-task costs.
 
 How CPU is measured: the coordinator is this benchmark's subprocess, which also runs the
