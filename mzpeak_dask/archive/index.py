@@ -65,3 +65,21 @@ def parse(data: bytes | str) -> tuple[list[IndexEntry], dict[str, Any]]:
     ]
     metadata = doc.get("metadata") or {}
     return entries, metadata if isinstance(metadata, dict) else {}
+
+
+def conflict(entries: list[IndexEntry]) -> str | None:
+    """What makes an index ambiguous, or None: a member listed twice (even with the same
+    kind), or two members claiming one of the format's roles (say two spectrum metadata
+    members). A reader that let the last entry win would read a damaged archive as empty."""
+    names: set[str] = set()
+    roles: dict[tuple[str, str], str] = {}
+    for e in entries:
+        if e.name in names:
+            return f"lists {e.name} twice"
+        names.add(e.name)
+        role = (e.entity_type, e.data_kind)
+        if role in V.MEMBER_NAMES:
+            if role in roles:
+                return f"lists both {roles[role]} and {e.name} as {e.entity_type} {e.data_kind}"
+            roles[role] = e.name
+    return None

@@ -15,6 +15,7 @@ import numpy as np
 import pyarrow as pa
 
 from .. import vocabulary as V
+from ..archive import index as archive_index
 from ..errors import ArchiveError
 from ..filecache import FileCache
 from ..storage.urls import is_url, local_path
@@ -61,6 +62,9 @@ class MzPeakArchive:
                     f"{self.path}: {V.INDEX_MEMBER} lists {e.name}, which the archive "
                     "does not contain"
                 )
+        problem = archive_index.conflict(entries)
+        if problem:
+            raise ArchiveError(f"{self.path}: {V.INDEX_MEMBER} {problem}")
         self._members = {(e.entity_type, e.data_kind): e.name for e in entries}
         if (
             self.member(V.SPECTRUM, V.METADATA) is None
@@ -69,11 +73,25 @@ class MzPeakArchive:
             raise ArchiveError(f"{self.path}: no spectrum or chromatogram metadata member")
         self._tables: dict[str, EntityTables] = {}
         self._signals: dict[tuple[str, str], SignalReader | None] = {}
+        self._check_kinds()
         spectra = self.tables_of(V.SPECTRUM)
         with damaged(self.path):
             index = spectra.main.column("index").to_numpy() if len(spectra) else []
             if len(index) and not np.array_equal(index, np.arange(len(index))):
                 raise ArchiveError(f"{self.path}: spectrum indices are not 0..n-1")
+
+    def _check_kinds(self) -> None:
+        """Every member the index gives a role holds what that role needs (a metadata member
+        its entity's table, a data member its array index), read from the footers: an index
+        with two members' kinds swapped must not open as an empty run."""
+        roles = [role for role in V.MEMBER_NAMES if role in self._members]
+        for entity, kind in sorted(roles, key=lambda role: role[1] != V.METADATA):
+            if self.member(entity, kind) is None:
+                continue
+            if kind == V.METADATA:
+                self.tables_of(entity)
+            else:
+                self.signal(entity, kind)
 
     # -- members and file-level metadata ---------------------------------------------------------
     def member(self, entity: str, kind: str) -> str | None:
@@ -92,6 +110,11 @@ class MzPeakArchive:
             member = self.member(entity, V.METADATA)
             buffer = None if member is None else self.storage.buffer(member)
             tables = EntityTables(buffer, _MAIN_TABLE[entity], f"{self.path}: {member}")
+            if buffer is not None and _MAIN_TABLE[entity] not in tables.tables:
+                raise ArchiveError(
+                    f"{self.path}: {member} is listed as {entity} metadata but holds no "
+                    f"{_MAIN_TABLE[entity]} table"
+                )
             tables.window_bounds = entity == V.SPECTRUM and self._window_bounds
             self._tables[entity] = tables
         return self._tables[entity]
@@ -103,7 +126,9 @@ class MzPeakArchive:
             reader = None
             if member is not None:
                 buffer = self.storage.source(member)
-                reader = SignalReader(buffer, V.CONTEXT[entity], f"{self.path}: {member}")
+                reader = SignalReader(
+                    buffer, V.CONTEXT[entity], f"{self.path}: {member}", f"{entity} {kind}"
+                )
             self._signals[entity, kind] = reader
         return self._signals[entity, kind]
 

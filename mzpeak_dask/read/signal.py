@@ -26,7 +26,7 @@ from .parquet_checks import damaged, open_parquet
 class SignalReader:
     """Random and sequential access to the items of one data member."""
 
-    def __init__(self, buffer: pa.Buffer, context: str, name: str):
+    def __init__(self, buffer: pa.Buffer, context: str, name: str, role: str = ""):
         self.name = name  # "ARCHIVE: MEMBER" (or the member alone), for errors
         self.file = open_parquet(buffer, name)
         # a remote member fetches a row group's column chunks in one request before reading it
@@ -34,7 +34,8 @@ class SignalReader:
         kv = self.file.metadata.metadata or {}
         key = f"{context}_array_index".encode()
         if key not in kv:
-            raise ArchiveError(f"{name}: no {key.decode()} in the footer")
+            listed = f"listed as {role}, but " if role else ""
+            raise ArchiveError(f"{name}: {listed}no {key.decode()} in its footer")
         try:
             self.prefix, entries = array_index_json.loads(kv[key])
         except (ValueError, KeyError, TypeError, AttributeError) as exc:

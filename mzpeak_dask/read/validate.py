@@ -22,6 +22,7 @@ import pyarrow.parquet as pq
 
 from .. import cv
 from .. import vocabulary as V
+from ..archive import index as archive_index
 from ..errors import ArchiveError, MzPeakDaskError
 from ..layouts import array_index as array_index_json
 from ..readers.identifiers import DuplicateIds
@@ -134,7 +135,20 @@ def _index(storage: ArchiveStorage, checks: _Checks) -> dict[tuple[str, str], st
         checks.error(V.INDEX_MEMBER, f"not valid JSON ({exc})")
         return {}
     members = {}
-    for entry in _entries(doc, checks):
+    entries = _entries(doc, checks)
+    problem = archive_index.conflict(
+        [
+            archive_index.IndexEntry(
+                e["name"],
+                archive_index.normalise_kind(e.get("entity_type")),
+                archive_index.normalise_kind(e.get("data_kind")),
+            )
+            for e in entries
+        ]
+    )
+    if problem:
+        checks.error(V.INDEX_MEMBER, problem)
+    for entry in entries:
         name, kind = entry.get("name"), entry.get("data_kind", "")
         entity = (entry.get("entity_type") or "").replace("_", " ")
         if "_" in kind:
@@ -193,7 +207,7 @@ def _metadata(storage: ArchiveStorage, name: str, entity: str, checks: _Checks) 
     main_name = "chromatogram" if entity == V.CHROMATOGRAM else "spectrum"
     main = tables.get(main_name)
     if main is None:
-        checks.error(name, f"no {main_name} table")
+        checks.error(name, f"listed as {entity} metadata, but holds no {main_name} table")
         return 0
     for table_name, table in tables.items():
         _key_first_and_sorted(name, table_name, table, checks)
@@ -280,7 +294,7 @@ def _data(
     kv = pf.metadata.metadata or {}
     raw = kv.get(f"{context}_array_index".encode())
     if raw is None:
-        checks.error(name, f"no {context}_array_index key-value")
+        checks.error(name, f"listed as {entity} {kind}, but no {context}_array_index key-value")
         return None
     try:
         prefix, entries = array_index_json.loads(raw)
