@@ -32,6 +32,11 @@ def _open(path: str) -> h5py.File:
     """The HDF5 file at ``path``; an input read by ranges is opened over its object, so HDF5
     reads its structure and each partition the chunks it needs by ranged GETs."""
     import h5py  # only mzMLb inputs pay for importing it (a tenth of the command's imports)
+    import hdf5plugin  # noqa: F401  registers Blosc, Zstd, LZ4, ... with this process's HDF5
+
+    # Every process that reads an mzMLb dataset (the command's, each Dask worker's) opens the
+    # file here first, so the filters are registered wherever h5py reads a dataset; without
+    # them a Blosc-compressed array fails with "can't open directory ...plugin".
 
     url = remote_input(path)
     try:
