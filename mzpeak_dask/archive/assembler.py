@@ -44,7 +44,7 @@ from . import index as archive_index
 from .container import Container, Staging
 from .packed_tables import TableSpill, column_values, packed_batches
 from .parquet import metadata_writer_properties
-from .parts import unpack_rows, write_part
+from .parts import empty_part, unpack_rows, write_part
 
 # packed tables of each entity's metadata member, in column order, and their index fields
 METADATA_TABLES = {
@@ -98,13 +98,24 @@ class DataMember:
         return array_index.dumps(self.prefix, entries)
 
     def close(self, metadata: dict[str, str]) -> None:
-        if self.splicer.empty:  # no partition had items of this entity: no rows
-            self.write(pa.table({self.prefix: pa.nulls(0, self._struct_type())}), 0)
+        if not self.splicer.row_groups:  # its items hold no point (an empty TIC)
+            self._no_rows()
         self.splicer.close({f"{self.context}_array_index": self.array_index, **metadata})
         self.abort()
 
-    def _struct_type(self) -> pa.DataType:
-        return layouts.table_schema(self.schema, self.options).field(self.prefix).type
+    def _no_rows(self) -> None:
+        """Make the member one row group of zero rows, in the point layout (there is nothing
+        to chunk). A Parquet file without a row group is what the TypeScript reader rejects
+        ("Empty Parquet file"), and the reference Python reader reads an item with no rows
+        only from a point member whose row groups carry statistics; both read this as items
+        without arrays. Leaving the member out would leave that reader nothing to read a
+        chromatogram's arrays from (format doc section 10)."""
+        self.options = replace(self.options, layout="point")
+        layout = layouts.layout_of(self.options)
+        self.prefix, self.entries = layout.PREFIX, layout.array_index(self.schema, self.options)
+        part = empty_part(self.schema, self.options)
+        self.splicer.forget_empty_parts()  # parts without a row group: none wrote a byte
+        self.add(part, split_part(part))
 
     def abort(self) -> None:
         if self._file is not None:

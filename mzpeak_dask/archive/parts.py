@@ -34,12 +34,21 @@ from ..arrow_build import repeated
 from ..contracts import PEAKS, EncodedPartition, EncodeSpec
 from ..layouts.schema import SignalSchema
 from ..options import ConvertOptions
+from ..parquet_stitch import thrift_compact as tc
 from ..parquet_stitch.splice import split_part
+from ..parquet_stitch.stitch import (
+    CC_META,
+    FMD_ROW_GROUPS,
+    MAGIC,
+    RG_COLUMNS,
+    footer_start,
+)
 from .parquet import data_writer_properties
 from .row_groups import RowGroupWriter
 
 INDEX_FIELDS = {"spectrum": "index", "chromatogram": "index"}  # others: source_index
 _SIZE = _struct.Struct("<Q")
+CMD_STATISTICS, STATS_NULL_COUNT = 12, 3  # ColumnMetaData.statistics, Statistics.null_count
 
 
 def rebase(struct: pa.StructArray, name: str, offset: int) -> pa.StructArray:
@@ -71,6 +80,28 @@ def write_part(table: pa.Table, schema: SignalSchema, options: ConvertOptions, o
         rows.write(_rebase_table(table, *index, offset))
         rows.close()
     return sink.getvalue()
+
+
+def empty_part(schema: SignalSchema, options: ConvertOptions) -> pa.Buffer:
+    """A Parquet file of the data member's schema holding one row group of zero rows, whose
+    column chunks carry statistics (a null count of 0; pyarrow writes none for a chunk without
+    a page, and the reference Python reader needs them to see the row group holds no item)."""
+    arrow_schema = layouts.table_schema(schema, options)
+    index = f"{layouts.layout_of(options).PREFIX}.{schema.index_column}"
+    props = data_writer_properties(arrow_schema, options, index)
+    sink = pa.BufferOutputStream()
+    with pq.ParquetWriter(sink, arrow_schema, **props) as writer:
+        writer.write_table(arrow_schema.empty_table())  # one row group, of no rows
+    written = sink.getvalue().to_pybytes()
+    start = footer_start(memoryview(written))
+    footer = tc.loads_exactly(written[start:-8])
+    for group in footer.get(FMD_ROW_GROUPS).values:
+        for chunk in group.get(RG_COLUMNS).values:
+            chunk.get(CC_META).set(
+                CMD_STATISTICS, tc.Struct([[STATS_NULL_COUNT, tc.I64, 0]]), tc.STRUCT
+            )
+    encoded = tc.dumps(footer)
+    return pa.py_buffer(written[:start] + encoded + _struct.pack("<I", len(encoded)) + MAGIC)
 
 
 def pack_rows(struct: pa.StructArray) -> pa.Buffer:

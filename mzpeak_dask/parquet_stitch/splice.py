@@ -227,6 +227,13 @@ class Splicer:
     def empty(self) -> bool:
         return not self.parts
 
+    def forget_empty_parts(self) -> None:
+        """Drop the parts added so far, none of which had a row group (so none wrote a byte:
+        the footer is then taken from the next part added)."""
+        if self.row_groups:
+            raise ValueError("parts with row groups cannot be dropped")
+        self.parts.clear()
+
     def add(self, part, splice: PartSplice) -> None:
         """Copy the row groups of ``part`` (split as ``splice``) after those added before."""
         view = tc.byte_view(part)

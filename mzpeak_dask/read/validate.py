@@ -185,10 +185,13 @@ def _parquet(storage: ArchiveStorage, name: str, checks: _Checks) -> pq.ParquetF
 
 def _page_index(pf: pq.ParquetFile, name: str, checks: _Checks) -> None:
     """Every column chunk has an offset index, and a column index unless its pages have no
-    statistics to put in one (an all-null column: Parquet writers leave it out then)."""
+    statistics to put in one (an all-null column: Parquet writers leave it out then). A row
+    group of no rows (an entity whose items hold no point) has no page to index."""
     md = pf.metadata
     for i in range(md.num_row_groups):
         rg = md.row_group(i)
+        if rg.num_rows == 0:
+            continue
         for j in range(md.num_columns):
             column = rg.column(j)
             stats = column.statistics
