@@ -2,6 +2,7 @@
 spectra, chromatograms given as arrays (an empty one included), and extra ``userParam``s on a
 spectrum and on the run."""
 
+# ruff: noqa: E501  (a verbatim mzML template)
 from __future__ import annotations
 
 import base64
