@@ -213,7 +213,9 @@ MGF_FORMAT = "MS:1001062"
 MZMLB_FORMAT = "MS:1002838"
 SCAN_NUMBER_ONLY_NATIVE_ID = "MS:1000776"
 MULTIPLE_PEAK_LIST_NATIVE_ID = "MS:1000774"
-CONVERSION_TO_MZPEAK = "MS:1000544"  # "Conversion to mzML" is the closest conversion term
+# the conversion step's term: PSI-MS (4.1.258) has "Conversion to mzML", "... to mzMLb" and
+# others under MS:1000530 "file format conversion", none to mzPeak, so the parent term it is
+CONVERSION_TO_MZPEAK = "MS:1000530"
 
 CV_LIST = [
     {
@@ -410,7 +412,7 @@ TERM_NAMES = {
     SHA1: "SHA-1",
     SHA256: "SHA-256",
     CUSTOM_SOFTWARE: "custom unreleased software tool",
-    CONVERSION_TO_MZPEAK: "Conversion to mzML",
+    CONVERSION_TO_MZPEAK: "file format conversion",
     MZML_FORMAT: "mzML format",
     MZXML_FORMAT: "ISB mzXML format",
     MGF_FORMAT: "Mascot MGF format",

@@ -98,7 +98,9 @@ def footer_metadata(
                     "order": order,
                     "software_reference": SOFTWARE_ID,
                     "parameters": [
-                        Param("Conversion to mzML", V.CONVERSION_TO_MZPEAK).to_json(),
+                        Param(
+                            V.TERM_NAMES[V.CONVERSION_TO_MZPEAK], V.CONVERSION_TO_MZPEAK
+                        ).to_json(),
                         Param("conversion options", None, options_text).to_json(),
                     ],
                 }
