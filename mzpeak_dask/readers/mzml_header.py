@@ -13,6 +13,7 @@ from typing import Any
 from lxml import etree
 
 from ..records import Param, RunMetadata
+from .param_values import EXPLICIT_TYPES
 
 _COMPONENT_TYPES = {"source": "ionsource", "analyzer": "analyzer", "detector": "detector"}
 _LIST_TAG = re.compile(rb"<(spectrumList|chromatogramList)\b([^>]*)>")
@@ -45,11 +46,10 @@ class _ParamReader:
 def _typed(text: str | None, xsd: str | None = None) -> Any:
     if text is None or text == "":
         return None
-    if xsd in ("xsd:string", "xsd:anyURI", "xsd:dateTime"):
-        return text
     if xsd == "xsd:boolean":
         return text.strip().lower() in ("true", "1")
-    for convert in (int, float):
+    declared = EXPLICIT_TYPES.get(xsd) if xsd else None
+    for convert in (declared,) if declared else (int, float):  # a declared double: a float
         try:
             return convert(text)
         except ValueError:

@@ -19,6 +19,7 @@ from .. import cv
 from ..records import ChromatogramRecord, SpectrumRecord
 from .base import CHROMATOGRAMS, input_error
 from .binary import FetchExternal, RawArray, decode_arrays
+from .param_values import EXPLICIT_TYPES
 from .pyteomics_records import params_of, precursor_of, precursors_of, product_of, scans_of
 
 RAW_ARRAYS = "__raw_arrays__"
@@ -29,7 +30,18 @@ _EXTERNAL_LENGTH = "external array length"
 
 
 class RecordMzML(mzml.MzML):
-    """An :class:`pyteomics.mzml.MzML` that yields raw arrays instead of decoded ones."""
+    """An :class:`pyteomics.mzml.MzML` that yields raw arrays instead of decoded ones, and
+    types a param's value by its XML Schema ``type`` attribute too (``xsd:double``: a float
+    whatever its lexical form, ``xsd:integer``: an int), as the lean parser does
+    (:mod:`~mzpeak_dask.readers.param_values`)."""
+
+    _param_types = {
+        **mzml.MzML._param_types,
+        **{
+            name: {int: xml.unitint, float: xml.unitfloat, str: xml.unitstr}[kind]
+            for name, kind in EXPLICIT_TYPES.items()
+        },
+    }
 
     def __init__(self, source: io.BytesIO):
         super().__init__(

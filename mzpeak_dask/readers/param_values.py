@@ -3,7 +3,11 @@
 The two mzML parsers (the lean one and ``--parser pyteomics``) must give every param the same
 value, so the rule is pyteomics' rule, written down once:
 
-- a ``type`` attribute of exactly ``int``, ``float`` or ``string`` picks that type;
+- a ``type`` attribute of ``int``, ``float`` or ``string``, or an XML Schema type
+  (``xsd:double``, ``xsd:integer``, ``xsd:string``, ...: what userParams declare), picks that
+  type, so a declared ``xsd:double`` of ``0`` is the float 0.0 and a declared ``xsd:long`` an
+  int (pyteomics knows only the first three; the pyteomics parser is taught the rest,
+  :class:`~mzpeak_dask.readers.mzml_parser.RecordMzML`);
 - else a PSI-MS term (``cvRef`` ``MS`` or ``PSI-MS``) with a ``has value type`` relation to an
   XML Schema integer, decimal or text type is typed so;
 - else the value is read as a float;
@@ -23,7 +27,6 @@ from typing import Any
 from .. import cv
 from ..records import Value
 
-_EXPLICIT: dict[str, Callable[[str], Any]] = {"int": int, "float": float, "string": str}
 _XSD: dict[str, Callable[[str], Any]] = {}
 for _kind, _names in (
     (int, ("xsd:integer", "xsd:int", "xsd:nonNegativeInteger", "xsd:positiveInteger")),
@@ -32,6 +35,18 @@ for _kind, _names in (
 ):
     for _name in _names:
         _XSD[_name] = _kind
+# a type attribute: pyteomics' three names, and XML Schema's (the CV's, plus the other
+# integer types a userParam may declare)
+_INTEGERS = ("long", "short", "byte", "negativeInteger", "nonPositiveInteger")
+_UNSIGNED = ("unsignedLong", "unsignedInt", "unsignedShort", "unsignedByte")
+EXPLICIT_TYPES: dict[str, Callable[[str], Any]] = {
+    "int": int,
+    "float": float,
+    "string": str,
+    **_XSD,
+    **{f"xsd:{name}": int for name in _INTEGERS + _UNSIGNED},
+}
+_EXPLICIT = EXPLICIT_TYPES
 _PSI_MS = frozenset({"MS", "PSI-MS"})
 _TYPES: dict[str | None, Callable[[str], Any]] = {}
 
