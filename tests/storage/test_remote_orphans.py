@@ -11,8 +11,11 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
+
+from mzpeak_dask.batch.remote import default_state_dir
 
 from ..conftest import BUNDLED
 from ..helpers import run_cli
@@ -152,14 +155,16 @@ upload_file(sys.argv[1], sys.argv[2], part_bytes=5 << 20)
 """
 
 
-def test_the_next_batch_aborts_the_upload_a_killed_one_left_under_its_prefix(
+def test_the_next_batch_aborts_the_upload_and_removes_the_staging_a_killed_one_left(
     s3_endpoint, bucket, temporary, tmp_path
 ):
-    """A batch uploads each finished archive whole (a multipart upload for a large one): one
-    killed during such an upload leaves it; the next batch into the prefix aborts it, and
-    leaves another tool's upload under the prefix alone."""
+    """A batch uploads each finished archive whole (a multipart upload for a large one): a
+    process killed during such an upload leaves it; a batch killed while converting leaves its
+    staging tree beside its state. The next batch into the prefix aborts the one and removes
+    the other, and leaves another tool's upload under the prefix alone."""
     client = s3_client(s3_endpoint)
     client.upload_file(str(BUNDLED / "small.mzML"), bucket, "raw/small.mzML")
+    raw, out = f"s3://{bucket}/raw", f"s3://{bucket}/mzpeak"
     big = tmp_path / "big.mzpeak"
     big.write_bytes(os.urandom(23 << 20))  # five parts of 5 MiB
     key = "mzpeak/big.mzpeak"
@@ -172,12 +177,33 @@ def test_the_next_batch_aborts_the_upload_a_killed_one_left_under_its_prefix(
         finally:
             killed(uploading)
     assert open_uploads(s3_endpoint, bucket) == sorted([upload, theirs])
+    state = default_state_dir(out)  # under this test's home
+    with open(tmp_path / "batch.log", "wb") as log:
+        batch = started(command("batch", raw, out, "-q", "--cluster", "inline"), log)
+        try:
+            left = once_a_folder_is_in(batch, state)
+        finally:
+            killed(batch)
+    assert left.is_dir()
 
-    raw, out = f"s3://{bucket}/raw", f"s3://{bucket}/mzpeak"
     done = run_cli("batch", raw, out, "-q", "--cluster", "inline")
     assert done.returncode == 0, done.stderr
     assert "mzpeak/small.mzpeak" in keys(s3_endpoint, bucket)
     assert open_uploads(s3_endpoint, bucket) == [theirs]
+    assert [p for p in state.iterdir() if p.is_dir()] == []
+
+
+def once_a_folder_is_in(process: subprocess.Popen, folder: Path, within: float = 120) -> Path:
+    """Wait until ``process`` has made a folder in ``folder``; that folder."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline and process.poll() is None:
+        made = [p for p in folder.glob("*") if p.is_dir()] if folder.is_dir() else []
+        if made:
+            return made[0]
+        time.sleep(0.005)
+    process.kill()
+    process.wait(timeout=60)
+    raise AssertionError(f"no folder came in {folder} (exit status {process.returncode})")
 
 
 HOLD = """
