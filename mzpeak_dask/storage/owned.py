@@ -11,9 +11,11 @@ program starts has a record, a small file under ``~/.cache/mzpeak-dask/uploads``
 endpoint, bucket, key, upload ID and owner), made before the upload is created and given the
 ID as soon as the answer comes. Its process holds a lock on it (:mod:`..locks`: the kernel
 drops it however the process ends) until the upload has completed or been aborted, and then
-removes it. :func:`abort_dead` aborts the uploads of the records nobody holds any more:
-an upload another tool started is in no record, and one of a live process is in a record it
-still holds, so neither is ever touched. A process killed in the instant between the
+removes it. :func:`abort_dead` aborts the uploads of the records made on this host that
+nobody holds any more: an upload another tool started is in no record, and one of a live
+process is in a record it still holds, so neither is ever touched. (A home folder shared by
+several hosts may lock per host, as NFS mounted with ``local_lock`` does: another host's
+records are left to that host.) A process killed in the instant between the
 server's answer and the record's update leaves a record without an ID, which is removed
 (the upload it started cannot be told from another's); a bucket lifecycle rule
 (AbortIncompleteMultipartUpload) is the backstop for those.
@@ -26,6 +28,7 @@ import json
 import logging
 import os
 import secrets
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -80,6 +83,7 @@ class Record:
             "bucket": self.bucket,
             "key": self.key,
             "upload_id": upload_id,
+            "host": socket.gethostname(),
             "owner": owner_note(),
         }
         data = json.dumps(entry).encode()
@@ -113,6 +117,7 @@ def abort_dead(url: str, under: bool = False) -> list[str]:
     except OSError:
         return aborted
     fs = endpoint = None
+    host = socket.gethostname()
     for path in paths:
         lock = _dead(path)
         if lock is None:
@@ -126,7 +131,7 @@ def abort_dead(url: str, under: bool = False) -> list[str]:
                 fs, where = filesystem(url)
                 bucket, key, _ = fs.split_path(where)
                 endpoint = endpoint_of(fs)
-            if (entry["endpoint"], entry["bucket"]) != (endpoint, bucket):
+            if (entry["host"], entry["endpoint"], entry["bucket"]) != (host, endpoint, bucket):
                 continue
             if _matches(entry["key"], key, under) and _abort(fs, entry):
                 aborted.append(entry["upload_id"])
@@ -164,7 +169,7 @@ def _entry(path: Path) -> dict[str, str] | None:
         entry = json.loads(data)
     except ValueError:
         return None
-    fields = ("endpoint", "bucket", "key", "upload_id")
+    fields = ("host", "endpoint", "bucket", "key", "upload_id")
     if not isinstance(entry, dict) or not all(isinstance(entry.get(f), str) for f in fields):
         return None
     return entry
