@@ -43,7 +43,11 @@ SUFFIX = ".upload"
 def folder() -> Path:
     """Where the records are kept: beside the batches' state, surviving a reboot (the
     uploads they name do)."""
-    return Path.home() / ".cache" / "mzpeak-dask" / "uploads"
+    try:
+        home = Path.home()
+    except RuntimeError as exc:  # no HOME and no user entry: nowhere to keep them
+        raise OSError(str(exc)) from None
+    return home / ".cache" / "mzpeak-dask" / "uploads"
 
 
 def endpoint_of(fs: Any) -> str:
