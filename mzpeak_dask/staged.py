@@ -13,6 +13,12 @@ sent while the run converts in this process, and the rest when it ends
 (:mod:`.storage.streaming`); elsewhere the finished archive is sent (:mod:`.storage.uploads`).
 One PUT, or a multipart upload aborted on any failure or interrupt: only a complete archive
 ever appears at the key. Local paths pass through untouched.
+
+A process killed outright (SIGKILL, out of memory) cleans up nothing; the next conversion
+cleans up after it. The staging folder in the system's temporary folder is a locked staging
+folder (:mod:`.archive.staging`), swept there once its process is gone, and the multipart
+uploads to an output key that dead processes of this program left are aborted
+(:mod:`.storage.owned`) before a new one starts.
 """
 
 from __future__ import annotations
@@ -24,14 +30,18 @@ from contextlib import ExitStack
 from dataclasses import replace
 from pathlib import Path
 
+from .archive.staging import Staging, sweep
 from .contracts import ConversionResult
 from .errors import InputError, MzPeakDaskError, OptionsError, OutputError, StorageError
 from .readers import compression_of, detect_format
 from .storage.inputs import RANGE_FORMATS, sizes_held
 from .storage.origins import mark_origin
+from .storage.owned import abort_dead
 from .storage.streaming import follow, unfollow
 from .storage.uploads import upload_file
 from .storage.urls import basename, check_writable, filesystem, is_url, local_path
+
+TEMPORARY = "mzpeak-dask-staging"  # the staging folders in the temporary folder: .NAME.*.tmp
 
 
 class StagedJobs:
@@ -42,6 +52,7 @@ class StagedJobs:
         self.remote = any(is_url(i) or is_url(o) for i, o in self.jobs)
         self.options = options
         self.folder: Path | None = None
+        self.staging: Staging | None = None
         self.local: list[tuple[Path, Path]] = []
         self.errors: dict[int, MzPeakDaskError] = {}
         self._held = ExitStack()
@@ -50,7 +61,10 @@ class StagedJobs:
         # each input's size is asked once for the whole call, not at each look at it
         self._held.enter_context(sizes_held())
         if self.remote:
-            self.folder = Path(tempfile.mkdtemp(prefix="mzpeak-dask-staging-"))
+            name = Path(tempfile.gettempdir()) / TEMPORARY
+            sweep(name.parent, name)  # what conversions that died left there
+            self.staging = Staging(name)
+            self.folder = self.staging.path
         for k, (source, output) in enumerate(self.jobs):
             self.local.append((self._input(k, source), self._output(k, output)))
         return self
@@ -61,8 +75,8 @@ class StagedJobs:
             upload = unfollow(output)
             if upload is not None:
                 upload.abort()
-        if self.folder is not None:
-            shutil.rmtree(self.folder, ignore_errors=True)
+        if self.staging is not None:
+            self.staging.cleanup()
 
     def _slot(self, k: int) -> Path:
         folder = self.folder / str(k)
@@ -92,6 +106,7 @@ class StagedJobs:
                     f"{output}: an archive in object storage is a ZIP (no --unpacked)"
                 )
             check_writable(output)
+            abort_dead(output)  # what conversions to this key that were killed left
             fs, path = filesystem(output)
             if not self.options.overwrite and fs.exists(path):
                 raise OutputError(f"{output}: already exists (use --overwrite to replace it)")

@@ -10,7 +10,9 @@ mzML, MGF, mzXML or mzMLb input is only noted (its URL: the workers read it by r
 as ``convert`` does, :mod:`..staged`) and the others are streamed in; each archive is then
 uploaded (:mod:`..storage.uploads`: only complete objects appear), and ``batch_report.json``,
 ``batch_report.html`` and ``catalog.parquet`` are written under the output prefix, naming the
-URLs.
+URLs. A batch first cleans up after batches into the same prefix that were killed: the
+multipart uploads under the prefix they left are aborted (:mod:`..storage.owned`), and their
+staging trees (locked staging folders, :mod:`..archive.staging`) removed.
 """
 
 from __future__ import annotations
@@ -19,8 +21,6 @@ import hashlib
 import json
 import logging
 import os
-import shutil
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -28,10 +28,12 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ..archive.staging import Staging, sweep
 from ..errors import InputError, MzPeakDaskError
 from ..options import BatchOptions, ClusterOptions, ConvertOptions
 from ..staged import by_ranges, download
 from ..storage.origins import mark_origin
+from ..storage.owned import abort_dead
 from ..storage.uploads import upload_file
 from ..storage.urls import check_writable, filesystem, is_url, join, local_path
 from . import report
@@ -114,7 +116,10 @@ def run_remote_batch(
     state = _load(work / STATE)
     listing = list_inputs(str(source))
     keep, todo = _resume(listing, state, output) if batch.resume else ({}, listing)
-    staging = Path(tempfile.mkdtemp(prefix="batch-", dir=work))
+    abort_dead(output, under=True)  # what batches into the prefix that were killed left
+    sweep(work, work / "batch")
+    held = Staging(work / "batch")
+    staging = held.path
     started = time.perf_counter()
 
     def finished(records: list[dict[str, Any]], interrupted: bool = False) -> BatchOutcome:
@@ -142,7 +147,7 @@ def run_remote_batch(
             ).records
         )
     finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        held.cleanup()
     return outcome
 
 

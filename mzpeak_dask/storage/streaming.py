@@ -9,7 +9,9 @@ it, is sent once it has closed; the members written after it are final as each c
 their whole parts go at once too (:meth:`GrowingUpload.settle`), leaving the ZIP's central
 directory and the last part's bytes for :meth:`GrowingUpload.complete`; S3 orders the parts
 by number, not by arrival. The object appears only when the upload
-completes; a failure or an interrupt aborts it, leaving nothing at the key and no parts.
+completes; a failure or an interrupt aborts it, leaving nothing at the key and no parts. A
+process killed outright leaves the upload recorded (:mod:`.owned`), for the next conversion
+to the key to abort.
 
 Only S3 takes parts out of order; other stores get the finished archive uploaded whole
 (:func:`.uploads.upload_file`), as does an archive too small to need a part before its end.
@@ -24,6 +26,7 @@ from pathlib import Path
 from typing import IO
 
 from ..errors import StorageError
+from .owned import Record
 from .uploads import upload_file
 from .urls import check_writable, filesystem, renewed_in_forked_child, scheme
 
@@ -49,6 +52,7 @@ class GrowingUpload:
         self.fs, path = filesystem(url)
         self.bucket, self.key, _ = self.fs.split_path(path)
         self.upload_id: str | None = None
+        self.record = Record(self.bucket, self.key)  # kept while the upload is open
         self.etags: dict[int, str] = {}
         self.sent = part_bytes  # the parts before this offset are sent or being sent
         self.number = 2  # the number of the part that starts there
@@ -125,6 +129,7 @@ class GrowingUpload:
                 raise StorageError(f"{self.url}: upload failed ({exc})") from None
             raise
         self._close()
+        self.record.end()
         self.fs.invalidate_cache(f"{self.bucket}/{self.key}")
         return size
 
@@ -133,12 +138,14 @@ class GrowingUpload:
         for future in self.pending:
             future.cancel()
         self._close()
+        settled = True
         if self.upload_id is not None:
             try:
                 self._call("abort_multipart_upload", UploadId=self.upload_id)
             except Exception:  # noqa: BLE001 - the original failure is what the user needs
-                pass
+                settled = False  # recorded still: a later conversion to the key aborts it
             self.upload_id = None
+        self.record.end(settled)
 
     def _close(self) -> None:
         self.pool.shutdown(wait=True, cancel_futures=True)
@@ -153,7 +160,9 @@ class GrowingUpload:
         if self.upload_id is None:
             with self.lock:
                 if self.upload_id is None:
+                    self.record.begin()
                     self.upload_id = self._call("create_multipart_upload")["UploadId"]
+                    self.record.adopt(self.upload_id, self.fs)
         answer = self._call("upload_part", PartNumber=number, UploadId=self.upload_id, Body=data)
         self.etags[number] = answer["ETag"]
 
