@@ -30,14 +30,14 @@ import pyarrow.parquet as pq
 
 from ..errors import InputError, MzPeakDaskError
 from ..options import BatchOptions, ClusterOptions, ConvertOptions
-from ..staged import by_ranges, download
-from ..storage.origins import mark_origin
+from ..storage.keys import safe_relative
 from ..storage.uploads import upload_file
 from ..storage.urls import check_writable, filesystem, is_url, join, local_path
 from . import report
+from .mirror import stage
 from .runner import BatchOutcome, run_batch
 from .sources import is_ms_file
-from .state import CONVERTED, SKIPPED, STATE_FILE, BatchState
+from .state import CONVERTED, FAILED, SKIPPED, STATE_FILE, BatchState
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +65,7 @@ def list_inputs(source: str) -> list[tuple[str, str, str | None, int]]:
     prefix = source.rstrip("/")
     out = []
     for key, info in sorted(found.items()):
-        relative = key[len(path.rstrip("/")) :].lstrip("/")
+        relative = key[len(path.rstrip("/")) :].removeprefix("/")  # checked when staged
         if info.get("type") == "file" and is_ms_file(Path(relative)):
             out.append((join(prefix, relative), relative, _etag(info), int(info.get("size") or 0)))
     return out
@@ -174,15 +174,13 @@ def _convert(
     them, and reported, the others as pending)."""
     mirror, local_out = staging / "in", staging / "out"
     mirror.mkdir()
-    urls = {}
-    for url, relative, _, _ in todo:
-        target = mirror / relative
-        target.parent.mkdir(parents=True, exist_ok=True)
-        if by_ranges(url):  # read where it lies, by the workers' ranged reads: only noted
-            mark_origin(target, url)
-        else:  # compressed: streamed into the staging tree
-            download(url, target)
-        urls[str(target.resolve())] = url
+    urls, failed = stage(todo, mirror, output)  # those that cannot be staged fail alone
+
+    def kept(records: list[dict[str, Any]], interrupted: bool = False) -> BatchOutcome:
+        return finished(failed + records, interrupted)
+
+    if not urls:
+        return BatchOutcome(records=failed)
     try:
         outcome = run_batch(
             mirror,
@@ -194,9 +192,10 @@ def _convert(
             progress=progress,
         )
     except BaseException as exc:
-        _keep_finished(local_out, urls, output, finished, isinstance(exc, KeyboardInterrupt))
+        _keep_finished(local_out, urls, output, kept, isinstance(exc, KeyboardInterrupt))
         raise
     _publish(outcome.records, urls, local_out, output)
+    outcome.records = failed + outcome.records
     return outcome
 
 
@@ -226,8 +225,13 @@ def _publish(
     """Rewrite ``records`` to name URLs, uploading each converted archive to its key."""
     for record in records:
         local_archive, local_input = Path(record["output"]), record["input"]
-        record["output"] = join(output, local_archive.relative_to(local_out).as_posix())
         record["input"] = urls.get(str(Path(local_input).resolve()), local_input)
+        try:  # a key under the output prefix (the staged names are checked already)
+            key = safe_relative(local_archive.relative_to(local_out).as_posix(), record["input"])
+        except (InputError, ValueError) as exc:
+            record.update(status=FAILED, output=output, error=str(exc))
+            continue
+        record["output"] = join(output, key.as_posix())
         if record["status"] == CONVERTED:
             upload_file(local_archive, record["output"])
         if record.get("error"):  # the URLs, not the staged copies
