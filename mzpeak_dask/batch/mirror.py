@@ -20,7 +20,7 @@ from ..errors import InputError, MzPeakDaskError
 from ..staged import by_ranges, download
 from ..storage.keys import safe_relative, shown
 from ..storage.origins import SUFFIX, mark_origin
-from ..storage.urls import join
+from ..storage.urls import is_url, join
 from .state import FAILED
 
 
@@ -36,6 +36,8 @@ def stage(
     for url, name, _, size in todo:
         relative = None
         try:
+            if not is_url(url):  # a line of a manifest
+                raise InputError(f"{shown(url)}: not a URL (a batch into storage lists URLs)")
             relative = safe_relative(name, url)
             target = mirror.joinpath(*relative.parts)
             if target in files or target in folders or files.intersection(target.parents):

@@ -5,12 +5,14 @@ The batch's state stays local (``--state-dir``; by default a folder named after 
 prefix under ``~/.cache/mzpeak-dask/batches``): a JSON file of what each input was (ETag and
 size) and its record. ``--resume`` leaves out inputs whose ETag and size are unchanged and
 whose archive is at its key, without reading them. The others are run as an ordinary local
-batch (validation, retries, failure isolation) over a local staging tree, where an uncompressed
-mzML, MGF, mzXML or mzMLb input is only noted (its URL: the workers read it by ranges where it lies,
-as ``convert`` does, :mod:`..staged`) and the others are streamed in; each archive is then
-uploaded (:mod:`..storage.uploads`: only complete objects appear), and ``batch_report.json``,
-``batch_report.html`` and ``catalog.parquet`` are written under the output prefix, naming the
-URLs.
+batch (validation, retries, failure isolation) over a local staging tree (:mod:`.mirror`: each
+key checked to stay in the tree), where an uncompressed mzML, MGF, mzXML or mzMLb input is only
+noted (its URL: the workers read it by ranges where it lies, as ``convert`` does,
+:mod:`..staged`) and the others are streamed in; an input that cannot be staged (a key that
+would leave the tree, an object that is not MS data, a failed download) is a failed row of the
+batch. Each archive is then uploaded (:mod:`..storage.uploads`: only complete objects appear),
+and ``batch_report.json``, ``batch_report.html`` and ``catalog.parquet`` are written under the
+output prefix, naming the URLs. One batch at a time writes into a prefix (:mod:`.lease`).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from ..storage.keys import safe_relative
 from ..storage.uploads import upload_file
 from ..storage.urls import check_writable, filesystem, is_url, join, local_path
 from . import report
+from .lease import prefix_held
 from .mirror import stage
 from .runner import BatchOutcome, run_batch
 from .sources import is_ms_file
@@ -80,8 +83,12 @@ def _manifest(text: str) -> list[tuple[str, str, str | None, int]]:
     urls = [line.strip() for line in text.splitlines() if line.strip() and line[0] != "#"]
     out = []
     for url in dict.fromkeys(urls):
-        fs, path = filesystem(url)
-        info = fs.info(path)
+        try:
+            fs, path = filesystem(url)
+            info = fs.info(path)
+        except (MzPeakDaskError, OSError):  # missing, or not a URL: a failed row once staged
+            out.append((url, url.split("://", 1)[-1], None, 0))
+            continue
         out.append((url, path.split("://", 1)[-1], _etag(info), int(info.get("size") or 0)))
     return out
 
@@ -109,6 +116,11 @@ def run_remote_batch(
     if not is_url(output):
         raise MzPeakDaskError(f"{output}: a batch of URLs writes under a bucket prefix")
     check_writable(output)
+    with prefix_held(output):  # one batch at a time into this prefix
+        return _run_held(source, output, options, cluster, batch, client, progress, state_dir)
+
+
+def _run_held(source, output, options, cluster, batch, client, progress, state_dir):
     work = Path(state_dir) if state_dir else default_state_dir(output)
     work.mkdir(parents=True, exist_ok=True)
     state = _load(work / STATE)

@@ -62,9 +62,7 @@ def test_keys_that_would_leave_the_staging_tree_fail_alone(s3_endpoint, bucket, 
 
     assert done.returncode == 1, done.stderr
     assert "Traceback" not in done.stderr and "error:" not in done.stderr
-    escaped = [
-        p for p in tmp_path.rglob("*") if "PWNED" in p.name or p.name.startswith("escape")
-    ]
+    escaped = [p for p in tmp_path.rglob("*") if "PWNED" in p.name or p.name.startswith("escape")]
     assert escaped == []
     assert not (tmp_path / "anywhere").exists() and not (tmp_path / "abs").exists()
     assert _keys(client, bucket, "out/") == [
@@ -122,3 +120,26 @@ def test_objects_that_are_not_ms_data_fail_alone(s3_endpoint, bucket, tmp_path):
     failed = [line for line in done.stderr.splitlines() if line.startswith("failed:")]
     assert len(failed) == len(bad) and all(f"s3://{bucket}/raw/" in f for f in failed)
     assert "/tmp/" not in "".join(failed) and "batch-" not in "".join(failed)
+
+
+def test_bad_lines_of_a_manifest_fail_alone(s3_endpoint, bucket, tmp_path):
+    client = s3_client(s3_endpoint)
+    client.upload_file(str(BUNDLED / "small.mzML"), bucket, "raw/good.mzML")
+    client.upload_file(str(BUNDLED / "small.mzML"), bucket, "raw/../../../PWNED.mzML")
+    bad = [
+        f"s3://{bucket}/raw/missing.mzML",
+        f"s3://{bucket}/raw/../../../PWNED.mzML",
+        str(BUNDLED / "small.mzML"),  # a path, not a URL
+    ]
+    manifest = tmp_path / "manifest.txt"
+    manifest.write_text("\n".join([f"s3://{bucket}/raw/good.mzML", *bad]) + "\n")
+
+    done = _batch(str(manifest), f"s3://{bucket}/out", tmp_path)
+
+    assert done.returncode == 1, done.stderr
+    assert "error:" not in done.stderr and "Traceback" not in done.stderr
+    assert [p for p in tmp_path.rglob("*") if "PWNED" in p.name] == []
+    doc = _report(client, bucket, "out/batch_report.json")
+    status = {f["input"]: f["status"] for f in doc["files"]}
+    assert status == {f"s3://{bucket}/raw/good.mzML": "converted", **dict.fromkeys(bad, "failed")}
+    assert f"out/{bucket}/raw/good.mzpeak" in _keys(client, bucket, "out/")
