@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from mzpeak_dask.storage.keys import shown
+
 from ..conftest import BUNDLED, DATA
 from ..helpers import run_cli
 from ..servers import s3_client
@@ -53,6 +55,8 @@ def test_keys_that_would_leave_the_staging_tree_fail_alone(s3_endpoint, bucket, 
         "trav/./dot/PWNED.mzML": str(BUNDLED / "small.mzML"),
         "trav/a//PWNED.mzML": str(BUNDLED / "small.mzML"),
         "trav/" + "x" * 300 + ".mzML": str(BUNDLED / "small.mzML"),
+        "trav/esc\x1b[2Jhome.mzML": str(BUNDLED / "small.mzML"),  # a terminal's escape
+        "trav/tab\tx.mzML": str(BUNDLED / "small.mzML"),
     }
     for key, path in bad.items():
         client.upload_file(path, bucket, key)
@@ -79,11 +83,12 @@ def test_keys_that_would_leave_the_staging_tree_fail_alone(s3_endpoint, bucket, 
     }
     for row in doc["files"]:
         if row["status"] == "failed":
-            assert row["error"].startswith(row["input"]) and "\n" not in row["error"]
+            assert row["error"].startswith(shown(row["input"]))
+            assert not any(c in row["error"] for c in "\n\t\x1b")
             assert row["output"].startswith(f"s3://{bucket}/out/b")
             assert ".." not in row["output"].removeprefix(f"s3://{bucket}/")
     failed = [line for line in done.stderr.splitlines() if line.startswith("failed:")]
-    assert len(failed) == len(bad)
+    assert len(failed) == len(bad) and "\x1b" not in done.stderr and "\t" not in done.stderr
 
 
 def test_objects_that_are_not_ms_data_fail_alone(s3_endpoint, bucket, tmp_path):
