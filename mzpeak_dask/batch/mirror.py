@@ -39,6 +39,8 @@ def stage(
             if not is_url(url):  # a line of a manifest
                 raise InputError(f"{shown(url)}: not a URL (a batch into storage lists URLs)")
             relative = safe_relative(name, url)
+            if hidden(relative):  # the local batch would leave it out, silently
+                raise InputError(f"{shown(url)}: in a folder whose name starts with '.'")
             target = mirror.joinpath(*relative.parts)
             if target in files or target in folders or files.intersection(target.parents):
                 raise InputError(f"{shown(url)}: staged under the name of another input")
@@ -50,6 +52,12 @@ def stage(
             continue
         urls[str(target.resolve())] = url
     return urls, failed
+
+
+def hidden(relative: PurePosixPath) -> bool:
+    """Whether ``relative`` lies in a folder whose name starts with '.', which a batch does not
+    enter (as locally: :func:`.sources.discover`)."""
+    return any(part.startswith(".") for part in relative.parent.parts)
 
 
 def _stage(url: str, target: Path) -> None:
@@ -95,4 +103,4 @@ def _archive_key(output: str, relative: PurePosixPath | None) -> str:
     return join(output, (relative.parent / name).as_posix())
 
 
-__all__ = ["stage"]
+__all__ = ["hidden", "stage"]

@@ -24,7 +24,7 @@ import os
 import shutil
 import tempfile
 import time
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import pyarrow as pa
@@ -37,7 +37,7 @@ from ..storage.uploads import upload_file
 from ..storage.urls import check_writable, filesystem, is_url, join, local_path
 from . import report
 from .lease import prefix_held
-from .mirror import stage
+from .mirror import hidden, stage
 from .runner import BatchOutcome, run_batch
 from .sources import is_ms_file
 from .state import CONVERTED, FAILED, SKIPPED, STATE_FILE, BatchState
@@ -69,7 +69,11 @@ def list_inputs(source: str) -> list[tuple[str, str, str | None, int]]:
     out = []
     for key, info in sorted(found.items()):
         relative = key[len(path.rstrip("/")) :].removeprefix("/")  # checked when staged
-        if info.get("type") == "file" and is_ms_file(Path(relative)):
+        if (
+            info.get("type") == "file"
+            and is_ms_file(Path(relative))
+            and not hidden(PurePosixPath(relative))  # as a local batch, not entered
+        ):
             out.append((join(prefix, relative), relative, _etag(info), int(info.get("size") or 0)))
     return out
 

@@ -28,7 +28,7 @@ def _batch(source: str, output: str, tmp_path: Path) -> tuple:
     ``tmp_path``; the completed process."""
     env = dict(os.environ, HOME=str(tmp_path / "home"), TMPDIR=str(tmp_path / "tmp"))
     for name in ("home", "tmp"):
-        (tmp_path / name).mkdir(exist_ok=True)
+        (tmp_path / name).mkdir(parents=True, exist_ok=True)
     state = tmp_path / "state"
     command = ["batch", source, output, "--cluster", "inline", "--state-dir", str(state)]
     return run_cli(*command, env=env, timeout=DEADLINE)
@@ -148,3 +148,29 @@ def test_bad_lines_of_a_manifest_fail_alone(s3_endpoint, bucket, tmp_path):
     status = {f["input"]: f["status"] for f in doc["files"]}
     assert status == {f"s3://{bucket}/raw/good.mzML": "converted", **dict.fromkeys(bad, "failed")}
     assert f"out/{bucket}/raw/good.mzpeak" in _keys(client, bucket, "out/")
+
+
+def test_hidden_folders_are_left_out_of_a_prefix_and_fail_in_a_manifest(
+    s3_endpoint, bucket, tmp_path
+):
+    """As in a local batch, a folder whose name starts with '.' is not entered; a manifest that
+    names an object in one gets a failed row for it, not silence."""
+    client = s3_client(s3_endpoint)
+    client.upload_file(str(BUNDLED / "small.mzML"), bucket, "raw/good.mzML")
+    client.upload_file(str(BUNDLED / "small.mzML"), bucket, "raw/.snapshots/old.mzML")
+
+    done = _batch(f"s3://{bucket}/raw", f"s3://{bucket}/out", tmp_path)
+
+    assert done.returncode == 0, done.stderr
+    doc = _report(client, bucket, "out/batch_report.json")
+    assert [f["input"] for f in doc["files"]] == [f"s3://{bucket}/raw/good.mzML"]
+
+    manifest = tmp_path / "manifest.txt"
+    hidden = f"s3://{bucket}/raw/.snapshots/old.mzML"
+    manifest.write_text(f"s3://{bucket}/raw/good.mzML\n{hidden}\n")
+    listed = _batch(str(manifest), f"s3://{bucket}/listed", tmp_path / "second")
+
+    assert listed.returncode == 1, listed.stderr
+    doc = _report(client, bucket, "listed/batch_report.json")
+    status = {f["input"]: f["status"] for f in doc["files"]}
+    assert status == {f"s3://{bucket}/raw/good.mzML": "converted", hidden: "failed"}
