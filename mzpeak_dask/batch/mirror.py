@@ -39,7 +39,7 @@ def stage(
             if not is_url(url):  # a line of a manifest
                 raise InputError(f"{shown(url)}: not a URL (a batch into storage lists URLs)")
             relative = safe_relative(name, url)
-            if hidden(relative):  # the local batch would leave it out, silently
+            if hidden(relative.as_posix()):  # the local batch would leave it out, silently
                 raise InputError(f"{shown(url)}: in a folder whose name starts with '.'")
             target = mirror.joinpath(*relative.parts)
             if target in files or target in folders or files.intersection(target.parents):
@@ -54,10 +54,10 @@ def stage(
     return urls, failed
 
 
-def hidden(relative: PurePosixPath) -> bool:
-    """Whether ``relative`` lies in a folder whose name starts with '.', which a batch does not
-    enter (as locally: :func:`.sources.discover`)."""
-    return any(part.startswith(".") for part in relative.parent.parts)
+def hidden(name: str) -> bool:
+    """Whether ``name`` (``/``-separated) lies in a folder whose name starts with '.', which a
+    batch does not enter (as locally: :func:`.sources.discover`); ``..`` is no such folder."""
+    return any(p.startswith(".") and p not in (".", "..") for p in name.split("/")[:-1])
 
 
 def _stage(url: str, target: Path) -> None:

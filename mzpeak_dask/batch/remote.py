@@ -24,7 +24,7 @@ import os
 import shutil
 import tempfile
 import time
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -72,7 +72,7 @@ def list_inputs(source: str) -> list[tuple[str, str, str | None, int]]:
         if (
             info.get("type") == "file"
             and is_ms_file(Path(relative))
-            and not hidden(PurePosixPath(relative))  # as a local batch, not entered
+            and not hidden(relative)  # as a local batch, not entered
         ):
             out.append((join(prefix, relative), relative, _etag(info), int(info.get("size") or 0)))
     return out
