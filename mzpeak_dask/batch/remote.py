@@ -5,14 +5,17 @@ The batch's state stays local (``--state-dir``; by default a folder named after 
 prefix under ``~/.cache/mzpeak-dask/batches``): a JSON file of what each input was (ETag and
 size) and its record. ``--resume`` leaves out inputs whose ETag and size are unchanged and
 whose archive is at its key, without reading them. The others are run as an ordinary local
-batch (validation, retries, failure isolation) over a local staging tree, where an uncompressed
-mzML, MGF, mzXML or mzMLb input is only noted (its URL: the workers read it by ranges where it lies,
-as ``convert`` does, :mod:`..staged`) and the others are streamed in; each archive is then
-uploaded (:mod:`..storage.uploads`: only complete objects appear), and ``batch_report.json``,
-``batch_report.html`` and ``catalog.parquet`` are written under the output prefix, naming the
-URLs. A batch first cleans up after batches into the same prefix that were killed: the
-multipart uploads under the prefix they left are aborted (:mod:`..storage.owned`), and their
-staging trees (locked staging folders, :mod:`..archive.staging`) removed.
+batch (validation, retries, failure isolation) over a local staging tree (:mod:`.mirror`: each
+key checked to stay in the tree), where an uncompressed mzML, MGF, mzXML or mzMLb input is only
+noted (its URL: the workers read it by ranges where it lies, as ``convert`` does,
+:mod:`..staged`) and the others are streamed in; an input that cannot be staged (a key that
+would leave the tree, an object that is not MS data, a failed download) is a failed row of the
+batch. Each archive is then uploaded (:mod:`..storage.uploads`: only complete objects appear),
+and ``batch_report.json``, ``batch_report.html`` and ``catalog.parquet`` are written under the
+output prefix, naming the URLs. One batch at a time writes into a prefix (:mod:`.lease`).
+A batch first cleans up after batches into the same prefix that were killed: the multipart
+uploads under the prefix they left are aborted (:mod:`..storage.owned`), and their staging
+trees (locked staging folders, :mod:`..archive.staging`) removed.
 """
 
 from __future__ import annotations
@@ -31,15 +34,16 @@ import pyarrow.parquet as pq
 from ..archive.staging import Staging, sweep
 from ..errors import InputError, MzPeakDaskError
 from ..options import BatchOptions, ClusterOptions, ConvertOptions
-from ..staged import by_ranges, download
-from ..storage.origins import mark_origin
+from ..storage.keys import safe_relative
 from ..storage.owned import abort_dead
 from ..storage.uploads import upload_file
 from ..storage.urls import check_writable, filesystem, is_url, join, local_path
 from . import report
+from .lease import prefix_held
+from .mirror import hidden, stage
 from .runner import BatchOutcome, run_batch
 from .sources import is_ms_file
-from .state import CONVERTED, SKIPPED, STATE_FILE, BatchState
+from .state import CONVERTED, FAILED, SKIPPED, STATE_FILE, BatchState
 
 log = logging.getLogger(__name__)
 
@@ -67,8 +71,12 @@ def list_inputs(source: str) -> list[tuple[str, str, str | None, int]]:
     prefix = source.rstrip("/")
     out = []
     for key, info in sorted(found.items()):
-        relative = key[len(path.rstrip("/")) :].lstrip("/")
-        if info.get("type") == "file" and is_ms_file(Path(relative)):
+        relative = key[len(path.rstrip("/")) :].removeprefix("/")  # checked when staged
+        if (
+            info.get("type") == "file"
+            and is_ms_file(Path(relative))
+            and not hidden(relative)  # as a local batch, not entered
+        ):
             out.append((join(prefix, relative), relative, _etag(info), int(info.get("size") or 0)))
     return out
 
@@ -82,8 +90,12 @@ def _manifest(text: str) -> list[tuple[str, str, str | None, int]]:
     urls = [line.strip() for line in text.splitlines() if line.strip() and line[0] != "#"]
     out = []
     for url in dict.fromkeys(urls):
-        fs, path = filesystem(url)
-        info = fs.info(path)
+        try:
+            fs, path = filesystem(url)
+            info = fs.info(path)
+        except (MzPeakDaskError, OSError):  # missing, or not a URL: a failed row once staged
+            out.append((url, url.split("://", 1)[-1], None, 0))
+            continue
         out.append((url, path.split("://", 1)[-1], _etag(info), int(info.get("size") or 0)))
     return out
 
@@ -111,6 +123,11 @@ def run_remote_batch(
     if not is_url(output):
         raise MzPeakDaskError(f"{output}: a batch of URLs writes under a bucket prefix")
     check_writable(output)
+    with prefix_held(output):  # one batch at a time into this prefix
+        return _run_held(source, output, options, cluster, batch, client, progress, state_dir)
+
+
+def _run_held(source, output, options, cluster, batch, client, progress, state_dir):
     work = Path(state_dir) if state_dir else default_state_dir(output)
     work.mkdir(parents=True, exist_ok=True)
     state = _load(work / STATE)
@@ -179,15 +196,13 @@ def _convert(
     them, and reported, the others as pending)."""
     mirror, local_out = staging / "in", staging / "out"
     mirror.mkdir()
-    urls = {}
-    for url, relative, _, _ in todo:
-        target = mirror / relative
-        target.parent.mkdir(parents=True, exist_ok=True)
-        if by_ranges(url):  # read where it lies, by the workers' ranged reads: only noted
-            mark_origin(target, url)
-        else:  # compressed: streamed into the staging tree
-            download(url, target)
-        urls[str(target.resolve())] = url
+    urls, failed = stage(todo, mirror, output)  # those that cannot be staged fail alone
+
+    def kept(records: list[dict[str, Any]], interrupted: bool = False) -> BatchOutcome:
+        return finished(failed + records, interrupted)
+
+    if not urls:
+        return BatchOutcome(records=failed)
     try:
         outcome = run_batch(
             mirror,
@@ -199,9 +214,10 @@ def _convert(
             progress=progress,
         )
     except BaseException as exc:
-        _keep_finished(local_out, urls, output, finished, isinstance(exc, KeyboardInterrupt))
+        _keep_finished(local_out, urls, output, kept, isinstance(exc, KeyboardInterrupt))
         raise
     _publish(outcome.records, urls, local_out, output)
+    outcome.records = failed + outcome.records
     return outcome
 
 
@@ -231,8 +247,13 @@ def _publish(
     """Rewrite ``records`` to name URLs, uploading each converted archive to its key."""
     for record in records:
         local_archive, local_input = Path(record["output"]), record["input"]
-        record["output"] = join(output, local_archive.relative_to(local_out).as_posix())
         record["input"] = urls.get(str(Path(local_input).resolve()), local_input)
+        try:  # a key under the output prefix (the staged names are checked already)
+            key = safe_relative(local_archive.relative_to(local_out).as_posix(), record["input"])
+        except (InputError, ValueError) as exc:
+            record.update(status=FAILED, output=output, error=str(exc))
+            continue
+        record["output"] = join(output, key.as_posix())
         if record["status"] == CONVERTED:
             upload_file(local_archive, record["output"])
         if record.get("error"):  # the URLs, not the staged copies

@@ -12,6 +12,7 @@ from typing import Any
 from ..errors import MzPeakDaskError
 from ..options import BatchOptions, ClusterOptions, ConvertOptions
 from ..pathtext import text, uri
+from ..storage.keys import shown
 from ..storage.urls import basename, is_url, join
 from .args import add_options, cluster_asked, command, options
 
@@ -134,7 +135,8 @@ def cmd_batch(args: argparse.Namespace) -> int:
             progress.close()
     for record in outcome.records:
         if record["status"] in ("failed", "pending"):
-            error, source = record.get("error") or "", text(record["input"])
+            # one line each, whatever the names hold (a key may hold control characters)
+            error, source = shown(text(record.get("error") or "")), shown(text(record["input"]))
             where = "" if error.startswith(source) else f"{source}: "
             print(f"failed: {where}{error}", file=sys.stderr)
     if not args.quiet:
