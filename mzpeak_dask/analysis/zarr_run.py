@@ -11,6 +11,7 @@ against the m/z windows; only those chunks are read, in batches of whole spectra
 
 from __future__ import annotations
 
+import zipfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -242,6 +243,8 @@ def _group(location: str) -> zarr.Group:
         return open_group(location)
     except (FileNotFoundError, zarr.errors.GroupNotFoundError, zarr.errors.NodeTypeValidationError):
         raise InputError(f"{describe(location)}: no Zarr group there") from None
+    except zipfile.BadZipFile as exc:
+        raise ZarrStoreError(f"{describe(location)}: damaged: not a ZIP file ({exc})") from None
     except METADATA_ERRORS as exc:
         raise ZarrStoreError(f"{describe(location)}: damaged group: {_reason(exc)}") from None
 

@@ -27,9 +27,11 @@ as is a ``zarr.json`` that is not JSON or lacks what an array needs.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import threading
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -175,14 +177,37 @@ def _store(location: str) -> Any:
     return FsspecStore.from_url(location, read_only=True, **open_options(location))
 
 
-def _read_key(store: Any, key: str, limit: int) -> bytes | None:
-    """At most ``limit`` bytes of object ``key`` of ``store``; None when there is none."""
+FETCH_CONCURRENCY = 32  # objects of a store in flight at once
+
+
+def _read_keys(store: Any, keys: list[tuple[str, int]]) -> list[bytes | None | BaseException]:
+    """At most ``limit`` bytes of each object ``key`` of ``store`` (``(key, limit)`` pairs),
+    fetched concurrently: None where there is none, the exception where the read failed."""
     from zarr.abc.store import RangeByteRequest
     from zarr.core.buffer import default_buffer_prototype
     from zarr.core.sync import sync
 
-    found = sync(store.get(key, default_buffer_prototype(), RangeByteRequest(0, limit)))
-    return None if found is None else found.to_bytes()
+    prototype = default_buffer_prototype()
+
+    async def fetch() -> list[Any]:
+        slots = asyncio.Semaphore(FETCH_CONCURRENCY)
+
+        async def one(key: str, limit: int) -> bytes | None:
+            async with slots:
+                found = await store.get(key, prototype, RangeByteRequest(0, limit))
+            return None if found is None else found.to_bytes()
+
+        return await asyncio.gather(*(one(*k) for k in keys), return_exceptions=True)
+
+    found = sync(fetch())
+    for result in found:  # a damaged object is reported; an interrupt or a bug is not masked
+        if isinstance(result, BaseException) and not isinstance(result, READ_ERRORS):
+            raise result
+    return found
+
+
+# what reading one object of a store raises when the object (or a ZIP around it) is damaged
+READ_ERRORS = (OSError, ValueError, EOFError, zipfile.BadZipFile)
 
 
 def _fill_value(value: Any, dtype: np.dtype) -> Any:
@@ -284,7 +309,9 @@ class ChunkFiles:
         if self._store is None:
             raw = _read_file(str(self.path / "zarr.json"), limit)
         else:
-            raw = _read_key(self._store, "zarr.json", limit)
+            raw = _read_keys(self._store, [("zarr.json", limit)])[0]
+            if isinstance(raw, BaseException):
+                raise self._damaged(f"zarr.json unreadable ({_reason(raw)})")
         if raw is None:
             raise ZarrStoreError(f"{self}: damaged: no array there (zarr.json missing)")
         if len(raw) == limit:
@@ -316,26 +343,34 @@ class ChunkFiles:
         """The file (or store key) of chunk ``i``."""
         return f"{self._prefix}{i}"
 
-    def _raw(self, i: int, limit: int) -> bytes | None:
-        if self._store is None:
-            return _read_file(self.key(i), limit)
-        return _read_key(self._store, self.key(i), limit)
+    def _limit(self, i: int) -> tuple[int, int]:
+        """Chunk ``i``'s declared size in bytes, and how many bytes of its object to read: one
+        more than it may hold (a Zstandard frame is at most a little longer than its content)."""
+        size = int(self.lengths[i]) * self.dtype.itemsize
+        return size, (size + size // 64 + 256 if self.zstd is not None else size) + 1
 
-    def read(self, i: int, complete: bool = False) -> np.ndarray:
-        """Chunk ``i``: the fill value where it was never written, unless ``complete`` (every
-        chunk was written) makes that damage."""
-        n = int(self.lengths[i])
-        size = n * self.dtype.itemsize
-        # a Zstandard frame is at most a little longer than its content
-        limit = (size + size // 64 + 256 if self.zstd is not None else size) + 1
-        try:
-            raw = self._raw(i, limit)
-        except OSError as exc:
-            raise self._damaged(f"unreadable ({_reason(exc)})", i) from None
+    def _fetch(self, ids: list[int]) -> list[bytes | None | BaseException]:
+        """The (bounded) objects of chunks ``ids``: None where there is none, the exception
+        where reading failed. A store's objects are fetched concurrently."""
+        if self._store is None:
+            found: list[bytes | None | BaseException] = []
+            for i in ids:
+                try:
+                    found.append(_read_file(self.key(i), self._limit(i)[1]))
+                except OSError as exc:
+                    found.append(exc)
+            return found
+        keys = [(self.key(i), self._limit(i)[1]) for i in ids]
+        return _read_keys(self._store, keys)
+
+    def _decode(self, i: int, raw: bytes | None | BaseException, complete: bool) -> np.ndarray:
+        size, limit = self._limit(i)
+        if isinstance(raw, BaseException):
+            raise self._damaged(f"unreadable ({_reason(raw)})", i)
         if raw is None:
             if complete:
                 raise self._damaged("missing", i)
-            return np.full(n, self.fill, dtype=self.dtype)
+            return np.full(int(self.lengths[i]), self.fill, dtype=self.dtype)
         if len(raw) >= limit:
             raise self._damaged(f"more than {limit - 1:,} bytes for {size:,} declared", i)
         if self.zstd is not None:
@@ -347,9 +382,16 @@ class ChunkFiles:
             raise self._damaged(f"{len(raw):,} bytes where its array declares {size:,}", i)
         return np.frombuffer(raw, dtype=self.stored).astype(self.dtype, copy=False)
 
+    def read(self, i: int, complete: bool = False) -> np.ndarray:
+        """Chunk ``i``: the fill value where it was never written, unless ``complete`` (every
+        chunk was written) makes that damage."""
+        return self._decode(i, self._fetch([i])[0], complete)
+
     def read_many(self, ids: np.ndarray, complete: bool = False) -> np.ndarray:
         """Chunks ``ids`` concatenated."""
-        parts = [self.read(int(i), complete) for i in ids]
+        ids = [int(i) for i in ids]
+        found = zip(ids, self._fetch(ids), strict=True)
+        parts = [self._decode(i, raw, complete) for i, raw in found]
         return np.concatenate(parts) if parts else np.zeros(0, dtype=self.dtype)
 
     def read_range(self, start: int, stop: int, complete: bool = False) -> np.ndarray | None:

@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 import time
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -108,6 +109,30 @@ def test_damaged_store_is_one_error_line(exported, tmp_path, capsys, form, damag
     assert_one_error_line(code, capsys.readouterr().err, str(store), *fragments)
     with pytest.raises(ZarrStoreError, match="damaged"):
         xic(str(store), [float(exported.mz)], ms_level=None)
+
+
+@pytest.mark.parametrize(
+    "cut",
+    [lambda raw: raw[: len(raw) // 2], lambda raw: b"PK" + bytes(998)],
+    ids=["cut", "garbage"],
+)
+def test_damaged_single_file_is_one_error_line(exported, tmp_path, capsys, cut) -> None:
+    store = tmp_path / exported.single.name
+    store.write_bytes(cut(exported.single.read_bytes()))
+    code = cli.main(["xic", str(store), "--mz", exported.mz])
+    assert_one_error_line(code, capsys.readouterr().err, str(store), "not a ZIP file")
+
+
+def test_single_file_member_failing_its_crc_is_one_error_line(exported, tmp_path, capsys):
+    """A chunk's bytes changed inside the ZIP (its CRC no longer matches)."""
+    with zipfile.ZipFile(exported.single) as archive:
+        info = archive.getinfo("mz/c/0")
+    data = bytearray(exported.single.read_bytes())
+    data[info.header_offset + 30 + len(info.filename) + len(info.extra) + 10] ^= 0xFF
+    store = tmp_path / exported.single.name
+    store.write_bytes(bytes(data))
+    code = cli.main(["xic", str(store), "--mz", exported.mz, "--ms-level", "0"])
+    assert_one_error_line(code, capsys.readouterr().err, str(store), "mz", "chunk 0", "CRC")
 
 
 def test_undamaged_copies_read(exported, tmp_path, capsys) -> None:
