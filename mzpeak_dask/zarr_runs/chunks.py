@@ -59,6 +59,12 @@ KNOWN_TYPES = {
 }
 
 
+# bounds on what a zarr.json may make a reader allocate before any chunk is read: chunks per
+# array (a run of 10^6 spectra has some 4 10^7 mzPeak chunks) and bytes per chunk
+MAX_CHUNKS = 1 << 26
+MAX_CHUNK_BYTES = 1 << 28
+
+
 def grid_lengths(metadata: dict[str, Any]) -> np.ndarray | None:
     """The chunk lengths of a 1-D array from its ``zarr.json``: a ``regular`` grid, or a
     ``rectilinear`` one with inline chunk shapes (``[size, repeat]`` entries are run-length
@@ -72,6 +78,8 @@ def grid_lengths(metadata: dict[str, Any]) -> np.ndarray | None:
         if not isinstance(size, int) or size < (1 if length else 0):
             raise ValueError(f"chunk shape {size!r}")
         count = -(-length // size) if size else 0
+        if count > MAX_CHUNKS:
+            raise ValueError(f"{count:,} chunks, more than {MAX_CHUNKS:,}")
         return np.full(count, size, dtype=np.int64)
     if grid.get("name") != "rectilinear" or config.get("kind", "inline") != "inline":
         return None
@@ -88,8 +96,8 @@ def grid_lengths(metadata: dict[str, Any]) -> np.ndarray | None:
         size, repeat = entry if isinstance(entry, list) else (entry, 1)
         if not isinstance(size, int) or not isinstance(repeat, int) or size < 1 or repeat < 0:
             raise ValueError(f"chunk shape entry {entry!r}")
-        if len(out) + repeat > length:
-            raise ValueError(f"more chunks than the shape {length} holds")
+        if len(out) + repeat > min(length, MAX_CHUNKS):
+            raise ValueError(f"more chunks than the shape {length} holds, or {MAX_CHUNKS:,}")
         out += [size] * repeat
     lengths = np.asarray(out, dtype=np.int64)
     if int(lengths.sum()) != length:
@@ -158,7 +166,7 @@ def _read_file(path: str, limit: int) -> bytes | None:
     except FileNotFoundError:
         return None
     try:
-        data = os.read(fd, limit)
+        data = os.read(fd, min(limit, 1 << 20))  # a bigger limit is not allocated at once
         if len(data) == limit or not data:
             return data
         parts, have = [data], len(data)
@@ -289,6 +297,8 @@ class ChunkFiles:
         if lengths is None or codecs is None or fill is None:
             self.unsupported = "its chunk grid, codecs or fill value"
             return
+        if len(lengths) and int(lengths.max()) * self.dtype.itemsize > MAX_CHUNK_BYTES:
+            raise self._damaged(f"zarr.json: chunks of more than {MAX_CHUNK_BYTES:,} bytes")
         self.lengths = lengths
         self.length = int(metadata["shape"][0])  # a regular grid's last chunk runs past it
         self.offsets = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)

@@ -71,10 +71,16 @@ def _grow(document: dict) -> None:
     document["shape"] = [document["shape"][0] + 1]
 
 
+def _huge(document: dict) -> None:  # 10^12 chunks of one point: no reader may list them
+    document["shape"] = [10**12]
+    document["chunk_grid"] = {"name": "regular", "configuration": {"chunk_shape": [1]}}
+
+
 DAMAGES = {  # name -> (object of the run, edit (None: removed), what the error names)
     "garbage-chunk": ("mz/c/0", _garble, ("mz", "chunk 0", "damaged")),
     "truncated-chunk": ("mz/c/0", lambda raw: raw[: len(raw) // 2], ("mz", "chunk 0", "damaged")),
     "empty-chunk": ("mz/c/0", lambda raw: b"", ("mz", "chunk 0", "damaged")),
+    "oversized-chunk": ("mz/c/0", lambda raw: raw + bytes(1 << 20), ("mz", "chunk 0", "more than")),
     "missing-chunk": ("intensity/c/0", None, ("intensity", "chunk 0", "missing")),
     "no-fill-value": ("mz/zarr.json", _drop("fill_value"), ("mz", "fill_value")),
     "not-json": ("intensity/zarr.json", lambda raw: b"{not json", ("intensity", "not JSON")),
@@ -85,6 +91,7 @@ DAMAGES = {  # name -> (object of the run, edit (None: removed), what the error 
         edit_json(lambda document: document.update(data_type="float32")),
         ("mz", "chunk 0", "declares"),
     ),
+    "huge-grid": ("mz/zarr.json", edit_json(_huge), ("mz", "chunks")),
     "missing-array": ("intensity/zarr.json", None, ("intensity", "no array")),
 }
 
