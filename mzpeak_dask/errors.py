@@ -17,6 +17,11 @@ class InputError(MzPeakDaskError, ValueError):
     """The input file cannot be read as MS data (missing, not MS data, truncated, corrupt)."""
 
 
+class ZarrStoreError(InputError):
+    """A Zarr store of exported runs is damaged (unreadable metadata, a chunk that is missing,
+    garbled, or inflates past the size its array declares) or not one the export writes."""
+
+
 class UnsupportedFormatError(InputError):
     """The input's format could not be detected or is not supported."""
 

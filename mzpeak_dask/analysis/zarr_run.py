@@ -11,6 +11,7 @@ against the m/z windows; only those chunks are read, in batches of whole spectra
 
 from __future__ import annotations
 
+import zipfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -19,19 +20,16 @@ import pandas as pd
 import zarr
 from dask import delayed
 
-from ..errors import InputError
+from ..errors import InputError, ZarrStoreError
 from ..zarr_runs import FORMAT, PER_CHUNK, PER_SPECTRUM
-from ..zarr_runs.chunks import chunk_files
-from ..zarr_runs.locations import child, run_name
+from ..zarr_runs.chunks import ChunkFiles, chunk_files
+from ..zarr_runs.locations import child, describe, run_name
 from ..zarr_runs.store import (
     ChunkAdapter,
     SelectionAdapter,
-    cached_array,
     dask_array,
     enable_rectilinear,
-    grid,
     open_group,
-    read_whole,
 )
 from .archive_run import POINTS_META, spectra_frame
 from .kernels import overlapping, segment_stats, window_sums
@@ -67,24 +65,67 @@ class ZarrRun(Run):
         enable_rectilinear()
         self.source = str(path)  # a folder, or a location of zarr_runs.locations
         self.name = run_name(self.source)
-        self.attrs = dict(open_group(self.source).attrs)
-        tables = {name: read_whole(self._at(name)) for name in (*PER_CHUNK, *PER_SPECTRUM)}
+        self.attrs = dict(_group(self.source).attrs)
+        tables = {}
+        for name in (*PER_CHUNK, *PER_SPECTRUM):
+            files = self._files(name)
+            tables[name] = files.read_span(0, files.length)
+        mz = self._files("mz")
+        self.chunk_lengths, self.point_count = mz.lengths, mz.length
+        self.chunk_offsets = np.concatenate(([0], np.cumsum(self.chunk_lengths))).astype(np.int64)
+        self._check(tables)
         self.chunk_spectrum = tables["chunk_spectrum_index"].astype(np.int64)
         self.chunk_start, self.chunk_end = tables["chunk_start"], tables["chunk_end"]
         self.spectrum_offsets = tables["spectrum_offsets"].astype(np.int64)
-        self.chunk_lengths = grid(self._at("mz"))
-        self.chunk_offsets = np.concatenate(([0], np.cumsum(self.chunk_lengths))).astype(np.int64)
         self.spectra = spectra_frame(tables["time"], tables["ms_level"], tables["precursor_mz"])
 
     def _at(self, name: str) -> str:
         return child(self.source, name)
 
+    def _files(self, name: str) -> ChunkFiles:
+        """Array ``name``'s chunk reader; ZarrStoreError unless it is one the export writes."""
+        try:
+            files = chunk_files(self._at(name))
+        except FileNotFoundError:  # the cache looks at zarr.json first
+            raise ZarrStoreError(f"{describe(self._at(name))}: damaged: no array there") from None
+        if not files.direct:
+            raise ZarrStoreError(
+                f"{files}: an array the export does not write ({files.unsupported})"
+            )
+        return files
+
+    def _check(self, tables: dict[str, np.ndarray]) -> None:
+        """The per-chunk and per-spectrum arrays agree with the signal arrays' grid."""
+        chunks, points = len(self.chunk_lengths), self.point_count
+        spectra = len(tables["time"])
+        sizes = {name: chunks for name in PER_CHUNK}
+        sizes.update({name: spectra for name in PER_SPECTRUM}, spectrum_offsets=spectra + 1)
+        for name, size in sizes.items():
+            if len(tables[name]) != size:
+                raise ZarrStoreError(
+                    f"{describe(self._at(name))}: damaged: {len(tables[name]):,} values where "
+                    f"the run has {size:,} ({chunks:,} chunks of mz, {spectra:,} spectra)"
+                )
+        owner, offsets = tables["chunk_spectrum_index"], tables["spectrum_offsets"]
+        if chunks and (owner.min() < 0 or owner.max() >= spectra or np.any(np.diff(owner) < 0)):
+            raise ZarrStoreError(
+                f"{describe(self._at('chunk_spectrum_index'))}: damaged: not the spectra of "
+                f"the chunks in order"
+            )
+        if offsets[0] != 0 or offsets[-1] != points or np.any(np.diff(offsets) < 0):
+            raise ZarrStoreError(
+                f"{describe(self._at('spectrum_offsets'))}: damaged: not the point offsets of "
+                f"{spectra:,} spectra over {points:,} points"
+            )
+
     def _adapter(self, name: str) -> ChunkAdapter:
-        files = chunk_files(self._at(name))
-        if files.direct:
-            return ChunkAdapter(files.path, (int(files.offsets[-1]),), files.dtype)
-        array = cached_array(self._at(name))
-        return ChunkAdapter(self._at(name), array.shape, array.dtype)
+        files = self._files(name)
+        if files.length != self.point_count or not np.array_equal(
+            files.lengths, self.chunk_lengths
+        ):
+            raise ZarrStoreError(f"{files}: damaged: its chunk grid is not that of mz")
+        # every chunk of a signal array is written: a missing one is damage
+        return ChunkAdapter(files.path, (files.length,), files.dtype, complete=True)
 
     def array(self, name: str, chunks: np.ndarray | None = None):
         """A Dask array over a whole signal array; its chunks are the Zarr (mzPeak) chunks
@@ -170,20 +211,42 @@ class ZarrSource(RunSource):
         """The runs of a store or run group: a folder, a remote store's URL, or a single-file
         run's location (:mod:`~mzpeak_dask.zarr_runs.locations`)."""
         location = str(path)
-        try:
-            group = open_group(location)
-        except (FileNotFoundError, zarr.errors.GroupNotFoundError, KeyError):
-            raise InputError(f"{path}: no Zarr group there") from None
+        group = _group(location)
         if group.attrs.get("format") == FORMAT:
             return [ZarrRun(location)]
-        names = sorted(
-            name
-            for name, child in group.groups()
-            if not name.startswith(".") and child.attrs.get("format") == FORMAT
-        )
+        try:
+            names = sorted(
+                name
+                for name, child in group.groups()
+                if not name.startswith(".") and child.attrs.get("format") == FORMAT
+            )
+        except METADATA_ERRORS as exc:
+            raise ZarrStoreError(f"{describe(location)}: damaged: {_reason(exc)}") from None
         if not names:
             raise InputError(f"{path}: a Zarr store without exported runs")
         return [ZarrRun(child(location, name)) for name in names]
+
+
+# what zarr raises on a zarr.json that is not JSON or lacks a field (it checks as it parses)
+METADATA_ERRORS = (KeyError, TypeError, ValueError, AttributeError)
+
+
+def _reason(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__} {text}"[:200] if text else type(exc).__name__
+
+
+def _group(location: str) -> zarr.Group:
+    """The group at ``location``: InputError when there is none, ZarrStoreError when its
+    metadata is damaged."""
+    try:
+        return open_group(location)
+    except (FileNotFoundError, zarr.errors.GroupNotFoundError, zarr.errors.NodeTypeValidationError):
+        raise InputError(f"{describe(location)}: no Zarr group there") from None
+    except zipfile.BadZipFile as exc:
+        raise ZarrStoreError(f"{describe(location)}: damaged: not a ZIP file ({exc})") from None
+    except METADATA_ERRORS as exc:
+        raise ZarrStoreError(f"{describe(location)}: damaged group: {_reason(exc)}") from None
 
 
 __all__ = ["ZarrRun", "ZarrSource"]

@@ -50,6 +50,17 @@ def run_name(location: str) -> str:
     return location.rstrip("/").rsplit("/", 1)[-1]
 
 
+def describe(location: str | os.PathLike) -> str:
+    """``location`` as a user names it: a member of a single-file run as ``FILE: MEMBER``."""
+    location = str(location)
+    if "::" not in location:
+        return location
+    head, tail = location.split("::", 1)
+    inner = head.split("://", 1)[-1].strip("/")
+    outer = str(local_path(tail))
+    return f"{outer}: {inner}" if inner else outer
+
+
 def open_options(location: str | os.PathLike) -> dict[str, Any]:
     """Keyword arguments for zarr's ``open_*`` of ``location``: the storage options of a
     remote store (a chained URL takes its store's credentials from the environment)."""
@@ -62,6 +73,7 @@ def open_options(location: str | os.PathLike) -> dict[str, Any]:
 __all__ = [
     "ZIP_SUFFIX",
     "child",
+    "describe",
     "is_single_file",
     "open_options",
     "run_name",

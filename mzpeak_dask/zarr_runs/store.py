@@ -15,8 +15,9 @@ rectilinear arrays.
   (GIL hand-offs cost more than a 1 KB file write), so :func:`enable_rectilinear` sets it to
   1 when the user has not set it; it is read only by that opt-in pipeline.
 * Faster still, the export's own arrays (``bytes`` + ``zstd`` codecs) are read and written
-  chunk object by chunk object (:mod:`.chunks`); zarr is the fallback for other arrays
-  and for reads that do not cover whole chunks.
+  chunk object by chunk object (:mod:`.chunks`), each chunk bounded by the size its array
+  declares (in a folder, a single file or a remote store); zarr is the fallback for other
+  arrays, which the analysis refuses (zarr inflates a chunk whole before checking its size).
 * dask cannot read rectilinear arrays yet (``from_array`` asks for ``.chunks``, which zarr
   refuses): :class:`ChunkAdapter` exposes only shape, dtype, ndim and ``__getitem__``, and
   :func:`dask_array` hands dask the chunk sizes explicitly (toolchain notes 5.3).
@@ -133,7 +134,7 @@ def read_whole(path: str | Path) -> np.ndarray:
     """All values of a 1-D array (chunk objects read directly when possible)."""
     files = chunk_files(path)
     if files.direct:
-        return files.read_range(0, int(files.offsets[-1]))
+        return files.read_span(0, files.length)
     return np.asarray(cached_array(path)[:])
 
 
@@ -141,7 +142,7 @@ def grid(path: str | Path) -> np.ndarray:
     """The chunk lengths of a 1-D array (empty for an empty array)."""
     files = chunk_files(path)
     if files.direct:
-        return files.lengths if files.offsets[-1] else np.zeros(0, dtype=np.int64)
+        return files.lengths if files.length else np.zeros(0, dtype=np.int64)
     return chunk_lengths(cached_array(path))
 
 
@@ -154,21 +155,25 @@ def chunk_lengths(array: zarr.Array) -> np.ndarray:
 
 class ChunkAdapter:
     """A picklable, lazily opened view of a 1-D zarr array for ``dask.array.from_array``:
-    no ``chunks`` attribute, so dask accepts the chunk sizes it is given."""
+    no ``chunks`` attribute, so dask accepts the chunk sizes it is given. ``complete``: every
+    chunk was written, so a missing one is damage rather than fill values."""
 
-    def __init__(self, path: str | Path, shape: tuple[int, ...], dtype: np.dtype):
+    def __init__(
+        self, path: str | Path, shape: tuple[int, ...], dtype: np.dtype, complete: bool = False
+    ):
         self.path = str(path)
         self.shape = tuple(shape)
         self.dtype = np.dtype(dtype)
         self.ndim = len(self.shape)
+        self.complete = complete
 
     def __getitem__(self, key: Any) -> np.ndarray:
         span = _span(key, self.shape[0])
         if span is not None:
             files = chunk_files(self.path)
-            values = files.read_range(*span) if files.direct else None
-            if values is not None:
-                return values
+            if files.direct:
+                values = files.read_range(*span, self.complete)
+                return files.read_span(*span, self.complete) if values is None else values
         return np.asarray(cached_array(self.path)[key])
 
     def read_points(self, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
@@ -180,17 +185,20 @@ class ChunkAdapter:
             if np.array_equal(files.offsets[ids], starts) and np.array_equal(
                 files.lengths[ids], lengths
             ):
-                return files.read_many(ids)
+                return files.read_many(ids, self.complete)
         return self.take(point_index(starts, lengths))
 
     def take(self, index: np.ndarray) -> np.ndarray:
         """Values at sorted point indices; zarr reads only the chunks they fall in."""
         if len(index) == 0:
             return np.zeros(0, dtype=self.dtype)
+        files = chunk_files(self.path)
+        if files.direct:
+            return files.take(index, self.complete)
         return np.asarray(cached_array(self.path).get_orthogonal_selection(index))
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (ChunkAdapter, (self.path, self.shape, self.dtype))
+        return (ChunkAdapter, (self.path, self.shape, self.dtype, self.complete))
 
 
 class SelectionAdapter:
