@@ -27,6 +27,7 @@ from .errors import (
     StorageError,
     UnsupportedFormatError,
     WorkerDiedError,
+    ZarrStoreError,
 )
 from .options import (
     AnalysisOptions,
@@ -57,6 +58,7 @@ __all__ = [
     "StorageOptions",
     "UnsupportedFormatError",
     "WorkerDiedError",
+    "ZarrStoreError",
     "ZarrOptions",
     "__version__",
     "convert",
