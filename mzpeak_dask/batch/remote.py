@@ -36,7 +36,7 @@ from ..storage.uploads import upload_file
 from ..storage.urls import check_writable, filesystem, is_url, join, local_path
 from . import report
 from .runner import BatchOutcome, run_batch
-from .sources import is_ms_file
+from .sources import is_ms_file, refuse_overwriting_objects
 from .state import CONVERTED, SKIPPED, STATE_FILE, BatchState
 
 log = logging.getLogger(__name__)
@@ -113,6 +113,7 @@ def run_remote_batch(
     work.mkdir(parents=True, exist_ok=True)
     state = _load(work / STATE)
     listing = list_inputs(str(source))
+    refuse_overwriting_objects([i[:2] for i in listing], output, report.NAMES)
     keep, todo = _resume(listing, state, output) if batch.resume else ({}, listing)
     staging = Path(tempfile.mkdtemp(prefix="batch-", dir=work))
     started = time.perf_counter()

@@ -29,6 +29,7 @@ from .state import CONVERTED, FAILED, FIELDS, PENDING, SKIPPED
 REPORT_JSON = "batch_report.json"
 REPORT_HTML = "batch_report.html"
 CATALOG = "catalog.parquet"
+NAMES = [REPORT_JSON, REPORT_HTML, CATALOG]  # what a batch writes beside its archives
 # per input in batch_report.json: the state's record without the TIC thumbnail (drawn in the
 # HTML report) and the time it finished (plotted there as throughput)
 _REPORTED = tuple(f for f in FIELDS if f not in ("tic", "finished_at", "catalog"))

@@ -12,7 +12,7 @@ from typing import Any
 from ..errors import MzPeakDaskError
 from ..options import BatchOptions, ClusterOptions, ConvertOptions
 from ..pathtext import text, uri
-from ..storage.urls import basename, is_url, join
+from ..storage.urls import basename, is_url, join, local_path
 from .args import add_options, cluster_asked, command, options
 
 EXIT_FAILED = 1
@@ -26,7 +26,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
     if any(is_url(p) for p in [*args.inputs, args.output]):
         jobs = _url_jobs(args.inputs, args.output)
     else:
-        jobs = _jobs([Path(p) for p in args.inputs], Path(args.output))
+        jobs = _jobs([Path(local_path(p)) for p in args.inputs], Path(local_path(args.output)))
     shape = cluster  # the [cluster] options that shape a cluster the size of the work starts
     if not cluster_asked(args):  # the size of the work decides
         if any(is_url(p) for p in args.inputs):
