@@ -33,7 +33,7 @@ from ..options import BatchOptions, ClusterOptions, ConvertOptions
 from ..staged import by_ranges, download
 from ..storage.origins import mark_origin
 from ..storage.uploads import upload_file
-from ..storage.urls import check_writable, filesystem, is_url, join, local_path
+from ..storage.urls import check_writable, filesystem, is_url, join, local_path, without_userinfo
 from . import report
 from .runner import BatchOutcome, run_batch
 from .sources import is_ms_file, refuse_overwriting_objects
@@ -82,7 +82,8 @@ def _manifest(text: str) -> list[tuple[str, str, str | None, int]]:
     for url in dict.fromkeys(urls):
         fs, path = filesystem(url)
         info = fs.info(path)
-        out.append((url, path.split("://", 1)[-1], _etag(info), int(info.get("size") or 0)))
+        relative = without_userinfo(path.split("://", 1)[-1])  # no password in its keys
+        out.append((url, relative, _etag(info), int(info.get("size") or 0)))
     return out
 
 

@@ -54,7 +54,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
         if args.json:  # valid UTF-8 whatever the names; the URIs give the exact paths
             fields = result.to_dict()
             for key in ("input", "output"):
-                exact = fields[key] if is_url(fields[key]) else uri(fields[key])
+                exact = uri(fields[key])  # a URL as it is, its password hidden
                 fields[key], fields[f"{key}_uri"] = text(fields[key]), exact
             print(json.dumps(fields))
         elif not args.quiet:
@@ -134,12 +134,12 @@ def cmd_batch(args: argparse.Namespace) -> int:
             progress.close()
     for record in outcome.records:
         if record["status"] in ("failed", "pending"):
-            error, source = record.get("error") or "", text(record["input"])
+            error, source = text(record.get("error") or ""), text(record["input"])
             where = "" if error.startswith(source) else f"{source}: "
             print(f"failed: {where}{error}", file=sys.stderr)
     if not args.quiet:
         where = (
-            join(args.output_dir, "batch_report.json")
+            text(join(args.output_dir, "batch_report.json"))
             if is_url(args.output_dir)
             else text(Path(args.output_dir) / "batch_report.json")
         )

@@ -242,6 +242,16 @@ def _s3_spelling(
     return ("s3", aws["bucket"], path) if aws["bucket"] else ("s3", first.lower(), rest)
 
 
+def without_userinfo(location: str) -> str:
+    """``location`` (a URL, or one without its scheme: ``user:password@host/path``) without
+    the userinfo before its host: a name made of it (a key, a folder) keeps no password."""
+    head, sep, rest = location.partition("://")
+    if not sep:
+        head, rest = "", location
+    netloc, slash, path = rest.partition("/")
+    return f"{head}{sep}{netloc.rpartition('@')[2]}{slash}{path}"
+
+
 def join(url: str, *names: str) -> str:
     """``url`` with ``names`` appended as path segments."""
     return "/".join([url.rstrip("/"), *(n.strip("/") for n in names)])
@@ -267,4 +277,5 @@ __all__ = [
     "renewed_in_forked_child",
     "scheme",
     "set_default_options",
+    "without_userinfo",
 ]
