@@ -11,7 +11,7 @@ from typing import Any
 
 from ..errors import MzPeakDaskError
 from ..options import BatchOptions, ClusterOptions, ConvertOptions
-from ..pathtext import text, uri
+from ..pathtext import redact, text, uri
 from ..storage.urls import basename, is_url, join, local_path
 from .args import add_options, cluster_asked, command, options
 
@@ -101,6 +101,7 @@ def cmd_info(args: argparse.Namespace) -> int:
     for path in args.archives:
         with open_archive(path) as archive:
             summary = summarize(archive)
+        summary["path"] = redact(summary["path"])  # a URL's password hidden
         print(json.dumps(summary, indent=2) if args.json else format_summary(summary))
     return 0
 
@@ -156,8 +157,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
     failed = False
     documents = []
-    for path in args.archives:
-        problems = validate(path)
+    for given in args.archives:
+        problems, path = validate(given), redact(given)  # a URL's password hidden
         failed = failed or any(p.severity == ERROR for p in problems)
         if args.json:
             documents.append(

@@ -17,7 +17,9 @@ import psutil
 import pyarrow.parquet as pq
 import pytest
 
-from ..conftest import BUNDLED, DATA
+from mzpeak_dask import convert
+
+from ..conftest import BUNDLED, DATA, INLINE
 from ..helpers import one_line_error, run_cli
 from ..servers import range_server, s3_client
 
@@ -30,6 +32,7 @@ def web(tmp_path_factory):
     root = tmp_path_factory.mktemp("web")
     shutil.copy(BUNDLED / "small.mzML", root / "small.mzML")
     shutil.copy(DATA / "openms" / "FileFilter_39_input_corrupt.mzML", root / "broken.mzML")
+    convert(root / "small.mzML", root / "small.mzpeak", cluster=INLINE)
     with range_server(root) as server:
         yield server.url.replace("http://", f"http://user:{SECRET}@")
 
@@ -58,6 +61,13 @@ def test_a_conversion_hides_the_password_in_its_lines_and_archive(web, tmp_path)
     assert SECRET.encode() not in data
     progress = run_cli("convert", source, str(tmp_path / "b.mzpeak"), "--cluster", "inline")
     assert progress.returncode == 0 and SECRET not in _shown(progress)
+
+
+@pytest.mark.parametrize("command", [["info"], ["info", "--json"], ["validate", "--json"]])
+def test_reading_an_archive_hides_the_password(web, command):
+    result = run_cli(*command, f"{web}/small.mzpeak")
+    assert result.returncode == 0, result.stderr
+    assert "user:***@127.0.0.1" in result.stdout and SECRET not in _shown(result)
 
 
 def test_a_batch_of_urls_hides_the_password_in_its_reports(web, s3_endpoint, bucket, tmp_path):
