@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
         return args.func(args)
     except MzPeakDaskError as exc:
         if args.verbose:
-            traceback.print_exc()
+            print(text(traceback.format_exc()), end="", file=sys.stderr)  # passwords hidden
         print(f"error: {text(exc)}", file=sys.stderr)
         if isinstance(exc, OutputBusyError):
             return EXIT_BUSY
@@ -80,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_INTERRUPTED
     except Exception as exc:  # a bug, not bad input: still one line unless --verbose
         if args.verbose:
-            traceback.print_exc()
+            print(text(traceback.format_exc()), end="", file=sys.stderr)  # passwords hidden
         print(
             f"error: internal error {type(exc).__name__}: {text(exc)} (rerun with --verbose)",
             file=sys.stderr,

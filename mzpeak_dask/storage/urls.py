@@ -117,6 +117,11 @@ def filesystem(url: str, options: dict[str, Any] | None = None) -> tuple[Any, st
     name = scheme(url)
     if name is None or name == "file":
         raise StorageError(f"{url}: not a URL")
+    if name not in READ_ONLY and _SAME_STORE.get(name, name) != "az" and "@" in _netloc(url):
+        raise StorageError(  # the client would take it for the bucket's name, and show it
+            f"{redact(url)}: a {name}:// URL cannot carry credentials; give them in the "
+            "store's environment or the config file's [storage] table"
+        )
     options = default_options() if options is None else options
     key = (name, json.dumps(options, sort_keys=True, default=str))
     try:
@@ -180,11 +185,15 @@ def object_identity(
         parts = urlsplit(location)
         host, path = _host(parts), _key(unquote(parts.path))
         return _s3_spelling(host, path, options) or ("web", *map(str, host), path)
-    netloc, _, path = location.split("://", 1)[1].partition("/")
+    netloc, path = _netloc(location), location.split("://", 1)[1].partition("/")[2]
     store = _SAME_STORE.get(name, name)
     # userinfo never names the object; Azure's ``container@account`` names the container
     bucket = netloc.partition("@")[0] if store == "az" else netloc.rpartition("@")[2]
     return (store, bucket.lower(), _key(path.partition("?")[0] if store == "s3" else path))
+
+
+def _netloc(url: str) -> str:
+    return url.split("://", 1)[1].partition("/")[0]
 
 
 def _key(path: str) -> str:

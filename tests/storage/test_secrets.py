@@ -48,6 +48,23 @@ def test_a_failing_conversion_hides_the_password(web, tmp_path):
     assert SECRET not in _shown(result)
 
 
+def test_verbose_tracebacks_hide_the_password(web, tmp_path):
+    source = f"{web}/missing.mzML"
+    result = run_cli("convert", source, str(tmp_path / "o.mzpeak"), "--cluster", "inline", "-v")
+    assert result.returncode == 1 and "Traceback" in result.stderr
+    assert SECRET not in _shown(result)
+
+
+def test_credentials_in_an_s3_url_are_refused_unshown(s3_endpoint, bucket, tmp_path):
+    source = f"s3://AKIAEXAMPLE:{SECRET}@{bucket}/in/a.mzML"
+    result = run_cli(
+        "convert", source, str(tmp_path / "o.mzpeak"), "--cluster", "inline",
+        env=os.environ.copy(),
+    )  # fmt: skip
+    one_line_error(result, f"s3://AKIAEXAMPLE:***@{bucket}/in/a.mzML", "cannot carry credentials")
+    assert SECRET not in _shown(result)
+
+
 def test_a_conversion_hides_the_password_in_its_lines_and_archive(web, tmp_path):
     output = tmp_path / "out.mzpeak"
     source = f"{web}/small.mzML"
