@@ -120,3 +120,32 @@ def test_a_batch_writing_beside_its_inputs_is_allowed(s3_endpoint, bucket, tmp_p
     assert result.returncode == 0, result.stderr
     keys = {k["Key"] for k in client.list_objects_v2(Bucket=bucket)["Contents"]}
     assert {"runs/small.mzML", "runs/small.mzpeak", "runs/batch_report.json"} <= keys
+
+
+def test_the_identity_of_an_object_whatever_its_spelling(monkeypatch):
+    from mzpeak_dask.storage.urls import object_identity
+
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://minio.lan:9000")
+    same = [
+        "s3://runs/in/a.mzML",
+        "S3A://Runs//in/./a.mzML/",
+        "s3://key:pass@runs/in/a.mzML",
+        "http://minio.lan:9000/runs/in/a.mzML",
+        "https://runs.minio.lan:9000/in/a.mzML",  # virtual-hosted on the endpoint
+        "https://runs.s3.eu-west-1.amazonaws.com/in/a.mzML",
+        "https://s3-eu-west-1.amazonaws.com/runs/in/%61.mzML",
+    ]
+    assert len({object_identity(u) for u in same}) == 1
+    other = [
+        "s3://runs/in/A.mzML",  # keys are case-sensitive
+        "gs://runs/in/a.mzML",
+        "http://minio.lan:9001/runs/in/a.mzML",
+        "https://example.org/runs/in/a.mzML",
+    ]
+    assert object_identity(same[0]) not in {object_identity(u) for u in other}
+    assert object_identity("gcs://b/x") == object_identity("gs://b/x")
+    assert object_identity("abfs://c@acct.dfs.core.windows.net/x") == object_identity("az://c/x")
+    endpoint = {"endpoint_url": "https://store.example.org"}
+    assert object_identity("https://store.example.org/runs/in/a.mzML", endpoint) == (
+        object_identity(same[0])
+    )
