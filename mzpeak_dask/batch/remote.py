@@ -31,6 +31,7 @@ import pyarrow.parquet as pq
 from ..errors import InputError, MzPeakDaskError
 from ..options import BatchOptions, ClusterOptions, ConvertOptions
 from ..staged import by_ranges, download
+from ..storage.inputs import check_regular_file
 from ..storage.origins import mark_origin
 from ..storage.uploads import upload_file
 from ..storage.urls import check_writable, filesystem, is_url, join, local_path, without_userinfo
@@ -56,6 +57,7 @@ def list_inputs(source: str) -> list[tuple[str, str, str | None, int]]:
     if is_url(source) and source.rstrip("/").endswith((".txt", ".csv", ".tsv", ".manifest")):
         return _manifest(_read_text(source))
     if not is_url(source):
+        check_regular_file(source)  # a FIFO would block the read
         return _manifest(Path(source).read_text())
     fs, path = filesystem(source)
     try:

@@ -74,3 +74,13 @@ def test_a_fifo_in_a_batch_is_a_failed_row_and_the_others_convert(tmp_path):
     assert files["small.mzML"]["status"] == "converted"
     assert files["pipe.mzML"]["status"] == "failed"
     assert (output / "small.mzpeak").is_file() and not (output / "pipe.mzpeak").exists()
+
+
+def test_a_fifo_as_the_manifest_of_a_batch_of_urls_is_refused(tmp_path):
+    manifest = tmp_path / "urls.txt"
+    os.mkfifo(manifest)
+    result = run_cli(
+        "batch", str(manifest), "s3://bucket/out", "--state-dir", str(tmp_path / "state"),
+        timeout=DEADLINE,
+    )  # fmt: skip
+    one_line_error(result, str(manifest), "not a regular file")
