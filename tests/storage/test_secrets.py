@@ -157,3 +157,14 @@ def test_the_value_is_hidden_however_the_flag_is_spelt():
     line = b'python\0-m\0mzpeak_dask\0info\0--storage-opt\0{"k": 1}\0--storage-options={}\0x\0'
     assert masked(line) == line.replace(b'{"k": 1}', b"********").replace(b"={}", b"=**")
     assert masked(b"a\0--state-dir\0x\0") == b"a\0--state-dir\0x\0"
+
+
+def test_the_note_of_an_input_url_is_readable_by_its_owner_only(tmp_path):
+    from mzpeak_dask.storage.origins import mark_origin, origin_of
+
+    copy = tmp_path / "small.mzML"
+    url = f"http://user:{SECRET}@127.0.0.1:1/small.mzML"
+    mark_origin(copy, url)
+    (note,) = tmp_path.iterdir()
+    assert note.stat().st_mode & 0o777 == 0o600
+    assert origin_of(copy) == url  # the workers reading the object need it whole
