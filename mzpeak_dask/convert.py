@@ -19,12 +19,12 @@ from typing import Any
 
 from . import vocabulary as V
 from .contracts import ConversionResult, Progress
-from .errors import MzPeakDaskError
+from .errors import MzPeakDaskError, OutputError
 from .options import ClusterOptions, ConvertOptions
 from .parallel.scheduler import run_jobs
 from .staged import StagedJobs
 from .storage.inputs import input_size
-from .storage.urls import is_url
+from .storage.urls import is_url, local_path, object_identity
 
 
 def _stem(path: Path) -> str:
@@ -164,11 +164,25 @@ def convert_many(
     """
     options = options or ConvertOptions()
     run = partial(_run_local, check=check, shape=shape)
-    if not any(is_url(i) or is_url(o) for i, o in jobs):
-        pairs = [(Path(i), Path(o)) for i, o in jobs]
+    if not any(is_url(i) or is_url(o) for i, o in jobs):  # file:// URLs too
+        pairs = [(Path(local_path(i)), Path(local_path(o))) for i, o in jobs]
         return run(pairs, options, cluster, client, progress, fail_fast, on_result)
+    refuse_overwriting_objects(jobs)
     with StagedJobs(jobs, options) as staged:  # URLs: staged locally, uploaded at the end
         return staged.run(run, cluster, client, progress, fail_fast, on_result)
+
+
+def refuse_overwriting_objects(jobs: list[tuple[str | os.PathLike, str | os.PathLike]]) -> None:
+    """Refuse the whole call, before any work, when an output URL names an input's object
+    (however each is spelt, :func:`~.storage.urls.object_identity`): the archive would
+    replace it. Local outputs are checked by file identity as each run starts
+    (:class:`~.archive.container.Inputs`)."""
+    inputs = {object_identity(i): i for i, _ in reversed(jobs)}
+    for _, output in jobs:
+        if is_url(output):
+            same = inputs.get(object_identity(output))
+            if same is not None:
+                raise OutputError(f"{output}: is the input {same}; choose another output")
 
 
 def _run_local(

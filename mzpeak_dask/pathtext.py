@@ -6,6 +6,10 @@ UTF-8: not to SQLite, JSON for other readers, Parquet, HTML, Arrow's file paths,
 terminal. So such a path travels as a ``str`` internally and is written out in two forms:
 :func:`text`, readable and valid UTF-8 (the byte shown as ``\\xff``), and :func:`uri`, a
 ``file:`` URI whose percent-escapes give back the exact bytes.
+
+Both forms hide the password of a URL that carries one (``https://user:secret@host/...``
+is shown ``https://user:***@host/...``, :func:`redact`): whatever is shown or stored of a
+path or a URL, an error line, a progress line, a report, goes through them.
 """
 
 from __future__ import annotations
@@ -24,9 +28,34 @@ def is_utf8(value: str) -> bool:
     return True
 
 
-def text(value: object) -> str:
-    """``value`` as valid UTF-8 text: undecodable bytes are shown as ``\\xNN``."""
+# a URL's userinfo (``user:password@``, ``token@``) up to its host: user, then password
+_USERINFO = re.compile(
+    r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)(?P<user>[^/\s?#@:]*)(?P<password>:[^/\s?#]*)?@"
+)
+_CONTAINER_SCHEMES = ("az://", "abfs://", "abfss://")  # az's ``container@account``: no secret
+
+
+def redact(value: object) -> str:
+    """``value`` (a URL, or any text holding URLs) with each URL's password shown as ``***``
+    (``https://user:***@host/x``); a lone user name that may be a token too (``***@``), but
+    for Azure's ``abfs://container@account/...``, where it names the container."""
+
+    def hidden(match: re.Match) -> str:
+        scheme = match["scheme"]
+        if match["password"] is not None:
+            return f"{scheme}{match['user']}:***@"
+        if scheme.lower() in _CONTAINER_SCHEMES:
+            return match[0]
+        return f"{scheme}***@"
+
     value = str(value)
+    return _USERINFO.sub(hidden, value) if "@" in value else value
+
+
+def text(value: object) -> str:
+    """``value`` as valid UTF-8 text: undecodable bytes are shown as ``\\xNN``, a URL's
+    password as ``***`` (:func:`redact`)."""
+    value = redact(value)
     if is_utf8(value):
         return value
     try:
@@ -38,10 +67,10 @@ def text(value: object) -> str:
 
 def uri(path: str | os.PathLike) -> str:
     """The exact path as a ``file:`` URI (``urllib.parse.unquote_to_bytes`` gives the bytes);
-    a URL (``s3://bucket/key``) is its own URI."""
+    a URL (``s3://bucket/key``) is its own URI, its password hidden (:func:`redact`)."""
     if isinstance(path, str) and re.match(r"[A-Za-z][A-Za-z0-9+.-]*://", path):
-        return path
+        return redact(path)
     return Path(os.path.abspath(path)).as_uri()
 
 
-__all__ = ["is_utf8", "text", "uri"]
+__all__ = ["is_utf8", "redact", "text", "uri"]

@@ -17,7 +17,7 @@ from typing import Any
 from ..contracts import ConversionResult, EncodedPartition, RunPlan
 from ..errors import InputError
 from ..options import ConvertOptions
-from ..storage.inputs import remote_input, size_of, survey_ends
+from ..storage.inputs import check_regular_file, remote_input, size_of, survey_ends
 from ..storage.readahead import expect_reads, forget
 from ..storage.urls import is_url
 from ..tables.file_metadata import file_sha256
@@ -45,10 +45,7 @@ def read_in_order(plan: RunPlan) -> Any:
 def check_input(source: Path) -> None:
     if remote_input(source):
         return  # read by ranges from storage, where it was found
-    if not source.exists():
-        raise InputError(f"{source}: no such file")
-    if source.is_dir():
-        raise InputError(f"{source}: is a directory, not an MS data file")
+    check_regular_file(source)  # before anything opens it (a FIFO, a device)
     if not os.access(source, os.R_OK):
         raise InputError(f"{source}: permission denied")
 

@@ -34,15 +34,16 @@ import pyarrow.parquet as pq
 from ..archive.staging import Staging, sweep
 from ..errors import InputError, MzPeakDaskError
 from ..options import BatchOptions, ClusterOptions, ConvertOptions
+from ..storage.inputs import check_regular_file
 from ..storage.keys import safe_relative
 from ..storage.owned import abort_dead
 from ..storage.uploads import upload_file
-from ..storage.urls import check_writable, filesystem, is_url, join, local_path
+from ..storage.urls import check_writable, filesystem, is_url, join, local_path, without_userinfo
 from . import report
 from .lease import prefix_held
 from .mirror import hidden, stage
 from .runner import BatchOutcome, run_batch
-from .sources import is_ms_file
+from .sources import is_ms_file, refuse_overwriting_objects
 from .state import CONVERTED, FAILED, SKIPPED, STATE_FILE, BatchState
 
 log = logging.getLogger(__name__)
@@ -62,6 +63,7 @@ def list_inputs(source: str) -> list[tuple[str, str, str | None, int]]:
     if is_url(source) and source.rstrip("/").endswith((".txt", ".csv", ".tsv", ".manifest")):
         return _manifest(_read_text(source))
     if not is_url(source):
+        check_regular_file(source)  # a FIFO would block the read
         return _manifest(Path(source).read_text())
     fs, path = filesystem(source)
     try:
@@ -90,13 +92,15 @@ def _manifest(text: str) -> list[tuple[str, str, str | None, int]]:
     urls = [line.strip() for line in text.splitlines() if line.strip() and line[0] != "#"]
     out = []
     for url in dict.fromkeys(urls):
+        relative = without_userinfo(url.split("://", 1)[-1])  # no password in its keys
         try:
             fs, path = filesystem(url)
             info = fs.info(path)
         except (MzPeakDaskError, OSError):  # missing, or not a URL: a failed row once staged
-            out.append((url, url.split("://", 1)[-1], None, 0))
+            out.append((url, relative, None, 0))
             continue
-        out.append((url, path.split("://", 1)[-1], _etag(info), int(info.get("size") or 0)))
+        relative = without_userinfo(path.split("://", 1)[-1])
+        out.append((url, relative, _etag(info), int(info.get("size") or 0)))
     return out
 
 
@@ -132,6 +136,7 @@ def _run_held(source, output, options, cluster, batch, client, progress, state_d
     work.mkdir(parents=True, exist_ok=True)
     state = _load(work / STATE)
     listing = list_inputs(str(source))
+    refuse_overwriting_objects([i[:2] for i in listing], output, report.NAMES)
     keep, todo = _resume(listing, state, output) if batch.resume else ({}, listing)
     abort_dead(output, under=True)  # what batches into the prefix that were killed left
     sweep(work, work / "batch")

@@ -29,6 +29,7 @@ from .state import CONVERTED, FAILED, FIELDS, PENDING, SKIPPED
 REPORT_JSON = "batch_report.json"
 REPORT_HTML = "batch_report.html"
 CATALOG = "catalog.parquet"
+NAMES = [REPORT_JSON, REPORT_HTML, CATALOG]  # what a batch writes beside its archives
 # per input in batch_report.json: the state's record without the TIC thumbnail (drawn in the
 # HTML report) and the time it finished (plotted there as throughput)
 _REPORTED = tuple(f for f in FIELDS if f not in ("tic", "finished_at", "catalog"))
@@ -56,6 +57,10 @@ def summary(records: list[dict[str, Any]], seconds: float) -> dict[str, Any]:
 
 def _reported(record: dict[str, Any]) -> dict[str, Any]:
     fields = {k: record.get(k) for k in _REPORTED}
+    if fields.get("error"):  # it may name a URL, whose password is hidden
+        fields["error"] = text(fields["error"])
+    if fields.get("warnings"):
+        fields["warnings"] = [text(w) for w in fields["warnings"]]
     for key in ("input", "output"):
         fields[key] = text(record[key])
         fields[f"{key}_uri"] = uri(record[key])
@@ -190,7 +195,7 @@ def write_html(output_dir: Path, records: list[dict[str, Any]], seconds: float) 
         parts.append("<h2>Failures</h2><table><tr><th>input</th><th>reason</th></tr>")
         parts += [
             f"<tr><td>{html.escape(text(r['input']))}</td><td class=failed>"
-            f"{html.escape(r.get('error') or '')}</td></tr>"
+            f"{html.escape(text(r.get('error') or ''))}</td></tr>"
             for r in failures
         ]
         parts.append("</table>")

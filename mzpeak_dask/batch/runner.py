@@ -22,11 +22,12 @@ from ..archive.container import Inputs
 from ..archive.staging import sweep
 from ..contracts import ConversionResult, Progress
 from ..convert import convert_many
-from ..errors import OutputError, WorkerDiedError
+from ..errors import InputError, OutputError, WorkerDiedError
 from ..options import BatchOptions, ClusterOptions, ConvertOptions
 from ..parallel.cluster import cluster_client
 from ..pathtext import text
 from ..read.validate import ERROR, validate
+from ..storage.inputs import check_regular_file, remote_input
 from ..tables.file_metadata import file_sha256
 from . import report
 from .inspect import Inspector
@@ -50,9 +51,13 @@ class BatchOutcome:
 
 
 def _safe_sha256(path: Path) -> str | None:
+    """The input's digest, None when it cannot be read or is no regular file (a FIFO would
+    block the batch here, waiting for a writer)."""
     try:
+        if remote_input(path) is None:  # an object read where it lies is streamed
+            check_regular_file(path)
         return file_sha256(path)
-    except OSError:
+    except (OSError, InputError):
         return None
 
 

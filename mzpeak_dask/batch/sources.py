@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import csv
 import os
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from ..convert import archive_names
-from ..errors import InputError
+from ..errors import InputError, OutputError
 from ..storage.origins import SUFFIX as ORIGIN
+from ..storage.urls import join, object_identity
 
 SUFFIXES = (".mzml", ".mzxml", ".mgf", ".mzmlb")
 WRAPPERS = ("", ".gz", ".bz2")
@@ -92,3 +93,22 @@ def outputs_for(root: Path, inputs: list[Path], output_dir: Path) -> list[tuple[
             relative = Path(*p.parent.parts[1:])
         pairs.append((p, output_dir / relative / names[p]))
     return pairs
+
+
+def refuse_overwriting_objects(
+    inputs: list[tuple[str, str]], output: str, reports: list[str]
+) -> None:
+    """Refuse a batch of URLs before any work when one of the objects it would write under
+    the prefix ``output`` (each input's archive, mirrored as :func:`outputs_for` names it,
+    and the ``reports``) is one of its inputs, however spelt
+    (:func:`~..storage.urls.object_identity`). ``inputs``: ``(url, path under the
+    prefix)``. An output prefix holding the inputs is fine: only equal keys are refused."""
+    root, out = PurePosixPath("/in"), PurePosixPath("/out")
+    local = [Path(root / relative) for _, relative in inputs]
+    archives = outputs_for(Path(root), local, Path(out))
+    written = [join(output, str(PurePosixPath(a).relative_to(out))) for _, a in archives]
+    by_identity = {object_identity(url): url for url, _ in reversed(inputs)}
+    for url in [*written, *(join(output, name) for name in reports)]:
+        same = by_identity.get(object_identity(url))
+        if same is not None:
+            raise OutputError(f"{url}: is the input {same}; choose another output")

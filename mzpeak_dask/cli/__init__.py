@@ -21,6 +21,7 @@ from ..storage.urls import set_default_options
 from . import analysis, convert
 from .args import storage_options
 from .convert import EXIT_FAILED
+from .hidden import hide_storage_options
 
 EXIT_USAGE = 2
 EXIT_BUSY = 75  # EX_TEMPFAIL: another batch holds the output folder; try again later
@@ -46,14 +47,22 @@ def _handle_stop_signals() -> None:
     signal.signal(signal.SIGTERM, _stop)
 
 
+class _Redacted(logging.Formatter):
+    """Log lines with the passwords of URLs hidden (:func:`~..pathtext.redact`)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return text(super().format(record))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if argv is None and getattr(args, "storage_options", None) is not None:
+        hide_storage_options()  # before any worker is forked with this command line
     _handle_stop_signals()
-    logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.WARNING,
-        format="%(levelname)s %(name)s: %(message)s",
-    )
+    shown = logging.StreamHandler()
+    shown.setFormatter(_Redacted("%(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING, handlers=[shown])
     if not args.verbose:
         quiet_dask_logs()
     try:
@@ -61,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
         return args.func(args)
     except MzPeakDaskError as exc:
         if args.verbose:
-            traceback.print_exc()
+            print(text(traceback.format_exc()), end="", file=sys.stderr)  # passwords hidden
         print(f"error: {text(exc)}", file=sys.stderr)
         if isinstance(exc, OutputBusyError):
             return EXIT_BUSY
@@ -71,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_INTERRUPTED
     except Exception as exc:  # a bug, not bad input: still one line unless --verbose
         if args.verbose:
-            traceback.print_exc()
+            print(text(traceback.format_exc()), end="", file=sys.stderr)  # passwords hidden
         print(
             f"error: internal error {type(exc).__name__}: {text(exc)} (rerun with --verbose)",
             file=sys.stderr,

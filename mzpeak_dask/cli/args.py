@@ -132,7 +132,9 @@ def command(subparsers: Any, name: str, help: str, handler: Any) -> argparse.Arg
         type=_json_object,
         metavar="JSON",
         help="keyword arguments of the fsspec filesystem of s3://, gs://, az://, https:// URLs "
-        "(credentials and endpoints come from each store's environment)",
+        "(credentials and endpoints come from each store's environment). A command line is "
+        "visible to other users of the machine until the command hides this value: put "
+        "secrets in the config file's [storage] table or the environment",
     )
     p.set_defaults(func=handler)
     return p

@@ -11,9 +11,9 @@ from typing import Any
 
 from ..errors import MzPeakDaskError
 from ..options import BatchOptions, ClusterOptions, ConvertOptions
-from ..pathtext import text, uri
+from ..pathtext import redact, text, uri
 from ..storage.keys import shown
-from ..storage.urls import basename, is_url, join
+from ..storage.urls import basename, is_url, join, local_path
 from .args import add_options, cluster_asked, command, options
 
 EXIT_FAILED = 1
@@ -27,7 +27,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
     if any(is_url(p) for p in [*args.inputs, args.output]):
         jobs = _url_jobs(args.inputs, args.output)
     else:
-        jobs = _jobs([Path(p) for p in args.inputs], Path(args.output))
+        jobs = _jobs([Path(local_path(p)) for p in args.inputs], Path(local_path(args.output)))
     shape = cluster  # the [cluster] options that shape a cluster the size of the work starts
     if not cluster_asked(args):  # the size of the work decides
         if any(is_url(p) for p in args.inputs):
@@ -55,7 +55,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
         if args.json:  # valid UTF-8 whatever the names; the URIs give the exact paths
             fields = result.to_dict()
             for key in ("input", "output"):
-                exact = fields[key] if is_url(fields[key]) else uri(fields[key])
+                exact = uri(fields[key])  # a URL as it is, its password hidden
                 fields[key], fields[f"{key}_uri"] = text(fields[key]), exact
             print(json.dumps(fields))
         elif not args.quiet:
@@ -102,6 +102,7 @@ def cmd_info(args: argparse.Namespace) -> int:
     for path in args.archives:
         with open_archive(path) as archive:
             summary = summarize(archive)
+        summary["path"] = redact(summary["path"])  # a URL's password hidden
         print(json.dumps(summary, indent=2) if args.json else format_summary(summary))
     return 0
 
@@ -141,7 +142,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
             print(f"failed: {where}{error}", file=sys.stderr)
     if not args.quiet:
         where = (
-            join(args.output_dir, "batch_report.json")
+            text(join(args.output_dir, "batch_report.json"))
             if is_url(args.output_dir)
             else text(Path(args.output_dir) / "batch_report.json")
         )
@@ -158,8 +159,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
     failed = False
     documents = []
-    for path in args.archives:
-        problems = validate(path)
+    for given in args.archives:
+        problems, path = validate(given), redact(given)  # a URL's password hidden
         failed = failed or any(p.severity == ERROR for p in problems)
         if args.json:
             documents.append(

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
@@ -42,6 +43,32 @@ def remote_input(path: str | os.PathLike) -> str | None:
     if local.exists():
         return None  # a staged copy (or a plain local file)
     return origin_of(local)
+
+
+_KINDS = (  # the files that are not regular, as a message names them
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+)
+
+
+def check_regular_file(path: str | os.PathLike) -> None:
+    """Refuse a local input that is not a regular file, by its ``stat`` (links followed),
+    before anything opens it: opening a FIFO for reading waits for a writer forever, and a
+    device like ``/dev/zero`` never ends."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror})") from None
+    if stat.S_ISREG(mode):
+        return
+    if stat.S_ISDIR(mode):
+        raise InputError(f"{path}: is a directory, not an MS data file")
+    kind = next((name for test, name in _KINDS if test(mode)), "a special file")
+    raise InputError(f"{path}: not a regular file ({kind}), not an MS data file")
 
 
 _sizes: dict[str, int] = {}  # the sizes asked while a conversion holds them
@@ -316,6 +343,7 @@ def url_sha256(url: str) -> str:
 
 __all__ = [
     "RANGE_FORMATS",
+    "check_regular_file",
     "range_file",
     "input_size",
     "object_head",

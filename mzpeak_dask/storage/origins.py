@@ -10,6 +10,7 @@ back from the copy's path.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 SUFFIX = ".mzpeak-dask-origin"
@@ -20,8 +21,12 @@ def _marker(copy: Path) -> Path:
 
 
 def mark_origin(copy: Path, url: str) -> None:
-    """Record that ``copy`` was fetched from ``url``."""
-    _marker(copy).write_text(url, encoding="utf-8")
+    """Record that ``copy`` was fetched from ``url`` (readable by its owner only: the URL may
+    hold a password, which the workers reading the object need)."""
+    marker = _marker(copy)
+    fd = os.open(marker, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(url)
 
 
 def origin_of(copy: Path) -> str | None:

@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import threading
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from ..errors import ExtraMissingError, StorageError
+from ..pathtext import redact
 
 # scheme -> (the optional extra that installs its client, the client's module)
 EXTRAS = {
@@ -115,6 +117,11 @@ def filesystem(url: str, options: dict[str, Any] | None = None) -> tuple[Any, st
     name = scheme(url)
     if name is None or name == "file":
         raise StorageError(f"{url}: not a URL")
+    if name not in READ_ONLY and _SAME_STORE.get(name, name) != "az" and "@" in _netloc(url):
+        raise StorageError(  # the client would take it for the bucket's name, and show it
+            f"{redact(url)}: a {name}:// URL cannot carry credentials; give them in the "
+            "store's environment or the config file's [storage] table"
+        )
     options = default_options() if options is None else options
     key = (name, json.dumps(options, sort_keys=True, default=str))
     try:
@@ -147,6 +154,113 @@ def _hint(url: str, name: str) -> str:
     return f"{url}: {name}:// URLs need the {module} package: pip install 'mzpeak-dask[{extra}]'"
 
 
+_SAME_STORE = {"s3a": "s3", "gcs": "gs", "abfs": "az", "abfss": "az"}
+# AWS's own names of a bucket's objects: virtual-hosted (``<bucket>.s3[.<region>].amazonaws.com``,
+# ``<bucket>.s3-<region>...``) and path-style (``s3[.<region>].amazonaws.com/<bucket>/...``)
+_AWS_HOST = re.compile(r"(?:(?P<bucket>.+)\.)?s3(?:[.-][a-z0-9-]+)*\.amazonaws\.com(?:\.cn)?")
+_DEFAULT_PORTS = (None, 80, 443)
+
+
+def object_identity(
+    location: str | os.PathLike, options: dict[str, Any] | None = None
+) -> tuple[str, ...]:
+    """What ``location`` names, the same for every spelling of one object or file: two
+    locations whose identities are equal may be the same object, and an output must not be
+    written over an input so named.
+
+    A path or ``file://`` URL: ``("file", real path)``. An object in a store:
+    ``(store, bucket, key)``, whatever the scheme's alias (``s3a://``, ``gcs://``,
+    ``abfs://``), the password in the URL, doubled slashes, ``.`` and ``..`` segments and a
+    trailing slash (stores and clients do not agree on such keys: spellings any of them
+    reads as the same object count as one). An ``http(s)://`` URL of S3 is that S3 object:
+    path-style or virtual-hosted on the S3 endpoint (``AWS_ENDPOINT_URL``, the storage
+    option ``endpoint_url``) or on AWS's own hosts (``<bucket>.s3.amazonaws.com/<key>``,
+    ``s3.<region>.amazonaws.com/<bucket>/<key>``); any other is ``("web", host, port, path)``.
+    ``options``: the storage options (default: this process' own)."""
+    name = scheme(location)
+    if name in (None, "file"):
+        return ("file", os.path.realpath(os.fspath(local_path(location))))
+    location = str(location)
+    if name in READ_ONLY:
+        parts = urlsplit(location)
+        host, path = _host(parts), _key(unquote(parts.path))
+        return _s3_spelling(host, path, options) or ("web", *map(str, host), path)
+    netloc, path = _netloc(location), location.split("://", 1)[1].partition("/")[2]
+    store = _SAME_STORE.get(name, name)
+    # userinfo never names the object; Azure's ``container@account`` names the container
+    bucket = netloc.partition("@")[0] if store == "az" else netloc.rpartition("@")[2]
+    return (store, bucket.lower(), _key(path.partition("?")[0] if store == "s3" else path))
+
+
+def _netloc(url: str) -> str:
+    return url.split("://", 1)[1].partition("/")[0]
+
+
+def _key(path: str) -> str:
+    """A key or URL path with empty and ``.`` segments dropped and ``..`` taken back."""
+    segments: list[str] = []
+    for segment in path.split("/"):
+        if segment == "..":
+            if segments:
+                segments.pop()
+        elif segment not in ("", "."):
+            segments.append(segment)
+    return "/".join(segments)
+
+
+def _host(parts: Any) -> tuple[str, int | None]:
+    try:
+        port = parts.port
+    except ValueError:  # not a number: never the endpoint's
+        port = -1
+    return (parts.hostname or "").lower().rstrip("."), port
+
+
+def _same_host(a: tuple[str, int | None], b: tuple[str, int | None]) -> bool:
+    """The same host and port (a port left out, or a scheme's default, is either default)."""
+    return a[0] == b[0] and (a[1] == b[1] or (a[1] in _DEFAULT_PORTS and b[1] in _DEFAULT_PORTS))
+
+
+def _s3_endpoints(options: dict[str, Any] | None) -> list[tuple[str, int | None]]:
+    options = default_options() if options is None else options
+    client = options.get("client_kwargs")
+    given = [
+        os.environ.get("AWS_ENDPOINT_URL_S3"),
+        os.environ.get("AWS_ENDPOINT_URL"),
+        options.get("endpoint_url"),
+        client.get("endpoint_url") if isinstance(client, dict) else None,
+    ]
+    return [_host(urlsplit(url)) for url in given if isinstance(url, str) and "://" in url]
+
+
+def _s3_spelling(
+    host: tuple[str, int | None], path: str, options: dict[str, Any] | None
+) -> tuple[str, ...] | None:
+    """``("s3", bucket, key)`` of an ``http(s)://`` URL of an S3 object, else None."""
+    first, _, rest = path.partition("/")
+    name = host[0]
+    for endpoint in _s3_endpoints(options):
+        if _same_host(host, endpoint):  # path-style
+            return ("s3", first.lower(), rest)
+        virtual = name.endswith("." + endpoint[0]) and not endpoint[0].replace(".", "").isdigit()
+        if virtual and _same_host((endpoint[0], host[1]), endpoint):
+            return ("s3", name[: -len(endpoint[0]) - 1], path)
+    aws = _AWS_HOST.fullmatch(name)
+    if aws is None:
+        return None
+    return ("s3", aws["bucket"], path) if aws["bucket"] else ("s3", first.lower(), rest)
+
+
+def without_userinfo(location: str) -> str:
+    """``location`` (a URL, or one without its scheme: ``user:password@host/path``) without
+    the userinfo before its host: a name made of it (a key, a folder) keeps no password."""
+    head, sep, rest = location.partition("://")
+    if not sep:
+        head, rest = "", location
+    netloc, slash, path = rest.partition("/")
+    return f"{head}{sep}{netloc.rpartition('@')[2]}{slash}{path}"
+
+
 def join(url: str, *names: str) -> str:
     """``url`` with ``names`` appended as path segments."""
     return "/".join([url.rstrip("/"), *(n.strip("/") for n in names)])
@@ -167,7 +281,10 @@ __all__ = [
     "is_url",
     "join",
     "local_path",
+    "object_identity",
+    "redact",
     "renewed_in_forked_child",
     "scheme",
     "set_default_options",
+    "without_userinfo",
 ]

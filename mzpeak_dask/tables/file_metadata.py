@@ -12,7 +12,7 @@ from typing import Any
 
 from .. import vocabulary as V
 from .._version import __version__
-from ..pathtext import text
+from ..pathtext import redact, text
 from ..records import Param, RunMetadata
 from ..storage.inputs import remote_input, url_sha256
 from ..storage.origins import origin_folder, origin_of
@@ -45,8 +45,8 @@ def file_sha256(path: str | os.PathLike) -> str:
 
 def _location(source: Path) -> str:
     """The folder of the input as a URI: the object's for an input staged from a URL."""
-    origin = origin_of(source)
-    return origin_folder(origin) if origin else source.resolve().parent.as_uri()
+    origin = origin_of(source)  # its password, if it has one, hidden
+    return redact(origin_folder(origin)) if origin else source.resolve().parent.as_uri()
 
 
 def footer_metadata(
