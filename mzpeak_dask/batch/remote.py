@@ -127,6 +127,8 @@ def run_remote_batch(
     if not is_url(output):
         raise MzPeakDaskError(f"{output}: a batch of URLs writes under a bucket prefix")
     check_writable(output)
+    if not is_url(source):
+        check_regular_file(source)  # a local manifest: refused before the store is touched
     with prefix_held(output):  # one batch at a time into this prefix
         return _run_held(source, output, options, cluster, batch, client, progress, state_dir)
 
