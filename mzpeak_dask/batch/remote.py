@@ -31,9 +31,11 @@ import pyarrow.parquet as pq
 from ..errors import InputError, MzPeakDaskError
 from ..options import BatchOptions, ClusterOptions, ConvertOptions
 from ..staged import by_ranges, download
+from ..storage.failures import cause
 from ..storage.origins import mark_origin
+from ..storage.probe import probe_output
 from ..storage.uploads import upload_file
-from ..storage.urls import check_writable, filesystem, is_url, join, local_path
+from ..storage.urls import filesystem, is_url, join, local_path
 from . import report
 from .runner import BatchOutcome, run_batch
 from .sources import is_ms_file
@@ -60,8 +62,8 @@ def list_inputs(source: str) -> list[tuple[str, str, str | None, int]]:
     fs, path = filesystem(source)
     try:
         found = fs.find(path, detail=True)
-    except Exception as exc:
-        raise InputError(f"{source}: cannot list ({type(exc).__name__})") from None
+    except Exception as exc:  # every client has its own errors; a user needs one line
+        raise InputError(f"{source}: cannot list ({cause(exc, 'bucket does not exist')})") from None
     prefix = source.rstrip("/")
     out = []
     for key, info in sorted(found.items()):
@@ -108,7 +110,7 @@ def run_remote_batch(
     output = str(local_path(output)).rstrip("/")
     if not is_url(output):
         raise MzPeakDaskError(f"{output}: a batch of URLs writes under a bucket prefix")
-    check_writable(output)
+    probe_output(output)  # a bucket that cannot take the archives: one line, before any work
     work = Path(state_dir) if state_dir else default_state_dir(output)
     work.mkdir(parents=True, exist_ok=True)
     state = _load(work / STATE)

@@ -35,6 +35,12 @@ EXTRAS = {
     "https": ("http", "aiohttp"),
 }
 READ_ONLY = ("http", "https")
+# botocore's settings for S3 unless the storage options (their ``config_kwargs``) say: a
+# connection that does not come or answer is given up in seconds, and each request is tried
+# three times (the "standard" mode: connection failures, 5xx answers and SlowDown, with a
+# random backoff of 1 s, then 2 s at most), where the legacy default tries five times
+S3_CONFIG = {"connect_timeout": 5, "read_timeout": 30}
+S3_RETRIES = {"max_attempts": 3, "mode": "standard"}
 ENVIRONMENT = "MZPEAK_DASK_STORAGE_OPTIONS"  # how worker processes inherit the options
 
 
@@ -115,7 +121,7 @@ def filesystem(url: str, options: dict[str, Any] | None = None) -> tuple[Any, st
     name = scheme(url)
     if name is None or name == "file":
         raise StorageError(f"{url}: not a URL")
-    options = default_options() if options is None else options
+    options = with_defaults(name, default_options() if options is None else options)
     key = (name, json.dumps(options, sort_keys=True, default=str))
     try:
         import fsspec
@@ -138,6 +144,17 @@ def filesystem(url: str, options: dict[str, Any] | None = None) -> tuple[Any, st
         with _lock:
             _filesystems[key] = fs
     return fs, fs._strip_protocol(url) if name not in READ_ONLY else url
+
+
+def with_defaults(name: str, options: dict[str, Any]) -> dict[str, Any]:
+    """``options`` with this package's defaults for the store of scheme ``name`` filled in
+    where they say nothing (for S3, botocore's timeouts and retries: :data:`S3_CONFIG`)."""
+    if name not in ("s3", "s3a"):
+        return options
+    config = {**S3_CONFIG, **options.get("config_kwargs", {})}
+    if not {"AWS_MAX_ATTEMPTS", "AWS_RETRY_MODE"} & os.environ.keys():  # else as they say
+        config.setdefault("retries", S3_RETRIES)
+    return {**options, "config_kwargs": config}
 
 
 def _hint(url: str, name: str) -> str:
@@ -170,4 +187,5 @@ __all__ = [
     "renewed_in_forked_child",
     "scheme",
     "set_default_options",
+    "with_defaults",
 ]
