@@ -136,6 +136,10 @@ class StagedJobs:
             for k, error in self.errors.items():
                 on_result(k, error)
         local = [self.local[k] for k in todo]
+        if progress is not None:  # the inputs' URLs, not their staged paths
+            progress = Renamed(
+                progress, {str(self.local[k][0]): str(self.jobs[k][0]) for k in todo}
+            )
         if local:
             run_jobs(local, self.options, cluster, client, progress, fail_fast, finished)
         return [results[k] for k in range(len(self.jobs))]
@@ -172,6 +176,25 @@ class StagedJobs:
             return error
 
 
+class Renamed:
+    """A progress callback ``(input, done, total)`` that is shown each staged input by the name
+    it was given (its URL), not its path in the staging folder; any other attribute is the
+    callback's own (``announce``, ``files``)."""
+
+    def __init__(self, progress, names: dict[str, str]):  # noqa: ANN001 - any callback
+        object.__setattr__(self, "_progress", progress)
+        object.__setattr__(self, "_names", names)
+
+    def __call__(self, source: str, done: int, total: int) -> None:
+        self._progress(self._names.get(str(source), source), done, total)
+
+    def __getattr__(self, name: str):  # noqa: ANN204 - the callback's attribute
+        return getattr(self._progress, name)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        setattr(self._progress, name, value)
+
+
 def _abort(upload: GrowingUpload | None) -> None:
     """Discard ``upload`` (if any) of a run that failed or never ended; a store that kept its
     parts is told in a warning (the run's own failure is the error)."""
@@ -202,4 +225,4 @@ def download(url: str, target: Path) -> None:
     mark_origin(target, url)  # the archive names the object, not this copy
 
 
-__all__ = ["StagedJobs", "by_ranges", "download"]
+__all__ = ["Renamed", "StagedJobs", "by_ranges", "download"]

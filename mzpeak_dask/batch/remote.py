@@ -30,7 +30,7 @@ import pyarrow.parquet as pq
 
 from ..errors import InputError, MzPeakDaskError
 from ..options import BatchOptions, ClusterOptions, ConvertOptions
-from ..staged import by_ranges, download
+from ..staged import Renamed, by_ranges, download
 from ..storage.failures import cause
 from ..storage.origins import mark_origin
 from ..storage.probe import probe_output
@@ -184,7 +184,9 @@ def _convert(
             mark_origin(target, url)
         else:  # compressed: streamed into the staging tree
             download(url, target)
-        urls[str(target.resolve())] = url
+        urls[str(target.resolve())] = urls[str(target)] = url
+    if progress is not None:  # the inputs' URLs, not their staged paths
+        progress = Renamed(progress, urls)
     try:
         outcome = run_batch(
             mirror,

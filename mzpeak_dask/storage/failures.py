@@ -65,8 +65,8 @@ def _endpoint(exc: BaseException) -> str | None:
             return f"{parts.scheme}://{parts.netloc}"
         host, port = getattr(e, "host", None), getattr(e, "port", None)
         if isinstance(host, str) and isinstance(port, int):  # aiohttp's connection errors
-            ssl = getattr(e, "ssl", None)
-            return f"{'https' if ssl not in (None, False) else 'http'}://{host}:{port}"
+            secure = getattr(getattr(e, "_conn_key", None), "is_ssl", False)
+            return f"{'https' if secure else 'http'}://{host}:{port}"
     return None
 
 
@@ -98,22 +98,24 @@ def cause(exc: BaseException, missing: str = "no such object") -> str:
     """The cause of ``exc`` in a few words, without the URL (the caller names it);
     ``missing``: what a 404 answer means for the request made."""
     code, status, message = _answer(exc)
-    if code in NO_BUCKET:
+    if code in NO_BUCKET or ("bucket" in message.lower() and "not exist" in message.lower()):
         return "bucket does not exist"
-    if code in DENIED or status == 403 or isinstance(exc, PermissionError):
+    if code in DENIED or status == 403:
         return "access denied (check credentials)"
-    if code in NO_OBJECT or status == 404 or isinstance(exc, FileNotFoundError):
-        if "bucket" in message.lower() and "not exist" in message.lower():
-            return "bucket does not exist"
+    if code in NO_OBJECT or status == 404:
         return missing
     if code in THROTTLED or status == 503:
         return f"the server asks to slow down ({code or status}); gave up after retrying"
     if status is not None and status >= 500:
         return f"server error ({status} {code}); gave up after retrying"
-    reason = _connection(exc)
+    reason = _connection(exc)  # before the builtin errors a client may raise it as
     if reason is not None:
         where = _endpoint(exc)
-        return f"cannot connect to {where} ({reason})" if where else f"{reason}"
+        return f"cannot connect to {where} ({reason})" if where else reason
+    if isinstance(exc, PermissionError):
+        return "access denied (check credentials)"
+    if isinstance(exc, FileNotFoundError):
+        return missing
     if code is not None:
         return f"{code}: {message}" if message else str(code)
     text = _first_line(exc)

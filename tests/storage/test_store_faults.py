@@ -213,3 +213,50 @@ def test_an_unreachable_endpoint_in_process_is_a_storage_error(proxy, bucket, tm
     proxy.go_down(None)
     with pytest.raises(StorageError, match="cannot connect to .* \\(connection refused\\)"):
         convert(BUNDLED / "small.mzML", f"s3://{bucket}/x.mzpeak", cluster=INLINE)
+
+
+def test_progress_lines_name_the_input_urls(s3_endpoint, bucket, tmp_path):
+    s3_client(s3_endpoint).upload_file(str(BUNDLED / "small.mzML"), bucket, "in/small.mzML")
+    source = f"s3://{bucket}/in/small.mzML"
+    env = os.environ.copy()
+    result = run_cli(
+        "convert", source, str(tmp_path / "small.mzpeak"), "--cluster", "inline", env=env
+    )
+    assert result.returncode == 0, result.stderr
+    progress = [line for line in result.stderr.splitlines() if line.startswith(PROGRESS)]
+    assert progress and all(line.split(" ")[1] == f"{source}:" for line in progress), progress
+    result = run_cli(
+        "batch",
+        f"s3://{bucket}/in",
+        f"s3://{bucket}/out",
+        "--state-dir",
+        str(tmp_path / "state"),
+        env=env,
+    )
+    assert result.returncode == 0, result.stderr
+    progress = [line for line in result.stderr.splitlines() if line.startswith(PROGRESS)]
+    assert progress and all(line.split(" ")[1] == f"{source}:" for line in progress), progress
+
+
+def test_an_unreachable_web_server_is_one_line_naming_it(tmp_path):
+    endpoint = f"http://127.0.0.1:{_free_port()}"  # nobody listens there
+    with pytest.raises(StorageError) as raised:
+        convert(f"{endpoint}/small.mzML", tmp_path / "small.mzpeak", cluster=INLINE)
+    assert str(raised.value) == (
+        f"{endpoint}/small.mzML: cannot connect to {endpoint} (connection refused)"
+    )
+    assert not (tmp_path / "small.mzpeak").exists()
+
+
+@pytest.mark.parametrize(
+    ("store", "missing"), [("gcs_host", "bucket"), ("azurite_endpoint", "container")]
+)
+def test_a_missing_bucket_elsewhere_is_one_line_before_any_work(store, missing, request):
+    request.getfixturevalue(store)
+    scheme = "gs" if store == "gcs_host" else "az"
+    url = f"{scheme}://no-such-{missing}-here/out/small.mzpeak"
+    seen = []
+    with pytest.raises(StorageError) as raised:
+        convert(BUNDLED / "small.mzML", url, cluster=INLINE, progress=lambda *a: seen.append(a))
+    assert str(raised.value) == f"{url}: {missing} does not exist"
+    assert seen == []  # nothing converted
