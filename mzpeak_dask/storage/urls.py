@@ -13,6 +13,7 @@ storage option: the keyword arguments of the store's fsspec filesystem, given as
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import threading
@@ -40,7 +41,7 @@ READ_ONLY = ("http", "https")
 # three times (the "standard" mode: connection failures, 5xx answers and SlowDown, with a
 # random backoff of 1 s, then 2 s at most), where the legacy default tries five times
 S3_CONFIG = {"connect_timeout": 5, "read_timeout": 30}
-S3_RETRIES = {"max_attempts": 3, "mode": "standard"}
+S3_RETRIES = {"max_attempts": 2, "mode": "standard"}  # retries: 3 calls in all
 ENVIRONMENT = "MZPEAK_DASK_STORAGE_OPTIONS"  # how worker processes inherit the options
 
 
@@ -151,9 +152,10 @@ def with_defaults(name: str, options: dict[str, Any]) -> dict[str, Any]:
     where they say nothing (for S3, botocore's timeouts and retries: :data:`S3_CONFIG`)."""
     if name not in ("s3", "s3a"):
         return options
-    config = {**S3_CONFIG, **options.get("config_kwargs", {})}
+    # copies: botocore rewrites the retries it is given in place
+    config = {**S3_CONFIG, **copy.deepcopy(options.get("config_kwargs", {}))}
     if not {"AWS_MAX_ATTEMPTS", "AWS_RETRY_MODE"} & os.environ.keys():  # else as they say
-        config.setdefault("retries", S3_RETRIES)
+        config.setdefault("retries", dict(S3_RETRIES))
     return {**options, "config_kwargs": config}
 
 

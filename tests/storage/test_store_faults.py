@@ -17,7 +17,7 @@ import pytest
 
 from mzpeak_dask import ConvertOptions, convert
 from mzpeak_dask.errors import StorageError
-from mzpeak_dask.storage import set_default_options, streaming
+from mzpeak_dask.storage import filesystem, set_default_options, streaming
 
 from ..conftest import BUNDLED, INLINE
 from ..fault_proxy import fault_proxy
@@ -260,3 +260,15 @@ def test_a_missing_bucket_elsewhere_is_one_line_before_any_work(store, missing, 
         convert(BUNDLED / "small.mzML", url, cluster=INLINE, progress=lambda *a: seen.append(a))
     assert str(raised.value) == f"{url}: {missing} does not exist"
     assert seen == []  # nothing converted
+
+
+def test_s3_timeouts_and_retries_are_defaults_the_storage_options_override(s3_endpoint):
+    for _ in range(2):  # the defaults are not changed by a use of them
+        config = filesystem("s3://runs/x.mzpeak", {})[0].connect().meta.config
+        assert (config.connect_timeout, config.read_timeout) == (5, 30)
+        assert config.retries == {"mode": "standard", "total_max_attempts": 3}
+    mine = {"read_timeout": 300, "retries": {"max_attempts": 9, "mode": "adaptive"}}
+    config = filesystem("s3://runs/x.mzpeak", {"config_kwargs": mine})[0].connect().meta.config
+    assert (config.connect_timeout, config.read_timeout) == (5, 300)
+    assert config.retries == {"mode": "adaptive", "total_max_attempts": 10}
+    assert mine["retries"] == {"max_attempts": 9, "mode": "adaptive"}  # the caller's, as given
