@@ -1,8 +1,8 @@
 """A fault-injecting HTTP proxy on loopback, in front of an S3 server (moto's, tests/servers.py),
 for the tests of what a conversion does when the store fails: it forwards each request and,
 on command, resets the connection (mid-request or mid-response), answers ``503 SlowDown`` or
-``500 InternalError`` (S3's XML error bodies), or goes down (refuses connections) for a while
-or for good.
+``500 InternalError`` (S3's XML error bodies; the latter to UploadPart or PutObject requests),
+or goes down (refuses connections) for a while or for good.
 
 Each client connection carries one request: the proxy asks the server and the client to close
 the connection after it (``Connection: close``), so that every request is seen and can be
@@ -111,6 +111,11 @@ class FaultProxy:
         with self._lock:
             self._parts_fail_always = n is None
             self._faults["part-error"] = 0 if n is None else n
+
+    def fail_puts(self, n: int) -> None:
+        """Answer the next ``n`` PutObject requests (``PUT`` of a whole object, not a part)
+        ``500 InternalError``."""
+        self._due("put-error", n)
 
     def go_down(self, seconds: float | None, at_next_part: bool = False) -> None:
         """Refuse connections for ``seconds`` (None: until stopped), from now or from the next
@@ -250,6 +255,9 @@ class FaultProxy:
             conn.sendall(s3_error(*SLOW_DOWN, head_only=method == "HEAD"))
             return
         if request.upload_part and self._take("part-error"):
+            conn.sendall(s3_error(*INTERNAL, head_only=False))
+            return
+        if method == "PUT" and "?" not in target and self._take("put-error"):
             conn.sendall(s3_error(*INTERNAL, head_only=False))
             return
         answer = self._forward(request)

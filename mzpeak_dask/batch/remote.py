@@ -83,7 +83,10 @@ def _manifest(text: str) -> list[tuple[str, str, str | None, int]]:
     out = []
     for url in dict.fromkeys(urls):
         fs, path = filesystem(url)
-        info = fs.info(path)
+        try:
+            info = fs.info(path)
+        except Exception as exc:  # every client has its own errors; a user needs one line
+            raise InputError(f"{url}: {cause(exc)}") from None
         out.append((url, path.split("://", 1)[-1], _etag(info), int(info.get("size") or 0)))
     return out
 

@@ -11,10 +11,7 @@ from __future__ import annotations
 
 from ..errors import MzPeakDaskError, StorageError
 from .failures import cause
-from .retry import retried
 from .urls import check_writable, filesystem, scheme
-
-PROBES = 2  # calls of a probe at most: an endpoint that does not answer is told in seconds
 
 
 def bucket_of(url: str) -> str:
@@ -30,12 +27,11 @@ def probe_output(url: str) -> None:
     name = scheme(url)
     fs, path = filesystem(url)
     bucket = path.split("/", 1)[0]
-    what = "container does not exist" if name in ("az", "abfs", "abfss") else None
-    missing = what or "bucket does not exist"
+    missing = f"{'container' if name in ('az', 'abfs', 'abfss') else 'bucket'} does not exist"
     try:
         if name in ("s3", "s3a"):
-            retried(lambda: fs.call_s3("head_bucket", Bucket=bucket), attempts=PROBES)
-        elif not fs.exists(bucket):  # gcsfs and the Azure SDK retry for long on their own
+            fs.call_s3("head_bucket", Bucket=bucket)  # botocore's retries, no more: in seconds
+        elif not fs.exists(bucket):
             raise StorageError(f"{url}: {missing}")
     except MzPeakDaskError:
         raise
@@ -47,7 +43,7 @@ def exists(url: str) -> bool:
     """Whether an object is at ``url`` (one line naming it if the store cannot say)."""
     fs, path = filesystem(url)
     try:
-        return bool(retried(lambda: fs.exists(path), attempts=PROBES))
+        return bool(fs.exists(path))
     except Exception as exc:  # noqa: BLE001 - see above
         raise StorageError(f"{url}: {cause(exc)}") from None
 

@@ -166,15 +166,25 @@ def test_a_missing_output_bucket_is_one_line_before_any_work(s3_endpoint, tmp_pa
 
 
 def test_missing_inputs_are_one_line(s3_endpoint, bucket, tmp_path):
-    here = tmp_path / "small.mzpeak"
+    here, env = tmp_path / "small.mzpeak", os.environ.copy()
     for source, cause in (
         (f"s3://{bucket}/in/nothing.mzML", "no such object"),
         ("s3://no-such-bucket-here/in/small.mzML", "bucket does not exist"),
         (f"s3://{bucket}/in/nothing.mzML.gz", "no such object"),  # staged, not read by ranges
     ):
-        result = run_cli("convert", source, str(here), "--cluster", "inline", env=os.environ.copy())
+        result = run_cli("convert", source, str(here), "--cluster", "inline", env=env)
         one_line_error(result, f"{source}: {cause}")
         assert not here.exists()
+    manifest = tmp_path / "runs.txt"
+    manifest.write_text(f"s3://{bucket}/in/nothing.mzML\n")
+    for source, cause in (
+        (str(manifest), f"s3://{bucket}/in/nothing.mzML: no such object"),
+        ("s3://no-such-bucket-here/in", "s3://no-such-bucket-here/in: cannot list (bucket does"),
+    ):
+        state = str(tmp_path / "state")
+        result = run_cli("batch", source, f"s3://{bucket}/out", "--state-dir", state, env=env)
+        one_line_error(result, cause)
+    assert keys(s3_endpoint, bucket) == []
 
 
 @contextmanager
@@ -272,3 +282,15 @@ def test_s3_timeouts_and_retries_are_defaults_the_storage_options_override(s3_en
     assert (config.connect_timeout, config.read_timeout) == (5, 300)
     assert config.retries == {"mode": "adaptive", "total_max_attempts": 10}
     assert mine["retries"] == {"max_attempts": 9, "mode": "adaptive"}  # the caller's, as given
+
+
+def test_an_upload_the_store_fails_for_a_while_is_made_again(proxy, s3_endpoint, bucket, tmp_path):
+    local = tmp_path / "local.mzpeak"
+    convert(BUNDLED / "small.mzML", local, cluster=INLINE)
+    proxy.fail_puts(6)  # more than the calls botocore makes of one request (3; 5 by default)
+    url = f"s3://{bucket}/out/small.mzpeak"
+    convert(BUNDLED / "small.mzML", url, cluster=INLINE)  # one PUT: a small archive
+    assert proxy.injected == {"put-error": 6}
+    back = tmp_path / "back.mzpeak"
+    s3_client(s3_endpoint).download_file(bucket, "out/small.mzpeak", str(back))
+    assert back.read_bytes() == local.read_bytes()
