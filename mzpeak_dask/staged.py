@@ -189,6 +189,8 @@ class Renamed:
         self._progress(self._names.get(str(source), source), done, total)
 
     def __getattr__(self, name: str):  # noqa: ANN204 - the callback's attribute
+        if name.startswith("__") or name in ("_progress", "_names"):
+            raise AttributeError(name)
         return getattr(self._progress, name)
 
     def __setattr__(self, name: str, value: object) -> None:
