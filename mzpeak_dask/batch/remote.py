@@ -75,7 +75,10 @@ def list_inputs(source: str) -> list[tuple[str, str, str | None, int]]:
 
 def _read_text(url: str) -> str:
     fs, path = filesystem(url)
-    return fs.cat_file(path).decode()
+    try:
+        return fs.cat_file(path).decode()
+    except Exception as exc:  # every client has its own errors; a user needs one line
+        raise InputError(f"{url}: {cause(exc)}") from None
 
 
 def _manifest(text: str) -> list[tuple[str, str, str | None, int]]:

@@ -146,6 +146,9 @@ def test_an_unreachable_endpoint_is_one_line_naming_it(proxy, bucket, tmp_path):
     result = run_cli("convert", source, str(here), "--cluster", "inline", env=through(proxy))
     one_line_error(result, source, f"cannot connect to {proxy.url} (connection refused)")
     assert not here.exists()
+    archive = f"s3://{bucket}/runs/small.mzpeak"
+    result = run_cli("info", archive, env=through(proxy))
+    one_line_error(result, f"{archive}: cannot connect to {proxy.url} (connection refused)")
 
 
 def test_a_missing_output_bucket_is_one_line_before_any_work(s3_endpoint, tmp_path):
@@ -179,6 +182,7 @@ def test_missing_inputs_are_one_line(s3_endpoint, bucket, tmp_path):
     manifest.write_text(f"s3://{bucket}/in/nothing.mzML\n")
     for source, cause in (
         (str(manifest), f"s3://{bucket}/in/nothing.mzML: no such object"),
+        (f"s3://{bucket}/in/runs.txt", f"s3://{bucket}/in/runs.txt: no such object"),
         ("s3://no-such-bucket-here/in", "s3://no-such-bucket-here/in: cannot list (bucket does"),
     ):
         state = str(tmp_path / "state")
