@@ -21,6 +21,7 @@ import pyarrow as pa
 
 from ..errors import StorageError
 from .failures import cause
+from .retry import retried
 
 READ_AHEAD = 1 << 16  # bytes a miss fetches at least (covers a Parquet footer's first read)
 CACHE_BYTES = 32 << 20  # spans kept per source, least recently used dropped first
@@ -49,8 +50,8 @@ def fetch(fs: Any, path: str, start: int, stop: int, where: str, transfer: Trans
     """Bytes ``[start, stop)`` of the object in one ranged request (one line if it fails)."""
     if stop <= start:
         return b""
-    try:
-        data = fs.cat_file(path, start=start, end=stop)
+    try:  # made again while the store fails it for a while (a run's reads outlast that)
+        data = retried(lambda: fs.cat_file(path, start=start, end=stop))
     except Exception as exc:  # every client has its own errors; a user needs one line
         raise StorageError(f"{where}: {cause(exc)}") from None
     transfer.add(len(data))

@@ -1,8 +1,9 @@
 """Sending an upload's request again when the store failed it for a while.
 
 The store's client already tries each request a few times within seconds (for S3, botocore's
-retries, :data:`.urls.S3_RETRIES`); an upload's part or its completion is worth more: a
-store restarting or shedding load for longer than that must not cost the whole conversion.
+retries, :data:`.urls.S3_RETRIES`); an upload's part or its completion, or a ranged read of a
+run being converted, is worth more: a store restarting or shedding load for longer than that
+must not cost the whole conversion.
 :func:`retried` calls again after a failure that may pass (:func:`.failures.transient`),
 waiting longer each time, a bounded number of times within a total deadline, and gives up at
 once when asked to stop (an upload being aborted).
