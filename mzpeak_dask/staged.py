@@ -23,6 +23,7 @@ uploads to an output key that dead processes of this program left are aborted
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import tempfile
@@ -34,12 +35,16 @@ from .archive.staging import Staging, sweep
 from .contracts import ConversionResult
 from .errors import InputError, MzPeakDaskError, OptionsError, OutputError, StorageError
 from .readers import compression_of, detect_format
+from .storage.failures import cause
 from .storage.inputs import RANGE_FORMATS, sizes_held
 from .storage.origins import mark_origin
 from .storage.owned import abort_dead
-from .storage.streaming import follow, unfollow
+from .storage.probe import bucket_of, exists, probe_output
+from .storage.streaming import GrowingUpload, follow, unfollow
 from .storage.uploads import upload_file
-from .storage.urls import basename, check_writable, filesystem, is_url, local_path
+from .storage.urls import basename, filesystem, is_url, local_path
+
+log = logging.getLogger(__name__)
 
 TEMPORARY = "mzpeak-dask-staging"  # the staging folders in the temporary folder: .NAME.*.tmp
 
@@ -55,6 +60,7 @@ class StagedJobs:
         self.staging: Staging | None = None
         self.local: list[tuple[Path, Path]] = []
         self.errors: dict[int, MzPeakDaskError] = {}
+        self._probed: dict[str, str | None] = {}  # bucket -> why it cannot take outputs
         self._held = ExitStack()
 
     def __enter__(self) -> StagedJobs:
@@ -65,16 +71,15 @@ class StagedJobs:
             sweep(name.parent, name)  # what conversions that died left there
             self.staging = Staging(name)
             self.folder = self.staging.path
-        for k, (source, output) in enumerate(self.jobs):
-            self.local.append((self._input(k, source), self._output(k, output)))
+        for k, (source, output) in enumerate(self.jobs):  # the outputs asked first: no input
+            staged = self._output(k, output)  # is read for an output that cannot be written
+            self.local.append((self._input(k, source), staged))
         return self
 
     def __exit__(self, *exc: object) -> None:
         self._held.close()
         for _, output in self.local:  # runs that never ended (an interrupt): no object
-            upload = unfollow(output)
-            if upload is not None:
-                upload.abort()
+            _abort(unfollow(output))
         if self.staging is not None:
             self.staging.cleanup()
 
@@ -87,6 +92,8 @@ class StagedJobs:
         if not is_url(source):
             return Path(source)
         staged = self._slot(k) / basename(source)
+        if k in self.errors:  # its output cannot be written: nothing to read it for
+            return staged
         try:
             if by_ranges(str(source)):
                 mark_origin(staged, str(source))  # read where it lies: nothing copied here
@@ -105,10 +112,17 @@ class StagedJobs:
                 raise OptionsError(
                     f"{output}: an archive in object storage is a ZIP (no --unpacked)"
                 )
-            check_writable(output)
+            where = bucket_of(output)  # each bucket asked once
+            if where not in self._probed:
+                try:
+                    probe_output(output)
+                    self._probed[where] = None
+                except StorageError as exc:
+                    self._probed[where] = str(exc).removeprefix(f"{output}: ")
+            if self._probed[where] is not None:
+                raise StorageError(f"{output}: {self._probed[where]}")
             abort_dead(output)  # what conversions to this key that were killed left
-            fs, path = filesystem(output)
-            if not self.options.overwrite and fs.exists(path):
+            if not self.options.overwrite and exists(output):
                 raise OutputError(f"{output}: already exists (use --overwrite to replace it)")
         except MzPeakDaskError as exc:
             self.errors.setdefault(k, exc)
@@ -137,6 +151,10 @@ class StagedJobs:
             for k, error in self.errors.items():
                 on_result(k, error)
         local = [self.local[k] for k in todo]
+        if progress is not None:  # the inputs' URLs, not their staged paths
+            progress = Renamed(
+                progress, {str(self.local[k][0]): str(self.jobs[k][0]) for k in todo}
+            )
         if local:
             run_jobs(local, self.options, cluster, client, progress, fail_fast, finished)
         return [results[k] for k in range(len(self.jobs))]
@@ -146,8 +164,7 @@ class StagedJobs:
         source, output = self.jobs[k]
         upload = unfollow(self.local[k][1])
         if isinstance(outcome, BaseException):
-            if upload is not None:
-                upload.abort()
+            _abort(upload)
             return self._named(k, outcome)
         try:
             if is_url(output):
@@ -174,6 +191,35 @@ class StagedJobs:
             return error
 
 
+class Renamed:
+    """A progress callback ``(input, done, total)`` that is shown each staged input by the name
+    it was given (its URL), not its path in the staging folder; any other attribute is the
+    callback's own (``announce``, ``files``)."""
+
+    def __init__(self, progress, names: dict[str, str]):  # noqa: ANN001 - any callback
+        object.__setattr__(self, "_progress", progress)
+        object.__setattr__(self, "_names", names)
+
+    def __call__(self, source: str, done: int, total: int) -> None:
+        self._progress(self._names.get(str(source), source), done, total)
+
+    def __getattr__(self, name: str):  # noqa: ANN204 - the callback's attribute
+        if name.startswith("__") or name in ("_progress", "_names"):
+            raise AttributeError(name)
+        return getattr(self._progress, name)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        setattr(self._progress, name, value)
+
+
+def _abort(upload: GrowingUpload | None) -> None:
+    """Discard ``upload`` (if any) of a run that failed or never ended; a store that kept its
+    parts is told in a warning (the run's own failure is the error)."""
+    left = upload.abort() if upload is not None else None
+    if left is not None:
+        log.warning("%s: %s", upload.url, left)
+
+
 def by_ranges(url: str) -> bool:
     """Whether the input at ``url`` is read by ranges where it lies (uncompressed mzML, MGF
     or mzXML: the survey and each partition read their own bytes), not staged here first."""
@@ -188,16 +234,12 @@ def download(url: str, target: Path) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     try:  # the client's own streaming (concurrent ranged GETs for a large S3 object)
         fs.get_file(path, str(target))
-    except FileNotFoundError:
-        raise InputError(f"{url}: no such object") from None
     except MzPeakDaskError:
         raise
-    except Exception as exc:
-        text = str(exc).strip().splitlines()
-        raise StorageError(
-            f"{url}: download failed ({type(exc).__name__}: {text[0] if text else ''})"
-        ) from None
+    except Exception as exc:  # every client has its own errors; a user needs one line
+        what = cause(exc)
+        raise (InputError if what == "no such object" else StorageError)(f"{url}: {what}") from None
     mark_origin(target, url)  # the archive names the object, not this copy
 
 
-__all__ = ["StagedJobs", "by_ranges", "download"]
+__all__ = ["Renamed", "StagedJobs", "by_ranges", "download"]

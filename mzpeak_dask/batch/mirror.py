@@ -50,7 +50,7 @@ def stage(
         except (MzPeakDaskError, OSError) as exc:
             failed.append(_failed(url, relative, output, exc, size))
             continue
-        urls[str(target.resolve())] = url
+        urls[str(target.resolve())] = urls[str(target)] = url  # (progress shows either)
     return urls, failed
 
 

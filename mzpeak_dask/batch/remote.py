@@ -34,11 +34,14 @@ import pyarrow.parquet as pq
 from ..archive.staging import Staging, sweep
 from ..errors import InputError, MzPeakDaskError
 from ..options import BatchOptions, ClusterOptions, ConvertOptions
+from ..staged import Renamed
+from ..storage.failures import cause
 from ..storage.inputs import check_regular_file
 from ..storage.keys import safe_relative
 from ..storage.owned import abort_dead
+from ..storage.probe import probe_output
 from ..storage.uploads import upload_file
-from ..storage.urls import check_writable, filesystem, is_url, join, local_path, without_userinfo
+from ..storage.urls import filesystem, is_url, join, local_path, without_userinfo
 from . import report
 from .lease import prefix_held
 from .mirror import hidden, stage
@@ -68,8 +71,8 @@ def list_inputs(source: str) -> list[tuple[str, str, str | None, int]]:
     fs, path = filesystem(source)
     try:
         found = fs.find(path, detail=True)
-    except Exception as exc:
-        raise InputError(f"{source}: cannot list ({type(exc).__name__})") from None
+    except Exception as exc:  # every client has its own errors; a user needs one line
+        raise InputError(f"{source}: cannot list ({cause(exc, 'bucket does not exist')})") from None
     prefix = source.rstrip("/")
     out = []
     for key, info in sorted(found.items()):
@@ -85,7 +88,10 @@ def list_inputs(source: str) -> list[tuple[str, str, str | None, int]]:
 
 def _read_text(url: str) -> str:
     fs, path = filesystem(url)
-    return fs.cat_file(path).decode()
+    try:
+        return fs.cat_file(path).decode()
+    except Exception as exc:  # every client has its own errors; a user needs one line
+        raise InputError(f"{url}: {cause(exc)}") from None
 
 
 def _manifest(text: str) -> list[tuple[str, str, str | None, int]]:
@@ -126,9 +132,9 @@ def run_remote_batch(
     output = str(local_path(output)).rstrip("/")
     if not is_url(output):
         raise MzPeakDaskError(f"{output}: a batch of URLs writes under a bucket prefix")
-    check_writable(output)
     if not is_url(source):
         check_regular_file(source)  # a local manifest: refused before the store is touched
+    probe_output(output)  # a bucket that cannot take the archives: one line, before any work
     with prefix_held(output):  # one batch at a time into this prefix
         return _run_held(source, output, options, cluster, batch, client, progress, state_dir)
 
@@ -210,6 +216,8 @@ def _convert(
 
     if not urls:
         return BatchOutcome(records=failed)
+    if progress is not None:  # the inputs' URLs, not their staged paths
+        progress = Renamed(progress, urls)
     try:
         outcome = run_batch(
             mirror,

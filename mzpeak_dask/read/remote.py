@@ -15,6 +15,7 @@ from typing import Any
 import pyarrow as pa
 
 from ..errors import ArchiveError, StorageError
+from ..storage.failures import cause
 from ..storage.ranges import READ_AHEAD, RangeFile, RangeSource, Transfer, fetch
 from ..storage.urls import filesystem
 from .storage import _LOCAL_HEADER, _LOCAL_SIGNATURE, ArchiveStorage
@@ -49,12 +50,11 @@ class RemoteArchiveStorage(ArchiveStorage):
         try:
             self.fs.invalidate_cache(key)  # the object as it is now, not a listing's memory
             info = self.fs.info(key)
-        except FileNotFoundError:
-            raise ArchiveError(f"{self.path}: no such archive") from None
-        except Exception as exc:
-            text = str(exc).strip().splitlines()
-            detail = f"{type(exc).__name__}: {text[0] if text else ''}"
-            raise StorageError(f"{self.path}: {detail}") from None
+        except Exception as exc:  # every client has its own errors; a user needs one line
+            what = cause(exc, "no such archive")
+            if what == "no such archive":
+                raise ArchiveError(f"{self.path}: {what}") from None
+            raise StorageError(f"{self.path}: {what}") from None
         self.transfer.add(0)
         return info
 
@@ -62,7 +62,7 @@ class RemoteArchiveStorage(ArchiveStorage):
         try:
             entries = self.fs.ls(self._key, detail=True)
         except Exception as exc:
-            raise StorageError(f"{self.path}: listing failed ({type(exc).__name__})") from None
+            raise StorageError(f"{self.path}: listing failed ({cause(exc)})") from None
         self.transfer.add(0)
         for entry in entries:
             if entry.get("type") == "file":

@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import InputError, StorageError
+from .failures import cause
 from .origins import origin_of
 from .ranges import TOTAL, RangeFile, RangeSource, fetch, fetch_many, fetch_sized
 from .readahead import piece, taken
@@ -111,10 +112,9 @@ def _ask_size(url: str) -> int:
     fs, path = filesystem(url)
     try:
         return int(fs.size(path))
-    except FileNotFoundError:
-        raise InputError(f"{url}: no such object") from None
-    except Exception as exc:  # every client has its own errors
-        raise StorageError(f"{url}: cannot read ({type(exc).__name__}: {exc})") from None
+    except Exception as exc:  # every client has its own errors; a user needs one line
+        what = cause(exc)
+        raise (InputError if what == "no such object" else StorageError)(f"{url}: {what}") from None
 
 
 def input_size(path: str | os.PathLike) -> int:

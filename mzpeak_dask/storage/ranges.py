@@ -20,6 +20,8 @@ from typing import Any
 import pyarrow as pa
 
 from ..errors import StorageError
+from .failures import cause
+from .retry import retried
 
 READ_AHEAD = 1 << 16  # bytes a miss fetches at least (covers a Parquet footer's first read)
 CACHE_BYTES = 32 << 20  # spans kept per source, least recently used dropped first
@@ -48,15 +50,10 @@ def fetch(fs: Any, path: str, start: int, stop: int, where: str, transfer: Trans
     """Bytes ``[start, stop)`` of the object in one ranged request (one line if it fails)."""
     if stop <= start:
         return b""
-    try:
-        data = fs.cat_file(path, start=start, end=stop)
-    except FileNotFoundError:
-        raise StorageError(f"{where}: no such object") from None
+    try:  # made again while the store fails it for a while (a run's reads outlast that)
+        data = retried(lambda: fs.cat_file(path, start=start, end=stop))
     except Exception as exc:  # every client has its own errors; a user needs one line
-        text = str(exc).strip().splitlines()
-        raise StorageError(
-            f"{where}: read failed ({type(exc).__name__}: {text[0] if text else ''})"
-        ) from None
+        raise StorageError(f"{where}: {cause(exc)}") from None
     transfer.add(len(data))
     if len(data) != stop - start:
         raise StorageError(f"{where}: short read ({len(data)} of {stop - start} bytes)")

@@ -25,8 +25,10 @@ import threading
 from pathlib import Path
 from typing import IO
 
-from ..errors import StorageError
+from ..errors import MzPeakDaskError, StorageError
+from .failures import cause
 from .owned import Record
+from .retry import ATTEMPTS, retried
 from .uploads import upload_file
 from .urls import check_writable, filesystem, renewed_in_forked_child, scheme
 
@@ -62,6 +64,7 @@ class GrowingUpload:
         self.fd: int | None = None  # the file being written (renamed into place at its end)
         self.head_final = False  # the first member is closed: its header is rewritten
         self.first_sent = False  # the first part is sent or being sent
+        self.stopping = threading.Event()  # set once aborted: no request is retried then
 
     def advance(self, path: Path, settled: int) -> None:
         """``path``'s bytes from the first part's end up to ``settled`` are final: send the
@@ -124,7 +127,11 @@ class GrowingUpload:
                 MultipartUpload={"Parts": parts},
             )
         except BaseException as exc:
-            self.abort()
+            left = self.abort(str(exc))
+            if isinstance(exc, MzPeakDaskError):
+                if left is None:
+                    raise
+                raise type(exc)(f"{exc}; {left}") from None
             if isinstance(exc, OSError):  # the staged archive could not be read
                 raise StorageError(f"{self.url}: upload failed ({exc})") from None
             raise
@@ -133,19 +140,29 @@ class GrowingUpload:
         self.fs.invalidate_cache(f"{self.bucket}/{self.key}")
         return size
 
-    def abort(self) -> None:
-        """Discard the upload and every part sent (nothing appears at the URL)."""
+    def abort(self, failure: str = "") -> str | None:
+        """Discard the upload and every part sent (nothing appears at the URL). Returns what
+        the store kept, and why, when it did not take the abort (it is not said again when
+        ``failure``, what ended the upload, says it already), else None."""
+        self.stopping.set()  # the parts on their way are not sent again
         for future in self.pending:
             future.cancel()
         self._close()
-        settled = True
+        left, settled = None, True
         if self.upload_id is not None:
             try:
                 self._call("abort_multipart_upload", UploadId=self.upload_id)
-            except Exception:  # noqa: BLE001 - the original failure is what the user needs
+            except StorageError as exc:  # the original failure is what the user needs first
                 settled = False  # recorded still: a later conversion to the key aborts it
+                why = str(exc).removeprefix(f"{self.url}: upload failed: ")
+                why = " either" if why in failure else f" ({why})"
+                left = (
+                    f"the multipart upload {self.upload_id} could not be aborted{why}; "
+                    "its parts stay in the bucket until aborted or a lifecycle rule removes them"
+                )
             self.upload_id = None
         self.record.end(settled)
+        return left
 
     def _close(self) -> None:
         self.pool.shutdown(wait=True, cancel_futures=True)
@@ -167,12 +184,18 @@ class GrowingUpload:
         self.etags[number] = answer["ETag"]
 
     def _call(self, method: str, **kwargs):  # noqa: ANN202 - the client's answer
+        """The S3 request ``method`` about the upload's key, made again while the store fails
+        it for a while (:func:`.retry.retried`; not once the upload is aborted, but for the
+        abort itself)."""
+        aborting = method == "abort_multipart_upload"
         try:
-            return self.fs.call_s3(method, Bucket=self.bucket, Key=self.key, **kwargs)
+            return retried(
+                lambda: self.fs.call_s3(method, Bucket=self.bucket, Key=self.key, **kwargs),
+                None if aborting else self.stopping,
+                attempts=2 if aborting else ATTEMPTS,
+            )
         except Exception as exc:  # every client has its own errors; a user needs one line
-            text = str(exc).strip().splitlines()
-            detail = f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
-            raise StorageError(f"{self.url}: upload failed ({detail})") from None
+            raise StorageError(f"{self.url}: upload failed: {cause(exc)}") from None
 
 
 class _Settling:

@@ -12,8 +12,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..errors import StorageError
+from ..errors import MzPeakDaskError, StorageError
+from .failures import cause
 from .owned import Record
+from .retry import retried
 from .urls import check_writable, filesystem
 
 PART_BYTES = 64 << 20  # parts of a multipart upload (S3 takes 5 MiB to 5 GiB)
@@ -21,35 +23,35 @@ READ_BYTES = 8 << 20
 
 
 def upload_file(source: str | os.PathLike, url: str, part_bytes: int = PART_BYTES) -> int:
-    """Upload ``source`` to ``url``; the object appears only complete. Returns its size."""
+    """Upload ``source`` to ``url``; the object appears only complete. Returns its size. An
+    upload the store failed for a while is discarded and made again (:func:`.retry.retried`)."""
     check_writable(url)
     fs, path = filesystem(url)
     size = Path(source).stat().st_size
     try:
-        target = fs.open(path, "wb", block_size=max(part_bytes, 5 << 20))
-    except Exception as exc:
-        raise StorageError(f"{url}: cannot upload ({_detail(exc)})") from None
+        retried(lambda: _upload(fs, path, source, part_bytes))
+    except MzPeakDaskError:
+        raise
+    except Exception as exc:  # every client has its own errors; a user needs one line
+        raise StorageError(f"{url}: upload failed: {cause(exc)}") from None
+    fs.invalidate_cache(path)
+    return size
+
+
+def _upload(fs, path: str, source: str | os.PathLike, part_bytes: int) -> None:  # noqa: ANN001
+    """One upload of ``source`` to ``path``, discarded if anything fails or interrupts it."""
+    target = fs.open(path, "wb", block_size=max(part_bytes, 5 << 20))
     record = _recorded(target, fs)
     try:
         with open(source, "rb") as f:
             while block := f.read(READ_BYTES):
                 target.write(block)
-    except BaseException as exc:
-        _discard(target, record)
-        if isinstance(exc, Exception) and not isinstance(exc, StorageError):
-            raise StorageError(f"{url}: upload failed ({_detail(exc)})") from None
-        raise
-    try:
         target.close()  # the single PUT, or CompleteMultipartUpload
-    except BaseException as exc:
+    except BaseException:
         _discard(target, record)
-        if isinstance(exc, Exception):
-            raise StorageError(f"{url}: upload failed ({_detail(exc)})") from None
         raise
     if record is not None:
         record.end()
-    fs.invalidate_cache(path)
-    return size
 
 
 def _recorded(target, fs) -> Record | None:
@@ -80,11 +82,6 @@ def _discard(target, record: Record | None = None) -> None:
     target.closed = True
     if record is not None:  # kept when s3fs could not abort it: a later run does
         record.end(settled=getattr(target, "mpu", None) is None)
-
-
-def _detail(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
 
 
 __all__ = ["PART_BYTES", "upload_file"]

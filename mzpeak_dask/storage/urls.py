@@ -13,6 +13,7 @@ storage option: the keyword arguments of the store's fsspec filesystem, given as
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import re
@@ -37,6 +38,12 @@ EXTRAS = {
     "https": ("http", "aiohttp"),
 }
 READ_ONLY = ("http", "https")
+# botocore's settings for S3 unless the storage options (their ``config_kwargs``) say: a
+# connection that does not come or answer is given up in seconds, and each request is tried
+# three times (the "standard" mode: connection failures, 5xx answers and SlowDown, with a
+# random backoff of 1 s, then 2 s at most), where the legacy default tries five times
+S3_CONFIG = {"connect_timeout": 5, "read_timeout": 30}
+S3_RETRIES = {"max_attempts": 2, "mode": "standard"}  # retries: 3 calls in all
 ENVIRONMENT = "MZPEAK_DASK_STORAGE_OPTIONS"  # how worker processes inherit the options
 
 
@@ -122,7 +129,7 @@ def filesystem(url: str, options: dict[str, Any] | None = None) -> tuple[Any, st
             f"{redact(url)}: a {name}:// URL cannot carry credentials; give them in the "
             "store's environment or the config file's [storage] table"
         )
-    options = default_options() if options is None else options
+    options = with_defaults(name, default_options() if options is None else options)
     key = (name, json.dumps(options, sort_keys=True, default=str))
     try:
         import fsspec
@@ -145,6 +152,18 @@ def filesystem(url: str, options: dict[str, Any] | None = None) -> tuple[Any, st
         with _lock:
             _filesystems[key] = fs
     return fs, fs._strip_protocol(url) if name not in READ_ONLY else url
+
+
+def with_defaults(name: str, options: dict[str, Any]) -> dict[str, Any]:
+    """``options`` with this package's defaults for the store of scheme ``name`` filled in
+    where they say nothing (for S3, botocore's timeouts and retries: :data:`S3_CONFIG`)."""
+    if name not in ("s3", "s3a"):
+        return options
+    # copies: botocore rewrites the retries it is given in place
+    config = {**S3_CONFIG, **copy.deepcopy(options.get("config_kwargs", {}))}
+    if not {"AWS_MAX_ATTEMPTS", "AWS_RETRY_MODE"} & os.environ.keys():  # else as they say
+        config.setdefault("retries", dict(S3_RETRIES))
+    return {**options, "config_kwargs": config}
 
 
 def _hint(url: str, name: str) -> str:
@@ -286,5 +305,6 @@ __all__ = [
     "renewed_in_forked_child",
     "scheme",
     "set_default_options",
+    "with_defaults",
     "without_userinfo",
 ]
