@@ -157,13 +157,13 @@ def test_a_missing_output_bucket_is_one_line_before_any_work(s3_endpoint, tmp_pa
     result = run_cli("convert", small, out, "--cluster", "inline", env=os.environ.copy())
     one_line_error(result, f"{out}: bucket does not exist")
     no_progress(result)
-    folder = tmp_path / "runs"
-    folder.mkdir()
-    (folder / "small.mzML").symlink_to(BUNDLED / "small.mzML")
+    manifest = tmp_path / "runs.txt"  # a batch into storage lists URLs
+    manifest.write_text("s3://no-such-bucket-here/in/small.mzML\n")
     prefix = "s3://no-such-bucket-here/out"
     result = run_cli(
-        "batch", str(folder), prefix, "--state-dir", str(tmp_path / "state"), env=os.environ.copy()
-    )
+        "batch", str(manifest), prefix, "--state-dir", str(tmp_path / "state"),
+        env=os.environ.copy(),
+    )  # fmt: skip
     one_line_error(result, f"{prefix}: bucket does not exist")
     no_progress(result)
 
