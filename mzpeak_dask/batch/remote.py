@@ -28,7 +28,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..errors import InputError, MzPeakDaskError
+from ..errors import InputError, MzPeakDaskError, StorageError
 from ..options import BatchOptions, ClusterOptions, ConvertOptions
 from ..staged import by_ranges, download
 from ..storage.origins import mark_origin
@@ -60,6 +60,8 @@ def list_inputs(source: str) -> list[tuple[str, str, str | None, int]]:
     fs, path = filesystem(source)
     try:
         found = fs.find(path, detail=True)
+    except StorageError:  # the store gave no answer in time (already one line)
+        raise
     except Exception as exc:
         raise InputError(f"{source}: cannot list ({type(exc).__name__})") from None
     prefix = source.rstrip("/")

@@ -51,6 +51,8 @@ class RemoteArchiveStorage(ArchiveStorage):
             info = self.fs.info(key)
         except FileNotFoundError:
             raise ArchiveError(f"{self.path}: no such archive") from None
+        except StorageError:  # the store gave no answer in time (already one line)
+            raise
         except Exception as exc:
             text = str(exc).strip().splitlines()
             detail = f"{type(exc).__name__}: {text[0] if text else ''}"
@@ -61,6 +63,8 @@ class RemoteArchiveStorage(ArchiveStorage):
     def _list(self) -> None:
         try:
             entries = self.fs.ls(self._key, detail=True)
+        except StorageError:
+            raise
         except Exception as exc:
             raise StorageError(f"{self.path}: listing failed ({type(exc).__name__})") from None
         self.transfer.add(0)

@@ -86,6 +86,8 @@ def _ask_size(url: str) -> int:
         return int(fs.size(path))
     except FileNotFoundError:
         raise InputError(f"{url}: no such object") from None
+    except StorageError:  # the store gave no answer in time (already one line)
+        raise
     except Exception as exc:  # every client has its own errors
         raise StorageError(f"{url}: cannot read ({type(exc).__name__}: {exc})") from None
 

@@ -160,6 +160,8 @@ class GrowingUpload:
     def _call(self, method: str, **kwargs):  # noqa: ANN202 - the client's answer
         try:
             return self.fs.call_s3(method, Bucket=self.bucket, Key=self.key, **kwargs)
+        except StorageError:  # the store gave no answer in time (already one line)
+            raise
         except Exception as exc:  # every client has its own errors; a user needs one line
             text = str(exc).strip().splitlines()
             detail = f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__

@@ -25,6 +25,8 @@ def upload_file(source: str | os.PathLike, url: str, part_bytes: int = PART_BYTE
     size = Path(source).stat().st_size
     try:
         target = fs.open(path, "wb", block_size=max(part_bytes, 5 << 20))
+    except StorageError:
+        raise
     except Exception as exc:
         raise StorageError(f"{url}: cannot upload ({_detail(exc)})") from None
     try:
@@ -40,7 +42,7 @@ def upload_file(source: str | os.PathLike, url: str, part_bytes: int = PART_BYTE
         target.close()  # the single PUT, or CompleteMultipartUpload
     except BaseException as exc:
         _discard(target)
-        if isinstance(exc, Exception):
+        if isinstance(exc, Exception) and not isinstance(exc, StorageError):
             raise StorageError(f"{url}: upload failed ({_detail(exc)})") from None
         raise
     fs.invalidate_cache(path)
