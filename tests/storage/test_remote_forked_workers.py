@@ -20,6 +20,7 @@ import uuid
 
 import pytest
 
+from ..conftest import BUNDLED
 from ..helpers import one_line_error, run_cli
 from ..servers import s3rver_options
 
@@ -86,8 +87,26 @@ def test_a_forked_worker_leaves_the_commands_connections_alone(s3rver_endpoint) 
     assert "Traceback" not in done.stderr and "never retrieved" not in done.stderr, done.stderr
 
 
-def test_a_store_that_never_answers_is_given_up_in_one_line(tmp_path) -> None:
+SILENT_COMMANDS = {  # each first asks the store something, each gives up in one line
+    "convert-from": (["convert", "s3://runs/in/small.mzML", "{out}"], "s3://runs/in/small.mzML"),
+    "convert-to": (
+        ["convert", str(BUNDLED / "small.mzML"), "s3://runs/out/small.mzpeak"],
+        "s3://runs/out/small.mzpeak",
+    ),
+    "batch": (
+        ["batch", "s3://runs/in/", "s3://runs/out/", "--state-dir", "{state}"],
+        "s3://runs/in",
+    ),
+    "info": (["info", "s3://runs/out/small.mzpeak"], "s3://runs/out/small.mzpeak"),
+}
+
+
+@pytest.mark.parametrize("name", SILENT_COMMANDS)
+def test_a_store_that_never_answers_is_given_up_in_one_line(name, tmp_path) -> None:
     """A server that takes connections and never answers (its listen queue accepts them)."""
+    arguments, url = SILENT_COMMANDS[name]
+    out, state = str(tmp_path / "out.mzpeak"), str(tmp_path / "state")
+    arguments = [a.format(out=out, state=state) for a in arguments]
     with socket.socket() as silent:
         silent.bind(("127.0.0.1", 0))
         silent.listen(16)
@@ -95,13 +114,12 @@ def test_a_store_that_never_answers_is_given_up_in_one_line(tmp_path) -> None:
         options = patient(
             {"endpoint_url": endpoint, "key": "k", "secret": "s", "client_kwargs": {}}
         )
-        url = "s3://runs/in/small.mzML"
         environ = {**os.environ, "MZPEAK_DASK_STORAGE_DEADLINE": "3"}
-        command = ["convert", url, str(tmp_path / "out.mzpeak"), "--cluster", "inline"]
+        more = ["--storage-options", json.dumps(options)]
+        if arguments[0] == "convert":
+            more += ["--cluster", "inline"]
         try:
-            done = run_cli(
-                *command, "--storage-options", json.dumps(options), env=environ, timeout=120
-            )
+            done = run_cli(*arguments, *more, env=environ, timeout=120)
         except subprocess.TimeoutExpired as hung:
             pytest.fail(f"the command waited for the silent store; stderr:\n{text(hung.stderr)}")
     one_line_error(done, url, "no answer from the store within 3 s")
