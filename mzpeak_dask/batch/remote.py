@@ -32,7 +32,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..archive.staging import Staging, sweep
-from ..errors import InputError, MzPeakDaskError
+from ..errors import InputError, MzPeakDaskError, StorageError
 from ..options import BatchOptions, ClusterOptions, ConvertOptions
 from ..staged import Renamed
 from ..storage.failures import cause
@@ -71,6 +71,8 @@ def list_inputs(source: str) -> list[tuple[str, str, str | None, int]]:
     fs, path = filesystem(source)
     try:
         found = fs.find(path, detail=True)
+    except StorageError:  # the store gave no answer in time (already one line)
+        raise
     except Exception as exc:  # every client has its own errors; a user needs one line
         raise InputError(f"{source}: cannot list ({cause(exc, 'bucket does not exist')})") from None
     prefix = source.rstrip("/")

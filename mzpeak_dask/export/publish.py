@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import OutputError
+from ..storage.deadline import StorageDeadlineError, deadline
 from ..storage.uploads import upload_file
 from ..storage.urls import check_writable, default_options, filesystem, is_url, join
 from ..zarr_runs.locations import ZIP_SUFFIX
@@ -64,7 +65,7 @@ async def _copy(folder: Path, store: Any) -> None:
     async def put(key: str) -> None:
         async with limit:
             data = (folder / key).read_bytes()
-            await store.set(key, prototype.buffer.from_bytes(data))
+            await asyncio.wait_for(store.set(key, prototype.buffer.from_bytes(data)), deadline())
 
     await asyncio.gather(*(put(k) for k in keys[:-1]))
     await put(keys[-1])
@@ -113,12 +114,22 @@ def _publish_store(folder: Path, location: str) -> None:
 
     check_writable(location)
     store = FsspecStore.from_url(location, storage_options=default_options())
-    _run(store.delete_dir(""))  # an older run (overwrite was checked)
     try:
-        _run(_copy(folder, store))
-    except BaseException:
-        _run(store.delete_dir(""))
-        raise
+        _run(_within(store.delete_dir("")))  # an older run (overwrite was checked)
+        try:
+            _run(_copy(folder, store))
+        except BaseException:
+            _run(_within(store.delete_dir("")))
+            raise
+    except TimeoutError:  # each request to the store has the storage deadline
+        raise StorageDeadlineError(
+            f"{location}: no answer from the store within {deadline():g} s"
+        ) from None
+
+
+async def _within(call: Any) -> Any:
+    """``call`` awaited for the storage deadline at most."""
+    return await asyncio.wait_for(call, deadline())
 
 
 __all__ = ["exists", "publish", "staging_folder", "target"]

@@ -50,6 +50,8 @@ class RemoteArchiveStorage(ArchiveStorage):
         try:
             self.fs.invalidate_cache(key)  # the object as it is now, not a listing's memory
             info = self.fs.info(key)
+        except StorageError:  # the store gave no answer in time (already one line)
+            raise
         except Exception as exc:  # every client has its own errors; a user needs one line
             what = cause(exc, "no such archive")
             if what == "no such archive":
@@ -61,6 +63,8 @@ class RemoteArchiveStorage(ArchiveStorage):
     def _list(self) -> None:
         try:
             entries = self.fs.ls(self._key, detail=True)
+        except StorageError:
+            raise
         except Exception as exc:
             raise StorageError(f"{self.path}: listing failed ({cause(exc)})") from None
         self.transfer.add(0)

@@ -112,6 +112,8 @@ def _ask_size(url: str) -> int:
     fs, path = filesystem(url)
     try:
         return int(fs.size(path))
+    except StorageError:  # the store gave no answer in time (already one line)
+        raise
     except Exception as exc:  # every client has its own errors; a user needs one line
         what = cause(exc)
         raise (InputError if what == "no such object" else StorageError)(f"{url}: {what}") from None

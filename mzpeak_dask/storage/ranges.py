@@ -20,6 +20,7 @@ from typing import Any
 import pyarrow as pa
 
 from ..errors import StorageError
+from .deadline import StorageDeadlineError, deadline, url_of
 from .failures import cause
 from .retry import retried
 
@@ -52,6 +53,8 @@ def fetch(fs: Any, path: str, start: int, stop: int, where: str, transfer: Trans
         return b""
     try:  # made again while the store fails it for a while (a run's reads outlast that)
         data = retried(lambda: fs.cat_file(path, start=start, end=stop))
+    except StorageError:  # the store gave no answer in time (already one line)
+        raise
     except Exception as exc:  # every client has its own errors; a user needs one line
         raise StorageError(f"{where}: {cause(exc)}") from None
     transfer.add(len(data))
@@ -69,6 +72,8 @@ def fetch_many(
         parts = fs.cat_ranges(
             [path] * len(spans), [a for a, _ in spans], [b for _, b in spans], on_error="return"
         )
+    except StorageDeadlineError:  # the store does not answer: not asked once per span more
+        raise
     except Exception:  # noqa: BLE001 - a client without it: one request after another
         parts = []
     out: list[bytes | None] = [None] * len(spans)
@@ -95,12 +100,19 @@ def fetch_sized(fs: Any, path: str, spans: list[Span], transfer: Transfer):  # n
     if get is None or not hasattr(fs, "loop"):
         return None
     from fsspec.asyn import sync
+    from fsspec.exceptions import FSTimeoutError
 
     async def both() -> list:
         return await asyncio.gather(*(get(fs, path, h) for h in headers))
 
-    try:
-        answers = sync(fs.loop, both)
+    seconds = deadline()
+    try:  # on the filesystem's own loop, where its client and connections belong
+        answers = sync(fs.loop, both, timeout=seconds)
+    except FSTimeoutError:
+        where = url_of(fs, path)
+        raise StorageDeadlineError(
+            f"{where}: no answer from the store within {seconds:g} s (ranged GET)"
+        ) from None
     except Exception:  # noqa: BLE001 - asked again the usual way, which names the failure
         return None
     sizes = set()

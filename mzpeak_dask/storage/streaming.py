@@ -194,6 +194,8 @@ class GrowingUpload:
                 None if aborting else self.stopping,
                 attempts=2 if aborting else ATTEMPTS,
             )
+        except StorageError:  # the store gave no answer in time (already one line)
+            raise
         except Exception as exc:  # every client has its own errors; a user needs one line
             raise StorageError(f"{self.url}: upload failed: {cause(exc)}") from None
 

@@ -17,6 +17,7 @@ import copy
 import json
 import os
 import re
+import sys
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -24,6 +25,7 @@ from urllib.parse import unquote, urlsplit
 
 from ..errors import ExtraMissingError, StorageError
 from ..pathtext import redact
+from .deadline import bounded
 
 # scheme -> (the optional extra that installs its client, the client's module)
 EXTRAS = {
@@ -60,10 +62,30 @@ def renewed_in_forked_child(namespace: dict[str, Any], **fresh: Callable[[], Any
 
 
 _filesystems: dict[tuple[str, str], Any] = {}
+_retired: list[Any] = []  # filesystems of options since replaced (fsspec still holds them)
 _lock = threading.Lock()
-# the parent's filesystems hold its event loop, connections and locks, which fsspec refuses in
-# another process ("not fork-safe"): a forked child makes its own
-renewed_in_forked_child(globals(), _filesystems=dict, _lock=threading.Lock)
+_inherited: list[Any] = []  # in a forked child: the parent's filesystems, never to be closed
+
+
+def _leave_the_parents_filesystems() -> None:
+    """In a forked child: keep the parent's filesystems, untouched, for the child's lifetime,
+    and make new ones. Each holds the parent's event loop and its open connections, which
+    fsspec refuses in another process ("not fork-safe"); freeing one here would run its
+    client's close on this process's loop, which closes those connections' sockets in the
+    epoll set the child shares with the parent: the parent's loop would no longer hear the
+    answers on them, and its next request on one would wait for ever (and the close, on the
+    wrong loop, fails with a traceback). Kept referenced, they are never freed nor closed
+    here; the parent alone uses and closes them."""
+    global _filesystems, _lock
+    _inherited.extend([*_filesystems.values(), *_retired])
+    _filesystems, _lock = {}, threading.Lock()
+    _retired.clear()
+    asyn = sys.modules.get("fsspec.asyn")
+    if asyn is not None:  # fsspec's own fork handler renews its loop but not this lock
+        asyn._lock = None
+
+
+os.register_at_fork(after_in_child=_leave_the_parents_filesystems)
 
 
 def scheme(location: str | os.PathLike) -> str | None:
@@ -102,6 +124,7 @@ def set_default_options(options: dict[str, Any] | None) -> None:
     else:
         os.environ.pop(ENVIRONMENT, None)
     with _lock:
+        _retired.extend(_filesystems.values())
         _filesystems.clear()
 
 
@@ -137,7 +160,7 @@ def filesystem(url: str, options: dict[str, Any] | None = None) -> tuple[Any, st
         raise ExtraMissingError(_hint(url, name)) from None
     with _lock:
         fs = _filesystems.get(key)
-    if fs is None:
+    if fs is None:  # (fsspec's own cache may give back the one made before for the options)
         try:
             cls = fsspec.get_filesystem_class(name)
             fs = cls(**options)
@@ -149,6 +172,7 @@ def filesystem(url: str, options: dict[str, Any] | None = None) -> tuple[Any, st
             raise StorageError(f"{url}: {exc}") from None
         except TypeError as exc:
             raise StorageError(f"{url}: storage options not accepted ({exc})") from None
+        fs = bounded(fs)  # every blocking call of it given up after the deadline
         with _lock:
             _filesystems[key] = fs
     return fs, fs._strip_protocol(url) if name not in READ_ONLY else url
