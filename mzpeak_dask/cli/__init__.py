@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if argv is None and getattr(args, "storage_options", None) is not None:
-        hide_storage_options()  # before any worker is forked with this command line
+        hide_storage_options()  # from this process' command line, as soon as it runs
     _handle_stop_signals()
     shown = logging.StreamHandler()
     shown.setFormatter(_Redacted("%(levelname)s %(name)s: %(message)s"))

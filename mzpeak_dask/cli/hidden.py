@@ -1,13 +1,12 @@
 """Storage options given on the command line, hidden from other users of the machine.
 
-A process' command line is readable by every user (``ps``, ``/proc/PID/cmdline``), and the
-workers of a LocalCluster, forked from the command, show the command's own. The options
+A process' command line is readable by every user (``ps``, ``/proc/PID/cmdline``). The options
 (credentials, often) reach the workers through the environment (``MZPEAK_DASK_STORAGE_OPTIONS``,
-readable by their owner only), never a command line; and the value of ``--storage-options`` is
-overwritten with ``*`` in this process' own command line as it starts, before any worker is
-forked (Linux: the bytes ``/proc/self/stat`` places them at). Until then, and on other
-systems, the value shows: secrets belong in the config file's ``[storage]`` table or in the
-store's environment.
+readable by their owner only), never a command line (the workers of a LocalCluster are spawned
+with a command line of their own); and the value of ``--storage-options`` is overwritten with
+``*`` in this process' own command line as it starts (Linux: the bytes ``/proc/self/stat``
+places them at). Until then, and on other systems, the value shows: secrets belong in the
+config file's ``[storage]`` table or in the store's environment.
 """
 
 from __future__ import annotations

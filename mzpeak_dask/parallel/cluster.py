@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import logging
-import sys
 from collections.abc import Iterator
 from typing import Any, ClassVar
 
@@ -40,11 +39,10 @@ class LocalKind(ClusterKind):
     while the cluster starts (killed, out of memory) makes distributed fail the whole start:
     it is then started again, up to ``attempts`` times.
 
-    On Linux its workers are forked from this process (distributed's ``fork`` method) rather
-    than spawned: a spawned worker starts a new interpreter and imports distributed, numpy,
-    pyarrow, lxml and this package again, a forked one has them already. Measured on 2 cores:
-    a LocalCluster of 2 workers starts and stops in 0.36 s instead of 1.53 s. A worker Dask
-    starts again later (one that died) is spawned as usual."""
+    Its workers are spawned (Dask's default start method): each is a new interpreter, never a
+    fork of this process, whose threads (the event loop's, a storage client's, a batch
+    lease's) a forked child would inherit with their locks held and their connections shared.
+    A start method the user sets in Dask's configuration is theirs."""
 
     name = "local"
     description = "embedded LocalCluster"
@@ -71,7 +69,7 @@ class LocalKind(ClusterKind):
         # the workers keep the memory monitor the configuration gives (their spilling and
         # pausing), their nannies in this process take NANNY_CONFIG's
         workers = nested({key: dask.config.get(key) for key in NANNY_CONFIG})
-        with worker_settings(), dask.config.set({**start_method(), **unless_set(NANNY_CONFIG)}):
+        with worker_settings(), dask.config.set(unless_set(NANNY_CONFIG)):
             # a nanny replaces each top-level section of the configuration by the one given
             workers = dask.config.merge({"distributed": dask.config.get("distributed")}, workers)
             return LocalCluster(
@@ -115,23 +113,6 @@ class SlurmKind(ClusterKind):
             return SLURMCluster(**settings)
         except TypeError as exc:
             raise ClusterError(f"invalid [slurm] option: {exc}") from None
-
-
-START_METHOD_KEY = "distributed.worker.multiprocessing-method"
-
-
-def start_method() -> dict[str, str]:
-    """distributed's ``fork`` start method on Linux (macOS forbids some of its system libraries
-    in a forked child), unless the user's Dask configuration names a method other than Dask's
-    default ``spawn`` (for example ``forkserver``, or through
-    ``DASK_DISTRIBUTED__WORKER__MULTIPROCESSING_METHOD``): theirs is kept. Python warns
-    (DeprecationWarning) that the coordinator has threads when it forks: the event loop's,
-    which is the one forking, and idle pool threads."""
-    import dask
-
-    if sys.platform != "linux" or dask.config.get(START_METHOD_KEY, "spawn") != "spawn":
-        return {}
-    return {START_METHOD_KEY: "fork"}
 
 
 KINDS: dict[str, ClusterKind] = {kind.name: kind for kind in (LocalKind(), SlurmKind())}

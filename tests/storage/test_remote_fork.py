@@ -1,11 +1,10 @@
-"""Workers of a LocalCluster are forked from the converting process on Linux. A process that
-has already read a URL holds fsspec filesystems, their event loop and locks, which a forked
-child must not use ("This class is not fork-safe"): the workers make their own."""
+"""A process that has already read a URL holds fsspec filesystems, their event loop and locks;
+the workers of a LocalCluster it starts afterwards (spawned, never forked from it) make their
+own and convert that URL."""
 
 from __future__ import annotations
 
 import shutil
-import sys
 
 import pytest
 
@@ -19,7 +18,6 @@ from ..servers import range_server
 pytestmark = [
     pytest.mark.cluster,
     pytest.mark.slow,
-    pytest.mark.skipif(sys.platform != "linux", reason="workers are forked on Linux only"),
 ]
 
 

@@ -116,8 +116,8 @@ def test_a_batch_of_urls_hides_the_password_in_its_reports(web, s3_endpoint, buc
 
 
 def test_storage_options_are_not_on_the_workers_command_lines(tmp_path):
-    """The workers of a LocalCluster (forked from the command) show no storage option given
-    with --storage-options; nor does the command itself once they run."""
+    """The workers of a LocalCluster show no storage option given with --storage-options; nor
+    does the command itself once they run."""
     options = json.dumps({"key": "AKIAEXAMPLE", "secret": SECRET})
     command = [sys.executable, "-m", "mzpeak_dask", "convert", str(DATA / "mzdata" / "small.mzML")]
     command += [str(tmp_path / "out.mzpeak"), "--workers", "2", "--no-dashboard"]
