@@ -16,6 +16,7 @@ from contextlib import contextmanager
 import pytest
 
 from mzpeak_dask import ConvertOptions, convert
+from mzpeak_dask.batch.report import NAMES as REPORTS
 from mzpeak_dask.errors import StorageError
 from mzpeak_dask.storage import filesystem, set_default_options, streaming
 
@@ -178,10 +179,7 @@ def test_missing_inputs_are_one_line(s3_endpoint, bucket, tmp_path):
         result = run_cli("convert", source, str(here), "--cluster", "inline", env=env)
         one_line_error(result, f"{source}: {cause}")
         assert not here.exists()
-    manifest = tmp_path / "runs.txt"
-    manifest.write_text(f"s3://{bucket}/in/nothing.mzML\n")
     for source, cause in (
-        (str(manifest), f"s3://{bucket}/in/nothing.mzML: no such object"),
         (f"s3://{bucket}/in/runs.txt", f"s3://{bucket}/in/runs.txt: no such object"),
         ("s3://no-such-bucket-here/in", "s3://no-such-bucket-here/in: cannot list (bucket does"),
     ):
@@ -189,6 +187,14 @@ def test_missing_inputs_are_one_line(s3_endpoint, bucket, tmp_path):
         result = run_cli("batch", source, f"s3://{bucket}/out", "--state-dir", state, env=env)
         one_line_error(result, cause)
     assert keys(s3_endpoint, bucket) == []
+    # a manifest's missing object is a failed row of its batch, reported, in one line
+    manifest = tmp_path / "runs.txt"
+    manifest.write_text(f"s3://{bucket}/in/nothing.mzML\n")
+    state = str(tmp_path / "state")
+    result = run_cli("batch", str(manifest), f"s3://{bucket}/out", "--state-dir", state, env=env)
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert result.stderr.splitlines() == [f"failed: s3://{bucket}/in/nothing.mzML: no such object"]
+    assert keys(s3_endpoint, bucket) == sorted(f"out/{name}" for name in REPORTS)
 
 
 @contextmanager
