@@ -50,16 +50,15 @@ def is_archive_folder(path: Path) -> bool:
 
 
 # Measured on a 2-core machine (tests/benchmarks/bench_single_run.py prints these figures):
-# a LocalCluster of 2 forked worker processes starts and stops in about 0.4 s, and a run on it
-# pays about 0.2 s more than in this process (its plan and its finish are tasks of their own,
-# the finish after the last partition): 0.6 s in all. One process converts about 35 MB of mzML
-# a second; a worker adds about 0.8 of a process (2 workers convert 1.6 times as fast). Cold
-# conversions of replicated profile runs, in this process against 2 workers: 9 MB 0.96 s
-# against 1.47 s, 39 MB 1.9 s against 2.6 s, 103 MB 3.6 s against 3.0 s. Threads are no
-# substitute: the parse holds the GIL, and a LocalCluster of threads converted slower than one
-# process. Compressed inputs count as four times their size (real gzip/bzip2 runs expand 1.5
-# to 6 times).
-CLUSTER_START_SECONDS = 0.6
+# one process converts about 35 MB of mzML a second; a worker adds about 0.8 of a process (2
+# workers convert 1.6 times as fast). A LocalCluster's workers are spawned (new interpreters,
+# importing distributed, numpy, pyarrow and this package), and a run on them has its plan and
+# its finish as tasks of their own: cold `convert --workers 2` of small.mzML replicated to 17,
+# 61 and 102 MB took 2.9-3.0 s, 3.5-4.0 s and 4.7-4.9 s against 1.8-1.9 s, 3.3-3.4 s and 4.3 s
+# with `--cluster inline` (2026-11-28): about 1.4 s for the cluster. Threads are no substitute:
+# the parse holds the GIL, and a LocalCluster of threads converted slower than one process.
+# Compressed inputs count as four times their size (real gzip/bzip2 runs expand 1.5 to 6 times).
+CLUSTER_START_SECONDS = 1.4
 INLINE_BYTES_PER_SECOND = 35e6
 WORKER_SPEEDUP = 0.8
 COMPRESSED_EXPANSION = 4

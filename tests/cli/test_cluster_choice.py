@@ -25,10 +25,12 @@ SMALL_GZ = DATA / "mzdata" / "small.mzML.gz"
 def test_the_cluster_pays_only_for_large_work() -> None:
     assert not cluster_pays(3_400_000, 2)
     assert not cluster_pays(40_000_000, 2)
-    assert cluster_pays(100_000_000, 2)
+    assert not cluster_pays(100_000_000, 2)
+    assert cluster_pays(200_000_000, 2)
     assert cluster_pays(500_000_000, 2)
     # more workers: the start pays back sooner; one worker never beats this process
-    assert cluster_pays(40_000_000, 8)
+    assert not cluster_pays(40_000_000, 8)
+    assert cluster_pays(80_000_000, 8)
     assert not cluster_pays(3_400_000, 8)
     assert not cluster_pays(10**12, 1)
 
