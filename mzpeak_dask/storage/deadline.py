@@ -101,11 +101,12 @@ def url_of(fs: Any, *args: Any, **kwargs: Any) -> str:
     """The URL a call of ``fs`` with these arguments is about (its path, or the Bucket and
     Key of an S3 request)."""
     protocol = fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
-    path = kwargs.get("path", args[0] if args else None)
+    if "Bucket" in kwargs:  # an S3 request (``call_s3(method, Bucket=..., Key=...)``)
+        path = "/".join(str(kwargs[k]) for k in ("Bucket", "Key") if kwargs.get(k))
+    else:
+        path = kwargs.get("path", args[0] if args else None)
     if isinstance(path, (list, tuple)):
         path = path[0] if path else None
-    if not isinstance(path, str) and "Bucket" in kwargs:
-        path = "/".join(str(kwargs[k]) for k in ("Bucket", "Key") if kwargs.get(k))
     if not isinstance(path, str):
         return f"{protocol}://"
     return path if "://" in path else f"{protocol}://{path}"

@@ -26,9 +26,10 @@ from pathlib import Path
 from typing import IO
 
 from ..errors import MzPeakDaskError, StorageError
+from .deadline import deadline
 from .failures import cause
 from .owned import Record
-from .retry import ATTEMPTS, retried
+from .retry import ATTEMPTS, DEADLINE, retried
 from .uploads import upload_file
 from .urls import check_writable, filesystem, renewed_in_forked_child, scheme
 
@@ -118,7 +119,7 @@ class GrowingUpload:
             if not self.first_sent:
                 last.append(self.pool.submit(self._send, 0, self.part, 1))
             for future in [*self.pending, *last]:  # beside the parts still on their way
-                future.result()
+                self._sent(future)
             self.pending.clear()
             parts = [{"PartNumber": n, "ETag": e} for n, e in sorted(self.etags.items())]
             self._call(
@@ -163,6 +164,18 @@ class GrowingUpload:
             self.upload_id = None
         self.record.end(settled)
         return left
+
+    def _sent(self, future: concurrent.futures.Future) -> None:
+        """Wait for a part, waited for in the order sent: once those before it are in, it is
+        on its way, and takes at most a call's retries (:data:`.retry.DEADLINE`) and the
+        last call's deadline (:func:`.deadline.deadline`)."""
+        bound = DEADLINE + deadline()
+        try:
+            future.result(timeout=bound)
+        except concurrent.futures.TimeoutError:
+            raise StorageError(
+                f"{self.url}: upload failed: a part got no answer within {bound:.0f} s"
+            ) from None
 
     def _close(self) -> None:
         self.pool.shutdown(wait=True, cancel_futures=True)

@@ -1,10 +1,11 @@
-"""A LocalCluster forks its workers from the command's process on Linux, after the command has
-made requests to the store: the child holds a copy of the command's filesystem, its event loop
-and its kept-alive connections. The child must leave them alone: closing them there closed
-their sockets in the epoll set parent and child share, and the command's next request on one
-of them waited for ever (a batch converted every input, then never uploaded one), with a
-``Task exception was never retrieved`` traceback from the child. s3rver keeps connections
-alive, as real stores do (moto's server closes each one after its answer, which hides this).
+"""A worker forked from the command's process (Dask's ``fork`` start method, which a user may
+configure; this package's clusters spawn theirs) after the command has made requests to the
+store holds a copy of the command's filesystem, its event loop and its kept-alive connections.
+The child must leave them alone: closing them there closed their sockets in the epoll set
+parent and child share, and the command's next request on one of them waited for ever (a batch
+converted every input, then never uploaded one), with a ``Task exception was never retrieved``
+traceback from the child. s3rver keeps connections alive, as real stores do (moto's server
+closes each one after its answer, which hides this).
 
 And a store that never answers is given up after the storage deadline, in one line naming the
 URL, never waited for without end."""
@@ -24,7 +25,7 @@ from ..conftest import BUNDLED
 from ..helpers import one_line_error, run_cli
 from ..servers import s3rver_options
 
-pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="workers are forked on Linux")
+pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="forks a child as Linux can")
 
 # The command's side: requests that leave a connection in the client's pool, a child forked
 # as Dask forks a worker (an event loop of its own, on whose thread its collector runs), and
@@ -95,7 +96,7 @@ SILENT_COMMANDS = {  # each first asks the store something, each gives up in one
     ),
     "batch": (
         ["batch", "s3://runs/in/", "s3://runs/out/", "--state-dir", "{state}"],
-        "s3://runs/in",
+        "s3://runs",  # the output's bucket, asked first
     ),
     "info": (["info", "s3://runs/out/small.mzpeak"], "s3://runs/out/small.mzpeak"),
 }

@@ -1,13 +1,13 @@
-"""Twenty S3 batches and conversions in a row, on 2 forked workers, each of which must end
+"""Twenty S3 batches and conversions in a row, on 2 workers, each of which must end
 (a generous bound; a hang is a failure showing what the command printed) with every archive
 at its key and readable, and ``batch_report.json`` counting them: fresh batches, batches
 resumed after the previous one was killed (SIGKILL) while it ran, two batches at once into
 different prefixes, and a batch and a conversion one of whose workers is killed.
 
 All twenty run on s3rver, which keeps connections alive as real stores do: the command's
-pooled connections are what a forked worker used to break; moto's server, which closes every
-connection after its answer, runs fewer of them. A successful command prints no traceback,
-and none of asyncio's ``Task exception was never retrieved``."""
+pooled connections are what a worker forked from the command used to break; moto's server,
+which closes every connection after its answer, runs fewer of them. A successful command
+prints no traceback, and none of asyncio's ``Task exception was never retrieved``."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ from ..servers import S3RVER_KEY, new_bucket, s3_client, s3rver_options
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.cluster,
-    pytest.mark.skipif(sys.platform != "linux", reason="workers are forked on Linux"),
+    pytest.mark.skipif(sys.platform != "linux", reason="finds the workers through /proc"),
 ]
 
 BOUND = 240  # seconds a command of these few small inputs may take at most (about 10 here)
@@ -134,13 +134,16 @@ class Command:
         return False
 
     def workers(self) -> list[int]:
-        """The worker processes (forked from the command, by its thread of Dask's loop: its
-        children, whichever thread forked them)."""
+        """The worker processes (started by the command, from its thread of Dask's loop: its
+        children, whichever thread started them, but for multiprocessing's resource tracker)."""
         found = []
         for children in Path(f"/proc/{self.process.pid}/task").glob("*/children"):
             try:
-                found += [int(pid) for pid in children.read_text().split()]
-            except OSError:  # a thread that ended meanwhile
+                for pid in children.read_text().split():
+                    command = Path(f"/proc/{pid}/cmdline").read_bytes()
+                    if b"resource_tracker" not in command:
+                        found.append(int(pid))
+            except OSError:  # a thread or a process that ended meanwhile
                 pass
         return sorted(found)
 
