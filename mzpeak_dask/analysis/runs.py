@@ -26,6 +26,9 @@ def open_run_source(source: str | os.PathLike) -> list[Run]:
     """The runs of one source: an archive, a Zarr store (all its runs) or one run group; a
     path or a URL; a single-file run (``RUN.zarr.zip``)."""
     source = local_path(source)
+    if not is_url(source) and Path(source).exists():
+        if not (Path(source).is_file() or Path(source).is_dir()):  # a FIFO would be waited on
+            raise InputError(f"{source}: not a regular file, not an archive or Zarr store")
     if is_single_file(source):
         return ZarrSource.open(zip_location(source))
     if is_url(source):  # an archive by its name, else a store or a run group

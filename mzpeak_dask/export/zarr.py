@@ -293,6 +293,8 @@ def _check(
     for archive in archives:
         if not archive.exists():
             raise InputError(f"{archive}: no such archive")
+        if not (archive.is_file() or archive.is_dir()):  # a FIFO would be waited on
+            raise InputError(f"{archive}: not a regular file, not an archive")
     if single_file or is_url(store):
         for name in names:
             if exists(target(store, name, single_file), single_file) and not overwrite:

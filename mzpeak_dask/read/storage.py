@@ -34,6 +34,8 @@ class ArchiveStorage:
         if not self.path.exists():
             raise ArchiveError(f"{self.path}: no such archive")
         self.is_directory = self.path.is_dir()
+        if not self.is_directory and not self.path.is_file():  # opening a FIFO would wait
+            raise ArchiveError(f"{self.path}: not a regular file, not an archive")
         self._map: pa.MemoryMappedFile | None = None
         self._members: dict[str, tuple[int, int]] = {}
         if self.is_directory:

@@ -84,3 +84,24 @@ def test_a_fifo_as_the_manifest_of_a_batch_of_urls_is_refused(tmp_path):
         timeout=DEADLINE,
     )  # fmt: skip
     one_line_error(result, str(manifest), "not a regular file")
+
+
+@pytest.mark.parametrize("command", ["info", "validate", "export-zarr", "xic"])
+def test_a_fifo_as_an_archive_is_refused(tmp_path, command):
+    """A command that reads archives refuses a FIFO in one line before opening it (an open
+    for reading would wait for a writer for ever)."""
+    archive = tmp_path / "run.mzpeak"
+    os.mkfifo(archive)
+    more = {
+        "export-zarr": [str(tmp_path / "runs.zarr"), "--cluster", "inline"],
+        "xic": ["--mz", "445.12"],
+    }.get(command, [])
+    result = run_cli(command, str(archive), *more, timeout=DEADLINE)
+    if command == "validate":  # a report: a line per archive, its problems after its name
+        assert result.returncode == 1 and "Traceback" not in result.stderr
+        assert [line for line in result.stdout.splitlines() + result.stderr.splitlines()] == [
+            f"{archive}: error: {archive}: not a regular file, not an archive"
+        ]
+    else:
+        one_line_error(result, str(archive), "not a regular file")
+    assert not (tmp_path / "runs.zarr").exists()
