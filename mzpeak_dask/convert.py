@@ -52,13 +52,16 @@ def is_archive_folder(path: Path) -> bool:
 # Measured on a 2-core machine (tests/benchmarks/bench_single_run.py prints these figures):
 # one process converts about 35 MB of mzML a second; a worker adds about 0.8 of a process (2
 # workers convert 1.6 times as fast). A LocalCluster's workers are spawned (new interpreters,
-# importing distributed, numpy, pyarrow and this package), and a run on them has its plan and
-# its finish as tasks of their own: cold `convert --workers 2` of small.mzML replicated to 17,
-# 61 and 102 MB took 2.9-3.0 s, 3.5-4.0 s and 4.7-4.9 s against 1.8-1.9 s, 3.3-3.4 s and 4.3 s
-# with `--cluster inline` (2026-11-28): about 1.4 s for the cluster. Threads are no substitute:
-# the parse holds the GIL, and a LocalCluster of threads converted slower than one process.
-# Compressed inputs count as four times their size (real gzip/bzip2 runs expand 1.5 to 6 times).
-CLUSTER_START_SECONDS = 1.4
+# importing distributed, numpy, pyarrow and this package): bench_single_run's cold 2-worker
+# conversion spent 1.02 s starting its cluster (2026-11-28). Cold `convert`, interleaved
+# rounds on the same day: FeatureFinderMetaboIdent x34 (103 MB, profile) 4.2-4.4 s on 2
+# workers against 4.6-5.9 s inline; small.mzML replicated to 17, 61 and 102 MB 2.9-3.0 s,
+# 3.5-4.0 s and 4.7-4.9 s on 2 workers against 1.8-1.9 s, 3.3-3.4 s and 4.3 s inline. Counting
+# 1 s for the cluster puts the choice at about 93 MB on 2 cores, between the two runs of about
+# 100 MB. Threads are no substitute: the parse holds the GIL, and a LocalCluster of threads
+# converted slower than one process. Compressed inputs count as four times their size (real
+# gzip/bzip2 runs expand 1.5 to 6 times).
+CLUSTER_START_SECONDS = 1.0
 INLINE_BYTES_PER_SECOND = 35e6
 WORKER_SPEEDUP = 0.8
 COMPRESSED_EXPANSION = 4
