@@ -10,6 +10,11 @@ from pathlib import Path
 
 import numpy as np
 
+from .batch_inputs import _ARRAY as ARRAY
+from .batch_inputs import _IT as INTENSITY
+from .batch_inputs import _MZ as MZ
+from .batch_inputs import _PLAIN as PLAIN
+
 _HEAD = """<?xml version="1.0" encoding="utf-8"?>
 <mzML xmlns="http://psi.hupo.org/ms/mzml" version="1.1.0">
   <cvList count="2"><cv id="MS" fullName="PSI-MS" URI="https://purl.obolibrary.org/obo/ms.obo"/><cv id="UO" fullName="Unit Ontology" URI="https://purl.obolibrary.org/obo/uo.obo"/></cvList>
@@ -35,15 +40,6 @@ _CHROMATOGRAM = """      <chromatogram index="{index}" id="{id}" defaultArrayLen
 {arrays}        </binaryDataArrayList>
       </chromatogram>
 """
-_ARRAY = """          <binaryDataArray encodedLength="{length}">
-            <cvParam cvRef="MS" accession="MS:1000523" name="64-bit float" value=""/>
-            <cvParam cvRef="MS" accession="MS:1000576" name="no compression" value=""/>
-            {kind}
-            <binary>{data}</binary>
-          </binaryDataArray>
-"""
-_MZ = '<cvParam cvRef="MS" accession="MS:1000514" name="m/z array" value="" unitCvRef="MS" unitAccession="MS:1000040" unitName="m/z"/>'
-_IT = '<cvParam cvRef="MS" accession="MS:1000515" name="intensity array" value="" unitCvRef="MS" unitAccession="MS:1000131" unitName="number of detector counts"/>'
 _TIME = '<cvParam cvRef="MS" accession="MS:1000595" name="time array" value="" unitCvRef="UO" unitAccession="UO:0000031" unitName="minute"/>'
 
 
@@ -51,7 +47,7 @@ def _arrays(pairs: list[tuple[np.ndarray, str]]) -> str:
     out = ""
     for values, kind in pairs:
         data = base64.b64encode(np.asarray(values, "<f8").tobytes()).decode()
-        out += _ARRAY.format(length=len(data), kind=kind, data=data)
+        out += ARRAY.format(length=len(data), compression=PLAIN, kind=kind, data=data)
     return out
 
 
@@ -86,7 +82,7 @@ def generated_mzml(
                 length=len(mz),
                 minutes=i * 0.1,
                 params=user_params(list(spectrum_params), "        ") if i == 0 else "",
-                arrays=_arrays([(mz, _MZ), (intensity, _IT)]),
+                arrays=_arrays([(mz, MZ), (intensity, INTENSITY)]),
             )
         )
     out.append("    </spectrumList>\n")
@@ -103,7 +99,7 @@ def generated_mzml(
                     index=k,
                     id="TIC" if k == 0 else f"chrom{k}",
                     length=len(times),
-                    arrays=_arrays([(times, _TIME), (intensity, _IT)]),
+                    arrays=_arrays([(times, _TIME), (intensity, INTENSITY)]),
                 )
             )
         out.append("    </chromatogramList>\n")
