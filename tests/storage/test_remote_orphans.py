@@ -194,10 +194,12 @@ def test_the_next_batch_aborts_the_upload_and_removes_the_staging_a_killed_one_l
 
 
 def once_a_folder_is_in(process: subprocess.Popen, folder: Path, within: float = 120) -> Path:
-    """Wait until ``process`` has made a folder in ``folder``; that folder."""
+    """Wait until ``process`` has a staging folder in use in ``folder`` (named ``.tmp``, so
+    locked: one still being created is named ``.new`` for a few microseconds, and a process
+    killed in them leaves it for a sweep a minute later); that folder."""
     deadline = time.monotonic() + within
     while time.monotonic() < deadline and process.poll() is None:
-        made = [p for p in folder.glob("*") if p.is_dir()] if folder.is_dir() else []
+        made = [p for p in folder.glob("*.tmp") if p.is_dir()] if folder.is_dir() else []
         if made:
             return made[0]
         time.sleep(0.005)
