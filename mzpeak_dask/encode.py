@@ -340,9 +340,8 @@ def _store(
 def encode_partition(partition: Partition, spec: EncodeSpec) -> EncodedPartition:
     """Read and encode one partition (runs on a worker), the process's heap keeping the blocks
     the partition frees for the next (:mod:`~mzpeak_dask.heap`), and the garbage collector
-    paused, its passes kept off what the process holds for good (:mod:`~.collector`)."""
+    paused (:mod:`~.collector`)."""
     keep_freed_blocks()
-    collector.settle()
     with collector.paused():
         return _read_and_encode(partition, spec)
 

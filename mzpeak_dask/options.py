@@ -23,7 +23,7 @@ NUMPRESS_INTENSITY = (None, "slof", "pic")
 COMPRESSIONS = ("zstd", "snappy", "gzip", "lz4", "brotli", "none")
 CENTROIDS = ("data", "peaks")
 PARSERS = ("lean", "pyteomics")
-CLUSTERS = ("local", "slurm", "inline")
+CLUSTERS = ("auto", "local", "slurm", "inline")
 ZARR_COMPRESSIONS = ("zstd", "none")
 
 
@@ -184,13 +184,17 @@ class ClusterOptions(_Options):
     section = "cluster"
     choices = {"cluster": CLUSTERS}
 
-    cluster: str = "local"  # "local" | "slurm" | "inline" (no Dask: this process only)
+    # "auto": this process for work too small for a LocalCluster to pay for its start, else a
+    # LocalCluster (mzpeak_dask.parallel.where); "local" | "slurm" | "inline" (this process)
+    cluster: str = "auto"
     workers: int | None = None  # local: worker processes (default: CPU cores); slurm: jobs
     threads_per_worker: int = 1
     memory_limit: str = "auto"
     scheduler: str | None = None  # address of a running scheduler, e.g. tcp://host:8786
     window: int | None = None  # tasks in flight before more are sent (default: 2 a thread + 2)
     dashboard: bool = False  # a cluster started here serves Dask's dashboard (needs bokeh)
+    start_timeout: float = 120.0  # seconds for a cluster to start, or a scheduler to answer
+    task_timeout: float = 3600.0  # seconds the cluster may go without finishing any task
     slurm: SlurmOptions = field(default_factory=SlurmOptions)  # the [slurm] table
 
     def __post_init__(self) -> None:

@@ -25,12 +25,13 @@ from ..convert import convert_many
 from ..errors import InputError, OutputError, WorkerDiedError
 from ..options import BatchOptions, ClusterOptions, ConvertOptions
 from ..parallel.cluster import cluster_client
+from ..parallel.where import resolve, work_bytes
 from ..pathtext import text
+from ..read.inspection import inspect_output
 from ..read.validate import ERROR, validate
 from ..storage.inputs import check_regular_file, remote_input
 from ..tables.file_metadata import file_sha256
 from . import report
-from .inspect import Inspector
 from .lock import output_lock
 from .sources import discover, outputs_for
 from .state import CONVERTED, FAILED, PENDING, SKIPPED, BatchState
@@ -80,7 +81,6 @@ class BatchRun:
         self.state = BatchState(output_dir)
         self.records: dict[Path, dict[str, Any]] = {}
         self.died: set[Path] = set()  # inputs whose last attempt a dying worker failed
-        self.inspector = Inspector(None, output_dir)  # on the cluster once there is one
 
     def remove_stale_staging(self) -> None:
         """Temporary folders that killed conversions left beside the outputs (never those of
@@ -125,20 +125,15 @@ class BatchRun:
     def record(
         self, source: Path, output: Path, outcome: ConversionResult | BaseException, attempts: int
     ) -> None:
-        """Record one input's outcome; a converted one once its output has been inspected."""
+        """Record one input's outcome (a converted one with the inspection of its output, made
+        by the task that finished it)."""
         if isinstance(outcome, WorkerDiedError):
             self.died.add(source)
         else:
             self.died.discard(source)
-        if isinstance(outcome, ConversionResult) and outcome.inspection is not None:
-            # checked by the worker that finished the run
-            self._store(
-                source, self._converted(source, output, outcome, outcome.inspection), attempts
-            )
-            return
         if isinstance(outcome, ConversionResult):
-            self.inspector.submit((source, output, outcome, attempts), output)
-            self.collect()
+            inspection = outcome.inspection or inspect_output(str(output))
+            self._store(source, self._converted(source, output, outcome, inspection), attempts)
             return
         self._store(
             source,
@@ -152,16 +147,6 @@ class BatchRun:
             },
             attempts,
         )
-
-    def collect(self, wait: bool = False) -> None:
-        """Record the converted inputs whose inspection is done (all of them with ``wait``)."""
-        for (source, output, result, attempts), inspection in self.inspector.finished(wait):
-            self._store(source, self._converted(source, output, result, inspection), attempts)
-
-    def abandon_inspections(self) -> None:
-        """After an interruption: outputs not yet inspected are removed (left pending)."""
-        for _, output, _, _ in self.inspector.abandon():
-            _remove(output)
 
     def convert(
         self,
@@ -186,7 +171,6 @@ class BatchRun:
             on_result=on_result,
             check=True,
         )
-        self.collect(wait=True)
 
     def _store(self, source: Path, record: dict[str, Any], attempts: int) -> None:
         if record.get("error"):  # one line, valid UTF-8 whatever the paths in it
@@ -291,10 +275,10 @@ def _run(run: BatchRun, client: Any, progress: Progress | None, started: float) 
     todo = run.up_to_date() if batch.resume else list(run.pairs)
     todo = run.refuse_overwriting_inputs(todo)
     outcome = BatchOutcome()
+    if client is None:  # "auto": by the size of what needs converting
+        run.cluster = resolve(run.cluster, work_bytes(source for source, _ in todo))
     try:
         with cluster_client(run.cluster, client) as shared:  # one for every attempt
-            if shared is not None:
-                run.inspector = Inspector(shared, output_dir)
             for attempt in range(1, batch.retries + 2):
                 if not todo:
                     break
@@ -309,7 +293,6 @@ def _run(run: BatchRun, client: Any, progress: Progress | None, started: float) 
         # Ctrl-C, SIGTERM at a wall-time limit, or a failure of the batch itself (not of one
         # input): finished outputs stay, the others are left pending and listed as such
         outcome.interrupted = isinstance(exc, KeyboardInterrupt)
-        run.abandon_inspections()
         why = f"batch stopped: {type(exc).__name__}: {exc}"
         run.stopped("interrupted before it finished" if outcome.interrupted else why)
         # the cluster is gone: no cancelled task can still write into a staging folder

@@ -7,13 +7,11 @@ adds tracebacks. Options follow one precedence rule: command line > ``--config``
 from __future__ import annotations
 
 import argparse
-import gc
 import logging
 import signal
 import sys
 import traceback
 
-from .. import collector
 from ..errors import MzPeakDaskError, OptionsError, OutputBusyError
 from ..parallel.worker_env import quiet_dask_logs
 from ..pathtext import text
@@ -89,15 +87,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run() -> None:
-    """The command's entry point (``mzpeak-dask``, ``python -m mzpeak_dask``): :func:`main`,
-    then the usual exit with the objects still alive frozen out of the garbage collector.
-    The work is done by then; the collections the interpreter runs as it tears down its
-    modules would walk every object the imports made (about 0.1 s of a cold 100 MB
-    conversion's 2.7 s, for nothing: the process ends). Threads are joined, atexit handlers
-    run and streams are flushed as on any exit. The process is the command's alone, so its
-    collector is also kept off what it holds for good once it has encoded a partition
-    (:func:`~mzpeak_dask.collector.own_process`)."""
-    collector.own_process()
-    code = main()
-    gc.freeze()
-    sys.exit(code)
+    """The command's entry point (``mzpeak-dask``, ``python -m mzpeak_dask``)."""
+    sys.exit(main())

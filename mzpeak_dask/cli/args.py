@@ -23,7 +23,6 @@ from ..options import (
     load_config,
     resolve,
 )
-from ..parallel.cluster import KINDS
 
 # the options each group puts on the command line, with their help
 CONVERT_FLAGS = {
@@ -167,29 +166,17 @@ def options(args: argparse.Namespace, cls: type) -> Any:
     return resolve(cls, load_config(args.config), given(args, cls))
 
 
-def cluster_asked(args: argparse.Namespace) -> bool:
-    """Whether the command line or the config file asks where to run: workers, a scheduler,
-    or a kind of cluster (local, slurm, inline). Other [cluster] keys only shape a cluster."""
-    config = load_config(args.config)
-    asked = {**config.get(ClusterOptions.section, {}), **given(args, ClusterOptions)}
-    return any(asked.get(key) is not None for key in ("workers", "scheduler", "cluster"))
-
-
 def analysis_cluster(args: argparse.Namespace) -> ClusterOptions:
-    """The cluster of an analysis: one only when the command line or the config file asks
-    for one (workers, a scheduler, or a kind of cluster: local or slurm); otherwise inline,
-    on Dask's threads in this process."""
-    config = load_config(args.config)
-    asked = {**config.get(ClusterOptions.section, {}), **given(args, ClusterOptions)}
-    cluster = resolve(ClusterOptions, config, given(args, ClusterOptions))
-    wanted = asked.get("workers") or asked.get("scheduler") or asked.get("cluster") in KINDS
-    return cluster if wanted else cluster.updated(cluster="inline")
+    """The cluster of an analysis: ``auto`` runs it in this process (an analysis reads a few
+    row groups of each run), unless a worker count or a scheduler is given."""
+    from ..parallel.where import resolve as where
+
+    return where(options(args, ClusterOptions), 0)
 
 
 __all__ = [
     "add_options",
     "analysis_cluster",
-    "cluster_asked",
     "command",
     "given",
     "options",

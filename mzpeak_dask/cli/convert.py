@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -14,13 +15,13 @@ from ..options import BatchOptions, ClusterOptions, ConvertOptions
 from ..pathtext import redact, text, uri
 from ..storage.keys import shown
 from ..storage.urls import basename, is_url, join, local_path
-from .args import add_options, cluster_asked, command, options
+from .args import add_options, command, options
 
 EXIT_FAILED = 1
 
 
 def cmd_convert(args: argparse.Namespace) -> int:
-    from ..convert import choose_cluster, convert_many
+    from ..convert import convert_many
     from ..parallel.progress import ProgressReporter
 
     convert, cluster = options(args, ConvertOptions), options(args, ClusterOptions)
@@ -28,18 +29,16 @@ def cmd_convert(args: argparse.Namespace) -> int:
         jobs = _url_jobs(args.inputs, args.output)
     else:
         jobs = _jobs([Path(local_path(p)) for p in args.inputs], Path(local_path(args.output)))
-    shape = cluster  # the [cluster] options that shape a cluster the size of the work starts
-    if not cluster_asked(args):  # the size of the work decides
-        if any(is_url(p) for p in args.inputs):
-            cluster = None  # decided once the inputs are staged, from their local size
-        else:
-            cluster, choice = choose_cluster([Path(i) for i, _ in jobs], shape=shape)
-            if not args.quiet:
-                print(choice, file=sys.stderr)
     progress = None if args.quiet else ProgressReporter(len(jobs))
+    announce = None if args.quiet else partial(print, file=sys.stderr)
     try:
         results = convert_many(
-            jobs, convert, cluster=cluster, progress=progress, fail_fast=len(jobs) == 1, shape=shape
+            jobs,
+            convert,
+            cluster=cluster,
+            progress=progress,
+            fail_fast=len(jobs) == 1,
+            announce=announce,
         )
     finally:
         if progress:

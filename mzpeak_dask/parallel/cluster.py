@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 
 from ..errors import ClusterError
 from ..options import ClusterOptions
+from .where import resolve
 from .worker_env import shell_exports, worker_settings
 
 log = logging.getLogger(__name__)
@@ -63,15 +64,9 @@ class LocalKind(ClusterKind):
 
     @staticmethod
     def _start(options: ClusterOptions) -> Any:
-        import dask
         from distributed import LocalCluster
 
-        # the workers keep the memory monitor the configuration gives (their spilling and
-        # pausing), their nannies in this process take NANNY_CONFIG's
-        workers = nested({key: dask.config.get(key) for key in NANNY_CONFIG})
-        with worker_settings(), dask.config.set(unless_set(NANNY_CONFIG)):
-            # a nanny replaces each top-level section of the configuration by the one given
-            workers = dask.config.merge({"distributed": dask.config.get("distributed")}, workers)
+        with worker_settings():
             return LocalCluster(
                 n_workers=options.worker_count(),
                 threads_per_worker=options.threads_per_worker,
@@ -81,7 +76,7 @@ class LocalKind(ClusterKind):
                 # the dashboard); the dashboard itself only on request
                 dashboard_address=":0",
                 scheduler_kwargs={"dashboard": options.dashboard},
-                config=workers,
+                death_timeout=options.start_timeout,  # a worker that does not start in time
             )
 
 
@@ -116,21 +111,6 @@ class SlurmKind(ClusterKind):
 
 
 KINDS: dict[str, ClusterKind] = {kind.name: kind for kind in (LocalKind(), SlurmKind())}
-SCHEDULER_TIMEOUT = "30s"  # to reach a running scheduler
-# A cluster started here runs its scheduler in this process, the coordinator's. Dask checks a
-# server's event loop every 20 ms by default: about 25 ms of CPU a second, busy or idle, as
-# much as the scheduling of a batch of small runs itself. Once a second still tells a loop
-# blocked for longer than ``distributed.admin.tick.limit`` (3 s). Without a dashboard, nothing
-# reads the system monitor's samples (CPU, memory, I/O) more often than heartbeats do: every
-# 5 s rather than 500 ms saves it another 5 ms a second.
-STARTED_CONFIG = {"distributed.admin.tick.interval": "1s"}
-NO_DASHBOARD_CONFIG = {"distributed.admin.system-monitor.interval": "5s"}
-# A LocalCluster's nannies live in this process too: each reads its worker's memory every
-# 100 ms by default (to restart a worker past ``distributed.worker.memory.terminate``, 95 % of
-# its limit), 0.2 ms each, about 2.5 ms of CPU a second per worker: with the ticks above, most
-# of what an idle coordinator of 2 workers spent (13 ms a second, 6 ms now). A worker's own
-# monitor, which spills and pauses it (at 70 % and 80 %), keeps its interval.
-NANNY_CONFIG = {"distributed.worker.memory.monitor-interval": "1s"}
 
 
 def serves_dashboard(options: ClusterOptions) -> bool:
@@ -142,43 +122,6 @@ def serves_dashboard(options: ClusterOptions) -> bool:
         log.warning("the Dask dashboard needs bokeh (pip install bokeh): none is served")
         return False
     return True
-
-
-def direct_to_workers(options: ClusterOptions) -> bool | None:
-    """True for a LocalCluster started here, unless Dask's configuration says otherwise
-    (``distributed.client.direct-to-workers``): the client takes each result from the worker
-    holding it, on this machine, instead of through the scheduler (in this process too),
-    which spared about 6 % of the coordinator's CPU in a 102 MB run of 16 tasks."""
-    import dask
-
-    configured = dask.config.get("distributed.client.direct-to-workers", None)
-    return configured if configured is not None or options.cluster != "local" else True
-
-
-def unless_set(settings: dict[str, str]) -> dict[str, str]:
-    """Those of ``settings`` whose key Dask's configuration leaves at Dask's own default: a
-    value the user set (a config file, a ``DASK_...`` variable, ``dask.config.set``) wins."""
-    import dask
-    import distributed  # noqa: F401 - adds distributed's defaults to dask.config.defaults
-
-    builtin = dask.config.merge(*dask.config.defaults)
-    return {
-        key: value
-        for key, value in settings.items()
-        if dask.config.get(key, None) == dask.config.get(key, None, config=builtin)
-    }
-
-
-def nested(settings: dict[str, Any]) -> dict[str, Any]:
-    """Dotted keys as the nested dictionary Dask's configuration is."""
-    out: dict[str, Any] = {}
-    for key, value in settings.items():
-        *path, last = key.split(".")
-        level = out
-        for part in path:
-            level = level.setdefault(part, {})
-        level[last] = value
-    return out
 
 
 def job_script(options: ClusterOptions) -> str:
@@ -202,27 +145,30 @@ def cluster_client(options: ClusterOptions, client: Any = None) -> Iterator[Any]
         return
     from distributed import Client
 
+    options = resolve(options, 0)  # "auto" left to here (no size known): this process
+    if options.cluster == "inline":
+        yield None
+        return
     cluster = None
     try:
         if options.scheduler:
-            client = Client(options.scheduler, timeout=SCHEDULER_TIMEOUT)
+            client = Client(options.scheduler, timeout=options.start_timeout)
         else:
-            import dask
-
             options = options.updated(dashboard=serves_dashboard(options))
-            quiet = {} if options.dashboard else NO_DASHBOARD_CONFIG
-            with dask.config.set(unless_set({**STARTED_CONFIG, **quiet})):
-                cluster = KINDS[options.cluster].start(options)
-            client = Client(cluster, direct_to_workers=direct_to_workers(options))
+            cluster = KINDS[options.cluster].start(options)
+            client = Client(cluster, timeout=options.start_timeout)
     except (OSError, TimeoutError) as exc:
         if cluster is not None:
-            cluster.close()
+            _close(None, cluster)
         where = options.scheduler or options.cluster
         raise ClusterError(f"cannot start or reach the Dask cluster {where} ({exc})") from None
     try:
         yield client
     finally:
         _close(client, cluster)
+
+
+CLOSE_SECONDS = 30  # to shut down what was started here
 
 
 def _close(client: Any, cluster: Any) -> None:
@@ -233,7 +179,7 @@ def _close(client: Any, cluster: Any) -> None:
         if closable is None:
             continue
         try:
-            closable.close()
+            closable.close(timeout=CLOSE_SECONDS)
         except Exception as exc:  # noqa: BLE001 - see above
             log.warning("closing the Dask %s failed: %s", type(closable).__name__, exc)
 

@@ -1,7 +1,8 @@
 """What the coordinator tells the user when a run fails: one line naming the input (and the
 spectra of the partition, or the step), whatever failed where.
 
-A task's number says where: a partition's (0, 1, ...) or one of the steps below. A failure to
+A task's number says where: a partition's (0, 1, ...), the plan's or the finishing one's. A
+failure to
 write the output names the output and its cause rather than a temporary file; a message naming
 the decompressed copy of an input names the input; a worker that died each time it ran a task
 becomes a :class:`~mzpeak_dask.errors.WorkerDiedError`, which a batch recognises.
@@ -14,15 +15,11 @@ import os
 import re
 
 from ..archive.job import RunJob
+from ..contracts import RunPlan
 from ..errors import MzPeakDaskError, OutputError, WorkerDiedError
 
-PLAN = -1  # the task number of a run's plan
-WRITE = -2  # not a task: the coordinator writing the archive
-FINISH = -3  # the task finishing a run on a worker
-CONVERT = -4  # a run's plan task on a worker, which converts and finishes a small run too
-PACK = -5  # a task planning (converting and finishing the small ones) several runs in turn
-SIGNAL = -6  # a task writing a run's spectrum signal members, for the one finishing it
-METADATA = -7  # a task writing a run's other members, for the one finishing it
+PLAN = -1  # a run's plan task
+FINISH = -2  # the task finishing a run (or this process putting the archive in place)
 # errors of writing, whatever is written: they name the output, not a temporary file
 _WRITE_ERRNOS = {errno.ENOSPC, errno.EFBIG, errno.EDQUOT, errno.EROFS}
 _ERRNO_TEXT = re.compile(r"\[errno (\d+)\]", re.IGNORECASE)  # in Arrow's messages
@@ -58,7 +55,11 @@ def _by_source(job: RunJob, message: str) -> str:
     return re.sub(staged, lambda _: str(job.source), message)
 
 
-def describe_failure(job: RunJob, n: int, exc: BaseException) -> MzPeakDaskError:
+def describe_failure(
+    job: RunJob, n: int, exc: BaseException, plan: RunPlan | None = None
+) -> MzPeakDaskError:
+    """``exc``, raised by the run's task ``n`` (its plan's, a partition's of ``plan``, or the
+    finishing one), as the one-line error the user sees."""
     output = _output_failure(job, exc)
     if output is not None:
         return output
@@ -67,12 +68,10 @@ def describe_failure(job: RunJob, n: int, exc: BaseException) -> MzPeakDaskError
         return exc if message == str(exc) else type(exc)(message)
     if n == PLAN:
         where = "planning the conversion"
-    elif n == CONVERT:
-        where = "planning or converting the run"
-    elif n in (WRITE, FINISH):
+    elif n == FINISH or plan is None:
         where = "writing the archive"
     else:
-        items = job.plan.partitions[n].items
+        items = plan.partitions[n].items
         kind = "spectra" if items.kind == "spectrum" else "chromatograms"
         where = f"{kind} {items.start}-{items.stop - 1} (0-based)"
     if _worker_death(exc):
@@ -85,4 +84,4 @@ def describe_failure(job: RunJob, n: int, exc: BaseException) -> MzPeakDaskError
     )
 
 
-__all__ = ["CONVERT", "FINISH", "METADATA", "PACK", "PLAN", "SIGNAL", "WRITE", "describe_failure"]
+__all__ = ["FINISH", "PLAN", "describe_failure"]

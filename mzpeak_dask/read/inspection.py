@@ -9,6 +9,7 @@ import hashlib
 import json
 import zipfile
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,7 @@ from .. import vocabulary as V
 from ..tables.file_metadata import file_sha256
 from .archive import open_archive
 from .metadata import find_column
-from .validate import ERROR, validate
+from .validate import ERROR, Problem, validate
 
 
 def member_digests(archive: Path) -> dict[str, str]:
@@ -82,12 +83,13 @@ def describe(path: Path) -> dict[str, Any]:
         return _describe(archive, archive.tables_of(V.SPECTRUM))
 
 
-def inspect_output(output: str) -> dict[str, Any]:
+def inspect_output(output: str, named: str | None = None) -> dict[str, Any]:
     """``{"errors": [...]}`` for an archive that fails validation, else its warnings, member
     digests, TIC thumbnail and catalog description (:func:`describe`; plain data: it may
-    travel back from a worker)."""
+    travel back from a worker). ``named``: the name problems give the archive (the output it
+    is renamed to, when it is checked in its staging folder)."""
     path = Path(output)
-    problems = validate(path)
+    problems = [_named(p, output, named) for p in validate(path)] if named else validate(path)
     errors = [str(p) for p in problems if p.severity == ERROR]
     if errors:
         return {"errors": errors}
@@ -101,6 +103,14 @@ def inspect_output(output: str) -> dict[str, Any]:
         "tic": tic,
         "catalog": description,
     }
+
+
+def _named(problem: Problem, path: str, named: str) -> Problem:
+    """``problem`` placed in the archive called ``named`` rather than at ``path``."""
+    where = problem.where
+    if where == path or where.startswith(path + "/") or where.startswith(path + ":"):
+        where = named + where[len(path) :]
+    return replace(problem, where=where)
 
 
 __all__ = ["describe", "inspect_output", "member_digests"]

@@ -1,7 +1,7 @@
-"""Where a conversion runs: given no cluster, a small input converts in this process (a
-LocalCluster's start would cost more than it saves) and a large one on a LocalCluster; the
-choice is one line on stderr, and --workers, --cluster, --scheduler or a config file's
-[cluster] force it (the user chose: no line)."""
+"""Where a conversion runs: with ``cluster = "auto"`` (the default) a small input converts in
+this process (a LocalCluster's start would cost more than it saves) and a large one on a
+LocalCluster; --workers, --cluster, --scheduler or a config file's [cluster] force it. The
+choice is one line on stderr."""
 
 from __future__ import annotations
 
@@ -13,13 +13,20 @@ from pathlib import Path
 import pytest
 
 from mzpeak_dask import ClusterOptions
-from mzpeak_dask.convert import choose_cluster, cluster_pays, work_bytes
+from mzpeak_dask.parallel.where import cluster_pays, describe, resolve, work_bytes
 
 from ..conftest import BUNDLED, DATA
 from ..helpers import run_cli
 
 SMALL = BUNDLED / "small.mzML"
 SMALL_GZ = DATA / "mzdata" / "small.mzML.gz"
+
+
+def choose_cluster(inputs: list[Path], given: ClusterOptions | None = None):
+    """Where ``inputs`` convert, and the line saying so, as ``convert`` decides."""
+    size = work_bytes(inputs)
+    chosen = resolve(given or ClusterOptions(), size)
+    return chosen, describe(chosen, size)
 
 
 def test_the_cluster_pays_only_for_large_work() -> None:
@@ -58,7 +65,7 @@ def test_a_large_input_starts_a_local_cluster(tmp_path: Path) -> None:
     if workers == 1:
         assert cluster.cluster == "inline"
         return
-    assert cluster.cluster == "local" and cluster.workers is None
+    assert cluster == ClusterOptions(cluster="local")
     assert line == f"starting a LocalCluster of {workers} workers (2,000.0 MB input)"
 
 
@@ -71,10 +78,10 @@ def test_the_users_cluster_options_shape_the_cluster_the_size_of_the_work_starts
     with open(large, "wb") as f:
         f.truncate(2_000_000_000)
     shape = ClusterOptions(memory_limit="3GB", threads_per_worker=2, window=5, dashboard=True)
-    cluster, _ = choose_cluster([large], shape=shape)
+    cluster, _ = choose_cluster([large], shape)
     if (os.cpu_count() or 1) > 1:
-        assert cluster == shape
-    small, line = choose_cluster([SMALL], shape=shape)
+        assert cluster == shape.updated(cluster="local")
+    small, line = choose_cluster([SMALL], shape)
     assert small == shape.updated(cluster="inline") and line.startswith("running in-process")
 
 
@@ -106,6 +113,7 @@ def test_the_command_line_starts_the_cluster_its_options_shape(tmp_path: Path) -
     ("given", "line"),
     [
         (ClusterOptions(cluster="inline"), "running in-process"),
+        (ClusterOptions(cluster="local"), "starting a LocalCluster of"),
         (ClusterOptions(workers=1), "starting a LocalCluster of 1 worker"),
         (ClusterOptions(workers=3), "starting a LocalCluster of 3 workers"),
         (
@@ -115,7 +123,9 @@ def test_the_command_line_starts_the_cluster_its_options_shape(tmp_path: Path) -
     ],
 )
 def test_given_options_force_the_choice(given: ClusterOptions, line: str) -> None:
-    assert choose_cluster([SMALL], given) == (given, line)
+    chosen, said = choose_cluster([SMALL], given)
+    assert chosen.cluster != "auto" and said.startswith(line)
+    assert said.endswith("(3.4 MB input)")
 
 
 def _stderr_lines(result: subprocess.CompletedProcess) -> list[str]:
@@ -131,11 +141,11 @@ def test_the_command_line_shows_the_choice_and_flags_force_it(tmp_path: Path) ->
     chosen = run_cli("convert", str(SMALL), output)
     assert _stderr_lines(chosen) == ["running in-process (3.4 MB input)"]
     forced = run_cli("convert", str(SMALL), output, "--overwrite", "--workers", "1")
-    assert _stderr_lines(forced) == []
-    config = tmp_path / "inline.toml"
-    config.write_text('[cluster]\ncluster = "inline"\n')
+    assert _stderr_lines(forced) == ["starting a LocalCluster of 1 worker (3.4 MB input)"]
+    config = tmp_path / "local.toml"
+    config.write_text('[cluster]\ncluster = "local"\nworkers = 1\n')
     configured = run_cli("convert", str(SMALL), output, "--overwrite", "--config", str(config))
-    assert _stderr_lines(configured) == []
+    assert _stderr_lines(configured) == ["starting a LocalCluster of 1 worker (3.4 MB input)"]
     # a [cluster] key that only shapes a cluster leaves the choice to the size of the work
     config.write_text("[cluster]\nthreads_per_worker = 2\n")
     shaped = run_cli("convert", str(SMALL), output, "--overwrite", "--config", str(config))

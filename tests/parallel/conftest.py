@@ -21,7 +21,7 @@ def _free_port() -> int:
 class ExternalCluster:
     """``python -m dask scheduler`` and ``python -m dask worker`` processes."""
 
-    def __init__(self, workers: int):
+    def __init__(self, workers: int, nanny: bool = False):
         self.port = _free_port()
         self.address = f"tcp://127.0.0.1:{self.port}"
         self.processes = [
@@ -35,7 +35,7 @@ class ExternalCluster:
                 self.address,
                 "--nthreads",
                 "1",
-                "--no-nanny",
+                "--nanny" if nanny else "--no-nanny",
                 "--no-dashboard",
                 "--host",
                 "127.0.0.1",

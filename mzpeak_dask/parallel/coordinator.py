@@ -1,0 +1,243 @@
+"""The coordinator: it schedules each run's tasks, renames finished archives into place and
+records every outcome. It reads no data.
+
+Every run takes one path (:mod:`.tasks`): a **plan task**; when it ends, **one task per
+partition** and the **finishing task**, submitted together, the finishing task depending on
+the partition tasks (their results pass from worker to worker). The coordinator collects
+each partition's counts for progress and the finishing task's outcome, then renames the
+archive. Inline (``cluster = "inline"``) the same tasks run in this process, one after another.
+
+Where the workers cannot see a run's staging folder (workers on other machines, without
+shared storage), the plan and the finishing task run in this process, and each partition's
+written parts come back here to be put in their file.
+
+New runs start while fewer than ``window`` tasks are in flight, so memory stays bounded
+however many and large the inputs; a run's partitions go out together, each holding a path
+and a few counts until its run is finished. A task that fails for a data reason fails its
+run (with ``fail_fast``, the whole call); a failed run leaves nothing at its output. Dask
+reruns the tasks of a worker that died. ``on_result`` hears of every run as it ends.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from ..archive.container import Inputs
+from ..archive.job import RunJob
+from ..archive.staging import remove_held, sweep_outputs
+from ..contracts import ConversionResult, Progress, RunPlan
+from ..errors import MzPeakDaskError
+from ..options import ClusterOptions, ConvertOptions
+from . import handoff, tasks
+from .executors import InlineExecutor, Task, open_executor
+from .failures import FINISH, PLAN, describe_failure
+
+log = logging.getLogger(__name__)
+OnResult = Callable[[int, "ConversionResult | MzPeakDaskError"], None]
+
+
+@dataclass(eq=False)
+class _Run:
+    number: int
+    job: RunJob
+    shared: bool  # the workers see its staging folder
+    plan: RunPlan | None = None
+    tasks: list[Task] = field(default_factory=list)  # in flight
+    parts: list[Task] = field(default_factory=list)
+    filed: dict[int, tasks.Written] = field(default_factory=dict)  # parts filed here
+    items_done: int = 0
+    items_total: int = 0
+
+
+class Coordinator:
+    def __init__(
+        self,
+        executor: Any,
+        options: ConvertOptions,
+        cluster: ClusterOptions,
+        progress: Progress | None,
+        fail_fast: bool,
+        on_result: OnResult | None,
+        check: bool = False,
+    ):
+        """``check``: each finishing task also checks its archive, for a batch to record."""
+        self.executor = executor
+        self.here = InlineExecutor()  # for what runs in this process
+        self.options, self.check = options, check
+        self.progress, self.fail_fast, self.on_result = progress, fail_fast, on_result
+        self.window = cluster.window or 2 * executor.worker_threads + 2
+        self.runs: list[_Run] = []
+        self.results: list[Any] = []
+
+    def run(self, jobs: list[tuple[Path, Path]]) -> list[ConversionResult | MzPeakDaskError]:
+        self.results = [None] * len(jobs)
+        self.inputs = Inputs(source for source, _ in jobs)  # no output may overwrite one
+        sweep_outputs(output for _, output in jobs)  # what conversions that died left for them
+        pending = deque(enumerate(jobs))
+        try:
+            while pending or self.runs:
+                while pending and self._in_flight() < self.window:
+                    self._start(*pending.popleft())
+                in_flight = [t for r in self.runs for t in r.tasks]
+                if in_flight:
+                    self._collect(self.executor.next_done(in_flight))
+        except BaseException:
+            try:
+                for run in list(self.runs):
+                    with contextlib.suppress(Exception):  # each run's, whatever the others do
+                        self._abort(run)
+            finally:  # whatever a run left (it never ended): nothing stays beside the outputs
+                remove_held(output for _, output in jobs)
+            raise
+        return self.results
+
+    def _in_flight(self) -> int:
+        return sum(len(r.tasks) for r in self.runs)
+
+    def _start(self, number: int, job: tuple[Path, Path]) -> None:
+        try:
+            run_job = RunJob(job[0], job[1], self.options, self.inputs)
+        except MzPeakDaskError as exc:
+            self._record(number, exc)
+            return
+        try:
+            shared = self.executor.workers_see(run_job.staging.path.parent)
+        except BaseException:
+            run_job.abort()
+            raise
+        run = _Run(number, run_job, shared)
+        self.runs.append(run)
+        where = self.executor if shared else self.here
+        self._submit(
+            run, where, PLAN, tasks.plan, str(job[0]), str(run_job.staging.path), self.options
+        )
+
+    def _submit(self, run: _Run, where: Any, n: int, fn: Callable, *args: Any) -> Task:
+        task = where.submit((run, n), fn, *args)
+        if where is self.here:
+            self._done(run, n, task, where)
+        else:
+            run.tasks.append(task)
+        return task
+
+    def _collect(self, task: Task) -> None:
+        run, n = task.tag
+        if run not in self.runs:  # its run failed meanwhile
+            return
+        run.tasks.remove(task)
+        self._done(run, n, task, self.executor)
+
+    def _done(self, run: _Run, n: int, task: Task, where: Any) -> None:
+        try:
+            value = where.result(task)
+        except Exception as exc:  # noqa: BLE001 - one run's failure, never the whole call
+            if n == FINISH:  # a partition it needed may have failed: that one is named
+                n = next((k for k, p in enumerate(run.parts) if where.failed(p)), n)
+            self._fail(run, describe_failure(run.job, n, exc, run.plan))
+            return
+        finally:
+            where.release(task)
+        if n == PLAN:
+            self._planned(run, value)
+        elif n == FINISH:
+            self._finished(run, value)
+        else:
+            self._written(run, n, value)
+
+    def _planned(self, run: _Run, plan: RunPlan) -> None:
+        """Submit the run's partitions and, where the workers see its staging folder, the
+        task finishing it after them."""
+        run.plan = plan
+        run.items_total = sum(len(p.items) for p in plan.partitions)
+        staging = str(run.job.staging.path)
+        folder = staging if run.shared else None
+        offsets = tasks.planned_offsets(plan)
+        for n, partition in enumerate(plan.partitions):
+            fn, spec = tasks.write_partition_file, plan.spec
+            run.parts.append(
+                self._submit(run, self.executor, n, fn, folder, partition, spec, offsets[n])
+            )
+            if run not in self.runs:  # an inline partition failed: the run is over
+                return
+        if run.shared:
+            self._finish(run, self.executor, run.parts)
+
+    def _finish(self, run: _Run, where: Any, written: list) -> None:
+        job = run.job
+        args = (str(job.source), str(job.output), self.options, run.plan)
+        self._submit(
+            run, where, FINISH, tasks.finish, *args, str(job.staging.path), written, self.check
+        )
+
+    def _written(self, run: _Run, n: int, written: tasks.Written) -> None:
+        part, counts, used = written
+        run.items_done += sum(counts.values())
+        if self.progress:
+            self.progress(str(run.job.source), run.items_done, run.items_total)
+        if run.shared:
+            return
+        run.filed[n] = (handoff.dump(part, str(run.job.staging.path)), counts, used)
+        if len(run.filed) == len(run.plan.partitions):
+            self._finish(run, self.here, [run.filed[k] for k in range(len(run.filed))])
+
+    def _finished(self, run: _Run, finished: tasks.Finished) -> None:
+        """The run's archive is finished in its staging folder: rename it into place."""
+        try:
+            result = run.job.put_in_place(finished.result, Path(finished.archive))
+        except Exception as exc:  # noqa: BLE001 - one run's failure, never the whole call
+            self._fail(run, describe_failure(run.job, FINISH, exc))
+            return
+        self.runs.remove(run)
+        if self.progress:
+            self.progress(str(run.job.source), run.items_total, run.items_total)
+        self._record(run.number, replace(result, inspection=finished.inspection))
+
+    def _fail(self, run: _Run, error: MzPeakDaskError) -> None:
+        self._abort(run)
+        self._record(run.number, error)
+
+    def _record(self, number: int, outcome: Any) -> None:
+        self.results[number] = outcome
+        if self.on_result is not None:
+            self.on_result(number, outcome)
+        if self.fail_fast and isinstance(outcome, BaseException):
+            raise outcome
+
+    def _abort(self, run: _Run) -> None:
+        """Cancel the run's tasks and remove all it wrote."""
+        if run in self.runs:
+            self.runs.remove(run)
+        try:
+            for task in run.tasks + run.parts:
+                self.executor.cancel(task)
+        finally:
+            run.tasks.clear()
+            run.job.abort()
+
+
+def run_jobs(
+    jobs: list[tuple[Path, Path]],
+    options: ConvertOptions,
+    cluster: ClusterOptions,
+    client: Any,
+    progress: Progress | None,
+    fail_fast: bool,
+    on_result: OnResult | None = None,
+    check: bool = False,
+) -> list[ConversionResult | MzPeakDaskError]:
+    """Convert ``jobs`` on the cluster ``cluster`` asks for (resolved), or ``client``'s."""
+    with open_executor(cluster, client) as executor:
+        link = getattr(executor.client, "dashboard_link", None) if cluster.dashboard else None
+        if link:  # a cluster started here serves a dashboard only when asked to
+            log.info("Dask dashboard: %s", link)
+            announce = getattr(progress, "announce", None)
+            if announce is not None:
+                announce(f"Dask dashboard: {link}")
+        coordinator = Coordinator(executor, options, cluster, progress, fail_fast, on_result, check)
+        return coordinator.run(jobs)

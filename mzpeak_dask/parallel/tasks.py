@@ -1,0 +1,170 @@
+"""The three kinds of task a run is converted by, on a worker or inline in this process.
+
+1. :func:`plan` — :func:`~mzpeak_dask.partition.plan_run`: survey the input, sample its data
+   columns, cut it into partitions.
+2. :func:`write_partition_file` — one per partition: parse, encode and write its finished
+   Parquet parts (:mod:`mzpeak_dask.archive.parts`) into a file in the run's staging folder;
+   only the path and the partition's counts come back. Where the workers cannot see the
+   staging folder, the written partition itself comes back and the coordinator puts it in
+   that file.
+3. :func:`finish` — once every partition is written: stitch the parts into the archive's
+   members, write the metadata members and the index (:class:`~mzpeak_dask.archive.writer.
+   ArchiveWriter`), with the input's digest taken beside it (:class:`~mzpeak_dask.archive.
+   digest.InputDigest`) and, in a batch, check the archive. The archive stays in the staging
+   folder; the coordinator renames it into place.
+
+**Offsets.** A partition's rows carry global indices, so it is written with the number of
+items of each entity before it (its offsets). The plan gives them (:func:`planned_offsets`):
+a partition of spectra follows ``n`` spectra, one of chromatograms ``n`` chromatograms. That
+is exact unless the run has UV spectra, which share the spectra's item range and are
+numbered apart; the finishing task then knows every partition's counts and writes again, with
+the true offsets, each partition written with wrong ones (:func:`_corrected`). The archive is
+the same bytes either way.
+
+**Reruns.** Dask reruns a task whose worker died. Each task writes into fresh files; the
+finishing task keeps its outcome beside the parts before it removes them, so a rerun after
+that returns the outcome.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pickle
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .. import vocabulary as V
+from ..archive.container import ARCHIVE_FILE, ARCHIVE_FOLDER
+from ..archive.digest import InputDigest
+from ..archive.parts import write_partition
+from ..archive.staging import Folder
+from ..archive.writer import ArchiveWriter
+from ..contracts import ConversionResult, EncodedPartition, EncodeSpec, Partition, RunPlan
+from ..encode import encode_partition
+from ..options import ConvertOptions
+from ..partition import plan_run
+from ..readers.base import CHROMATOGRAMS, SPECTRA
+from ..storage.inputs import remote_input
+from . import handoff
+
+ENTITY = {SPECTRA: V.SPECTRUM, CHROMATOGRAMS: V.CHROMATOGRAM}  # of a partition's kind of item
+FINISH_FOLDER = "finish"
+FINISHED = "finished.pkl"  # a finished run's outcome, once its parts are removed
+
+# what a partition's task returns: its file (or, for the coordinator to file, the written
+# partition), its counts per entity, and the offsets it was written with
+Written = tuple[str | EncodedPartition, dict[str, int], dict[str, int]]
+
+
+def plan(source: str, staging: str, options: ConvertOptions) -> RunPlan:
+    return plan_run(Path(source), Path(staging), options)
+
+
+def planned_offsets(run: RunPlan) -> list[dict[str, int]]:
+    """Each partition's offsets as the plan gives them (see the module's docstring)."""
+    before = {SPECTRA: 0, CHROMATOGRAMS: 0}
+    out = []
+    for partition in run.partitions:
+        kind = partition.items.kind
+        out.append({ENTITY[kind]: before[kind]})
+        before[kind] += len(partition.items)
+    return out
+
+
+def write_partition_file(
+    folder: str | None, partition: Partition, spec: EncodeSpec, offsets: dict[str, int]
+) -> Written:
+    """``partition`` parsed, encoded and written with ``offsets`` into a new file in
+    ``folder`` (None: returned as it is, for the coordinator to file)."""
+    encoded = encode_partition(partition, spec)
+    written = write_partition(encoded, offsets, spec)
+    kept = written if folder is None else handoff.dump(written, folder)
+    return kept, dict(encoded.counts), offsets
+
+
+@dataclass
+class Finished:
+    """What :func:`finish` returns: the result, the archive in the staging folder and, in a
+    batch, its inspection (validation, member digests, thumbnail)."""
+
+    result: ConversionResult
+    archive: str
+    inspection: dict[str, Any] | None
+
+
+def finish(
+    source: str,
+    output: str,
+    options: ConvertOptions,
+    run: RunPlan,
+    staging: str,
+    written: list[Written],
+    check: bool,
+) -> Finished:
+    """The run's archive from its written partitions (in order), left in the staging folder."""
+    kept = Path(staging) / FINISHED
+    if kept.exists():  # a rerun after an attempt finished (and removed the parts)
+        return pickle.loads(kept.read_bytes())
+    digest = InputDigest(remote_input(source) or source)
+    files = _corrected(run, staging, written)
+    folder = Folder(Path(staging) / FINISH_FOLDER)
+    shutil.rmtree(folder.path, ignore_errors=True)  # what an earlier attempt left
+    folder.path.mkdir()
+    at = Path(staging) / (ARCHIVE_FOLDER if options.unpacked else ARCHIVE_FILE)
+    _remove(at)
+    writer = ArchiveWriter(Path(source), Path(output), options, run, folder, at)
+    try:
+        for path in files:
+            writer.add(handoff.load(path))
+        result = writer.close(digest.result)
+    except BaseException:
+        writer.abort()
+        _remove(at)  # the parts stay, for a rerun
+        raise
+    finally:
+        shutil.rmtree(folder.path, ignore_errors=True)
+    inspection = None
+    if check:  # the reader and validator load only when a batch checks its runs
+        from ..read.inspection import inspect_output
+
+        inspection = inspect_output(str(at), named=output)
+    outcome = Finished(result, str(at), inspection)
+    _drop_parts(files, kept, outcome)
+    return outcome
+
+
+def _corrected(run: RunPlan, staging: str, written: list[Written]) -> list[str]:
+    """The partitions' files, those written with offsets other than the true ones (the
+    counts before them) written again with the true ones."""
+    files, true = [], {}
+    for partition, (path, counts, used) in zip(run.partitions, written, strict=True):
+        assert isinstance(path, str)
+        if any(used.get(e, 0) != true.get(e, 0) for e in counts):
+            path, _, _ = write_partition_file(staging, partition, run.spec, dict(true))
+        files.append(path)
+        for entity, count in counts.items():
+            true[entity] = true.get(entity, 0) + count
+    return files
+
+
+def _remove(at: Path) -> None:
+    if at.is_dir():
+        shutil.rmtree(at)
+    else:
+        at.unlink(missing_ok=True)
+
+
+def _drop_parts(files: list[str], kept: Path, outcome: Finished) -> None:
+    """Remove the part files, the outcome first kept beside them for a rerun."""
+    new = kept.with_name(kept.name + ".new")
+    new.write_bytes(pickle.dumps(outcome, protocol=5))
+    os.replace(new, kept)
+    for path in files:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+
+
+__all__ = ["Finished", "finish", "plan", "planned_offsets", "write_partition_file"]

@@ -1,0 +1,161 @@
+"""One path through the cluster: a run converted inline, on a LocalCluster, or on an external
+scheduler that loses a worker mid-run, from a local file or an object in S3 to a local file
+or an object, one partition or many, gives the archive written inline, byte for byte."""
+
+from __future__ import annotations
+
+import io
+import os
+import signal
+import zipfile
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from distributed import Client
+
+from mzpeak_dask import ConvertOptions, convert_many
+
+from ..conftest import BUNDLED, DATA, INLINE
+from ..servers import new_bucket, s3_server
+from .conftest import ExternalCluster
+
+pytestmark = [pytest.mark.cluster, pytest.mark.slow]
+
+INPUTS = {
+    "thermo-mzML": BUNDLED / "small.mzML",
+    # MS spectra interleaved with UV spectra (numbered apart: offsets corrected when finished)
+    "uv-mzML": DATA
+    / "HUPO-PSI_mzPeak"
+    / "TOFsulfasMS4GHzDualMode+DADSpectra+UVSignal272-NoProfile.mzML",
+    "tmt-mzXML": DATA / "depthcharge" / "TMT10-Trial-8.mzXML",
+}
+SIZES = {"one-partition": ConvertOptions(), "many-partitions": ConvertOptions(partition_items=8)}
+
+
+@pytest.fixture(scope="module")
+def s3():
+    """moto's S3 server on loopback (the AWS environment points at it), and a bucket."""
+    from mzpeak_dask.storage import set_default_options
+
+    with s3_server() as endpoint:
+        set_default_options(None)
+        yield endpoint, new_bucket(endpoint)
+        set_default_options(None)
+
+
+@pytest.fixture(scope="module")
+def external():
+    """``dask scheduler`` and two ``dask worker`` processes, each under a nanny that starts
+    its worker again when it is killed."""
+    cluster = ExternalCluster(workers=2, nanny=True)
+    try:
+        with Client(cluster.address) as client:
+            yield client
+    finally:
+        cluster.close()
+
+
+@pytest.fixture(scope="module")
+def expected(tmp_path_factory):
+    """Each input's archive written inline from the local file, for each partitioning."""
+    folder = tmp_path_factory.mktemp("expected")
+    made = {}
+    for name, source in INPUTS.items():
+        for size, options in SIZES.items():
+            output = folder / f"{name}.{size}.mzpeak"
+            [result] = convert_many([(source, output)], options, cluster=INLINE)
+            made[name, size] = result, output.read_bytes()
+    return made
+
+
+class Killer:
+    """A progress callback that kills one worker process once a partition is written."""
+
+    def __init__(self, client: Client):
+        self.pids = list(client.run(os.getpid).values())
+        self.killed = 0
+
+    def __call__(self, _source: str, done: int, total: int) -> None:
+        if not self.killed and 0 < done < total:
+            os.kill(self.pids[0], signal.SIGKILL)
+            self.killed = self.pids[0]
+
+
+@pytest.mark.parametrize("size", list(SIZES))
+@pytest.mark.parametrize("name", list(INPUTS))
+@pytest.mark.parametrize("store", ["local", "s3"])
+@pytest.mark.parametrize("where", ["inline", "local-cluster", "external-killed"])
+def test_every_way_writes_the_inline_archive(
+    where, store, name, size, expected, tmp_path, request
+) -> None:
+    want_result, want_bytes = expected[name, size]
+    source, options = INPUTS[name], SIZES[size]
+    if store == "local":
+        given, output = str(source), str(tmp_path / "out.mzpeak")
+    else:
+        endpoint, bucket = request.getfixturevalue("s3")
+        from ..storage.test_remote_convert import s3_client
+
+        key = f"{where}/{name}/{size}"
+        s3_client(endpoint).upload_file(str(source), bucket, f"{key}/{source.name}")
+        given, output = f"s3://{bucket}/{key}/{source.name}", f"s3://{bucket}/{key}/out.mzpeak"
+    killer = None
+    kwargs: dict = {"cluster": INLINE}
+    if where == "local-cluster":
+        kwargs = {"client": request.getfixturevalue("local_client")}
+    elif where == "external-killed":
+        client = request.getfixturevalue("external")
+        killer = Killer(client)
+        kwargs = {"client": client, "progress": killer}
+    [result] = convert_many([(given, output)], options, **kwargs)
+    if store == "local":
+        written = Path(output).read_bytes()
+    else:
+        written = s3_client(endpoint).get_object(Bucket=bucket, Key=f"{key}/out.mzpeak")
+        written = written["Body"].read()
+    if store == "local":
+        assert written == want_bytes
+    else:  # the archive records the input's name and location: its URL here
+        assert_same_but_the_source(written, want_bytes)
+    assert (result.spectra, result.points, result.input_sha256) == (
+        want_result.spectra,
+        want_result.points,
+        want_result.input_sha256,
+    )
+    if killer is not None and size == "many-partitions":
+        assert killer.killed  # a worker was killed with the run's tasks out
+    if killer is not None and killer.killed:
+        client = request.getfixturevalue("external")
+        _wait_for_workers(client, 2)
+
+
+def assert_same_but_the_source(written: bytes, wanted: bytes) -> None:
+    """The same members, each Parquet member with the same rows and file metadata but the
+    source file's description (its location: a URL against a path)."""
+    got, want = _members(written), _members(wanted)
+    assert list(got) == list(want)
+    for name, (table, meta) in want.items():
+        if table is not None:
+            assert got[name][0].equals(table), name
+            assert got[name][1] == meta, name
+
+
+def _members(data: bytes) -> dict:
+    out = {}
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        for name in archive.namelist():
+            if name.endswith(".parquet"):
+                file = pq.ParquetFile(pa.py_buffer(archive.read(name)))
+                meta = dict(file.schema_arrow.metadata or {})
+                meta.pop(b"file_description", None)
+                out[name] = file.read(), meta
+            else:
+                out[name] = None, None
+    return out
+
+
+def _wait_for_workers(client: Client, n: int) -> None:
+    """The nanny starts the killed worker again: wait for it, for the next test."""
+    client.wait_for_workers(n, timeout=60)
