@@ -1,6 +1,6 @@
 """The input's SHA-256, as the archive records it: read block by block, here or in a thread
-beside the task finishing a run (:class:`~mzpeak_dask.archive.digest.InputDigest`), it equals hashlib's digest of the file's bytes whatever the
-file's size against the block."""
+beside the task finishing a run (:class:`~mzpeak_dask.archive.digest.InputDigest`), it equals
+hashlib's digest of the file's bytes whatever the file's size against the block."""
 
 from __future__ import annotations
 
