@@ -50,10 +50,12 @@ CLUSTER_FLAGS = {
     "threads_per_worker": "threads of each worker",
     "memory_limit": "per local worker, e.g. 4GB",
     "scheduler": "address of a running Dask scheduler (tcp://HOST:PORT)",
-    "cluster": "local: embedded LocalCluster; slurm: dask-jobqueue; inline: no Dask",
-    "window": "tasks in flight before more are sent (bounds memory; a run finished on "
-    "workers sends its partitions together)",
+    "cluster": "auto: in this process for small work, else a LocalCluster; local: embedded "
+    "LocalCluster; slurm: dask-jobqueue; inline: this process, no Dask",
+    "window": "tasks in flight before another run starts (bounds memory)",
     "dashboard": "serve the Dask dashboard of a cluster started here (needs bokeh)",
+    "start_timeout": "seconds a cluster may take to start (or a scheduler to answer)",
+    "task_timeout": "seconds the cluster may go without finishing a task before the call stops",
 }
 BATCH_FLAGS = {
     "resume": "skip inputs whose output is valid and made from the same input",

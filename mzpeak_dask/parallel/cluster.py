@@ -38,7 +38,8 @@ class ClusterKind:
 class LocalKind(ClusterKind):
     """An embedded LocalCluster of worker processes on this machine. One worker that dies
     while the cluster starts (killed, out of memory) makes distributed fail the whole start:
-    it is then started again, up to ``attempts`` times.
+    it is then started again, up to ``attempts`` times. A worker that does not start within
+    ``start_timeout`` seconds stops the start at once (:class:`ClusterError`).
 
     Its workers are spawned (Dask's default start method): each is a new interpreter, never a
     fork of this process, whose threads (the event loop's, a storage client's, a batch
@@ -50,17 +51,21 @@ class LocalKind(ClusterKind):
     attempts = 3
 
     def start(self, options: ClusterOptions) -> Any:
-        for _ in range(self.attempts - 1):
+        for attempt in range(1, self.attempts + 1):
             try:
                 return self._start(options)
             except Exception as exc:  # noqa: BLE001 - e.g. RuntimeError: Nanny failed to start
+                if _timed_out(exc):
+                    raise ClusterError(
+                        "cannot start the local Dask cluster: a worker did not start in "
+                        f"{options.start_timeout:g} s (start_timeout)"
+                    ) from None
+                if attempt == self.attempts:
+                    raise ClusterError(
+                        f"cannot start the local Dask cluster ({attempt} attempts; last: {exc})"
+                    ) from None
                 log.warning("the local Dask cluster failed to start (%s); starting it again", exc)
-        try:
-            return self._start(options)
-        except Exception as exc:  # noqa: BLE001
-            raise ClusterError(
-                f"cannot start the local Dask cluster ({self.attempts} attempts; last: {exc})"
-            ) from None
+        raise AssertionError("unreachable")
 
     @staticmethod
     def _start(options: ClusterOptions) -> Any:
@@ -78,6 +83,15 @@ class LocalKind(ClusterKind):
                 scheduler_kwargs={"dashboard": options.dashboard},
                 death_timeout=options.start_timeout,  # a worker that does not start in time
             )
+
+
+def _timed_out(exc: BaseException | None) -> bool:
+    """Whether ``exc`` came of a deadline (distributed wraps the TimeoutError)."""
+    while exc is not None:
+        if isinstance(exc, TimeoutError):
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
 
 
 class SlurmKind(ClusterKind):

@@ -7,12 +7,12 @@ ratio is below 2 (the two cores are not always two whole cores) and moves from o
 the next, so it is measured in the same run as the conversion (a minute apart from it: the two
 figures can cross), in rounds that alternate one process and two:
 
-* the run is planned once; two processes are started (spawned, with the workers' environment,
-  heap and collector settings) and each encodes every partition once, unmeasured;
+* the run is planned once; two processes are started (spawned, with the workers' environment)
+  and each encodes every partition once, unmeasured;
 * a round hands the partitions, in order, to a queue that one process empties (one round) or
   both (the next), as a Dask worker takes its next task when it is free; each partition is
-  encoded and written to a file (:func:`~mzpeak_dask.parallel.finish.encode_to_file`, the task
-  a partition is on a cluster), then the file is removed;
+  encoded and written to a file (:func:`~mzpeak_dask.parallel.tasks.write_partition_file`, the
+  task a partition is on a cluster), then the file is removed;
 * the ratio of a round pair is the one-process seconds over the two-process seconds.
 
     python -m tests.benchmarks.bare_partitions [ROUNDS]
@@ -38,16 +38,12 @@ ROUNDS = 5  # round pairs (one process, then two), after one unmeasured pair
 def _work(plan, offsets: list, folder: str, orders, todo, done) -> None:
     """A process's loop: at each order, encode the partitions taken from ``todo`` until it
     gives None, then report its seconds."""
-    from mzpeak_dask import collector
-    from mzpeak_dask.heap import keep_freed_blocks
-    from mzpeak_dask.parallel.finish import encode_to_file
+    from mzpeak_dask.parallel.tasks import write_partition_file
 
-    keep_freed_blocks()
-    collector.own_process()
     while orders.get() is not None:
         start = time.perf_counter()
         while (n := todo.get()) is not None:
-            path, _, _ = encode_to_file(folder, plan.partitions[n], plan.spec, offsets[n])
+            path, _, _ = write_partition_file(folder, plan.partitions[n], plan.spec, offsets[n])
             os.unlink(path)
         done.put(time.perf_counter() - start)
 
@@ -69,7 +65,7 @@ def measure(source: Path, rounds: int = ROUNDS) -> dict:
     """One process, then two, ``rounds`` times over (after one pair not measured): their
     seconds and ratios."""
     from mzpeak_dask import ConvertOptions
-    from mzpeak_dask.parallel.offsets import Offsets
+    from mzpeak_dask.parallel.tasks import planned_offsets
     from mzpeak_dask.parallel.worker_env import WORKER_ENVIRON
     from mzpeak_dask.partition import plan_run
 
@@ -77,8 +73,7 @@ def measure(source: Path, rounds: int = ROUNDS) -> dict:
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir()
     plan = plan_run(source, folder, ConvertOptions())
-    guesses = Offsets(plan)
-    offsets = [guesses.guess(n) for n in range(len(plan.partitions))]
+    offsets = planned_offsets(plan)
     os.environ.update(WORKER_ENVIRON)  # spawned processes start with it, as workers do
     context = multiprocessing.get_context("spawn")
     todo, done = context.Queue(), context.Queue()

@@ -82,10 +82,9 @@ class _Meter:
         self.tasks = 0
         self.handoff = 0
         self.overhead = 0.0  # coordinator CPU spent measuring
-        submit, load, background, result = (
+        submit, load, result = (
             executors.DaskExecutor.submit,
             handoff.load,
-            executors.DaskExecutor.background,
             executors.DaskExecutor.result,
         )
         meter = self
@@ -93,10 +92,6 @@ class _Meter:
         def counted_submit(self, *args, **kwargs):
             meter.tasks += 1
             return submit(self, *args, **kwargs)
-
-        def counted_background(self, *args, **kwargs):
-            meter.tasks += 1
-            return background(self, *args, **kwargs)
 
         def measured_load(path):
             meter.handoff += os.path.getsize(path)
@@ -111,7 +106,6 @@ class _Meter:
             return value
 
         executors.DaskExecutor.submit = counted_submit
-        executors.DaskExecutor.background = counted_background
         executors.DaskExecutor.result = measured_result
         handoff.load = measured_load
 

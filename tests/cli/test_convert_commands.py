@@ -73,7 +73,7 @@ def test_cluster_script_without_slurm() -> None:
     script = result.stdout
     assert "#SBATCH -p normal" in script and "#SBATCH -A myproject" in script
     assert "--cpus-per-task=8" in script and "--nworkers 4" in script
-    assert "export MALLOC_MMAP_THRESHOLD_=" in script
+    assert "export ZARR_ARRAY__RECTILINEAR_CHUNKS=True" in script  # the workers export Zarr
     assert result.stderr.strip() == ""
 
 

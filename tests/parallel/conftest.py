@@ -58,7 +58,8 @@ class ExternalCluster:
         while True:
             try:
                 with Client(self.address, timeout="5s") as client:
-                    client.wait_for_workers(workers, timeout=60)
+                    if workers:
+                        client.wait_for_workers(workers, timeout=60)
                     return
             except OSError:
                 if time.monotonic() > deadline:
