@@ -22,6 +22,7 @@ from .errors import MzPeakDaskError, OutputError
 from .options import ClusterOptions, ConvertOptions
 from .parallel.coordinator import run_jobs
 from .parallel.where import describe, resolve, work_bytes
+from .run_paths import RunPaths
 from .staged import StagedJobs
 from .storage.urls import is_url, local_path, object_identity
 
@@ -94,8 +95,8 @@ def convert_many(
     options = options or ConvertOptions()
     run = partial(_run_local, check=check, announce=announce)
     if not any(is_url(i) or is_url(o) for i, o in jobs):  # file:// URLs too
-        pairs = [(Path(local_path(i)), Path(local_path(o))) for i, o in jobs]
-        return run(pairs, options, cluster, client, progress, fail_fast, on_result)
+        paths = [RunPaths.of(Path(local_path(i)), Path(local_path(o))) for i, o in jobs]
+        return run(paths, options, cluster, client, progress, fail_fast, on_result)
     refuse_overwriting_objects(jobs)
     with StagedJobs(jobs, options) as staged:  # URLs: staged locally, uploaded at the end
         return staged.run(run, cluster, client, progress, fail_fast, on_result)
@@ -115,13 +116,14 @@ def refuse_overwriting_objects(jobs: list[tuple[str | os.PathLike, str | os.Path
 
 
 def _run_local(
-    pairs, options, cluster, client, progress, fail_fast, on_result, check=False, announce=None
+    paths, options, cluster, client, progress, fail_fast, on_result, check=False, announce=None
 ):
-    """Convert local ``pairs`` where ``cluster`` says (``auto``: by their size)."""
+    """Convert the runs of ``paths`` (:class:`~.run_paths.RunPaths`, local) where ``cluster``
+    says (``auto``: by their size)."""
     cluster = cluster or ClusterOptions()
     if client is None:
-        size = work_bytes(source for source, _ in pairs)
+        size = work_bytes(p.source for p in paths)
         cluster = resolve(cluster, size)
         if announce is not None:
             announce(describe(cluster, size))
-    return run_jobs(pairs, options, cluster, client, progress, fail_fast, on_result, check)
+    return run_jobs(paths, options, cluster, client, progress, fail_fast, on_result, check)

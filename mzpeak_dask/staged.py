@@ -28,13 +28,13 @@ import os
 import shutil
 import tempfile
 from contextlib import ExitStack
-from dataclasses import replace
 from pathlib import Path
 
 from .archive.staging import Staging, sweep
 from .contracts import ConversionResult
 from .errors import InputError, MzPeakDaskError, OptionsError, OutputError, StorageError
 from .readers import compression_of, detect_format
+from .run_paths import RunPaths
 from .storage.failures import cause
 from .storage.inputs import RANGE_FORMATS, sizes_held
 from .storage.origins import mark_origin
@@ -150,22 +150,18 @@ class StagedJobs:
         if on_result is not None:
             for k, error in self.errors.items():
                 on_result(k, error)
-        local = [self.local[k] for k in todo]
-        if progress is not None:  # the inputs' URLs, not their staged paths
-            progress = Renamed(
-                progress, {str(self.local[k][0]): str(self.jobs[k][0]) for k in todo}
-            )
+        local = [RunPaths(*self.local[k], *map(str, self.jobs[k])) for k in todo]
         if local:
             run_jobs(local, self.options, cluster, client, progress, fail_fast, finished)
         return [results[k] for k in range(len(self.jobs))]
 
     def finish(self, k: int, outcome: ConversionResult | MzPeakDaskError):
-        """Upload job ``k``'s staged archive to its URL; the result then names the URLs."""
-        source, output = self.jobs[k]
+        """Upload job ``k``'s staged archive to its URL (the outcome names the URLs)."""
+        output = self.jobs[k][1]
         upload = unfollow(self.local[k][1])
         if isinstance(outcome, BaseException):
             _abort(upload)
-            return self._named(k, outcome)
+            return outcome
         try:
             if is_url(output):
                 if upload is not None:
@@ -175,41 +171,7 @@ class StagedJobs:
                 shutil.rmtree(self.local[k][1].parent, ignore_errors=True)
         except MzPeakDaskError as exc:
             return exc
-        return replace(outcome, input=str(source), output=str(output))
-
-    def _named(self, k: int, error: BaseException) -> BaseException:
-        """``error`` with the staged paths in its message replaced by the job's URLs."""
-        message = str(error)
-        for staged, given in zip(self.local[k], self.jobs[k], strict=True):
-            if is_url(given):
-                message = message.replace(str(staged), str(given))
-        if message == str(error) or not isinstance(error, MzPeakDaskError):
-            return error
-        try:
-            return type(error)(message)
-        except TypeError:
-            return error
-
-
-class Renamed:
-    """A progress callback ``(input, done, total)`` that is shown each staged input by the name
-    it was given (its URL), not its path in the staging folder; any other attribute is the
-    callback's own (``announce``, ``files``)."""
-
-    def __init__(self, progress, names: dict[str, str]):  # noqa: ANN001 - any callback
-        object.__setattr__(self, "_progress", progress)
-        object.__setattr__(self, "_names", names)
-
-    def __call__(self, source: str, done: int, total: int) -> None:
-        self._progress(self._names.get(str(source), source), done, total)
-
-    def __getattr__(self, name: str):  # noqa: ANN204 - the callback's attribute
-        if name.startswith("__") or name in ("_progress", "_names"):
-            raise AttributeError(name)
-        return getattr(self._progress, name)
-
-    def __setattr__(self, name: str, value: object) -> None:
-        setattr(self._progress, name, value)
+        return outcome
 
 
 def _abort(upload: GrowingUpload | None) -> None:
@@ -242,4 +204,4 @@ def download(url: str, target: Path) -> None:
     mark_origin(target, url)  # the archive names the object, not this copy
 
 
-__all__ = ["Renamed", "StagedJobs", "by_ranges", "download"]
+__all__ = ["StagedJobs", "by_ranges", "download"]

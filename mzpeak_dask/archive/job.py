@@ -13,6 +13,7 @@ from pathlib import Path
 from ..contracts import ConversionResult
 from ..errors import InputError
 from ..options import ConvertOptions
+from ..run_paths import RunPaths
 from ..storage.inputs import check_regular_file, remote_input
 from .container import Inputs, check_output, put_in_place
 from .staging import Staging
@@ -27,13 +28,13 @@ def check_input(source: Path) -> None:
 
 
 class RunJob:
-    """A run being converted: ``source`` into ``output``, staged in :attr:`staging`."""
+    """A run being converted (:class:`~mzpeak_dask.run_paths.RunPaths`), staged in
+    :attr:`staging`."""
 
-    def __init__(
-        self, source: Path, output: Path, options: ConvertOptions, inputs: Inputs | None = None
-    ):
-        """``inputs``: every input of the call, none of which ``output`` may overwrite."""
-        self.source, self.output, self.options = source, output, options
+    def __init__(self, paths: RunPaths, options: ConvertOptions, inputs: Inputs | None = None):
+        """``inputs``: every input of the call, none of which the output may overwrite."""
+        self.paths, self.options = paths, options
+        self.source, self.output = source, output = paths.source, paths.output
         self.started = time.perf_counter()
         check_input(source)
         check_output(output, options.overwrite, inputs or Inputs([source]))

@@ -34,7 +34,6 @@ import pyarrow.parquet as pq
 from ..archive.staging import Staging, sweep
 from ..errors import InputError, MzPeakDaskError, StorageError
 from ..options import BatchOptions, ClusterOptions, ConvertOptions
-from ..staged import Renamed
 from ..storage.failures import cause
 from ..storage.inputs import check_regular_file
 from ..storage.keys import safe_relative
@@ -200,6 +199,27 @@ def _resume(listing, state, output) -> tuple[dict, list]:
         else:
             todo.append(item)
     return keep, todo
+
+
+class Renamed:
+    """A progress callback ``(input, done, total)`` that is shown each staged input by the name
+    it was given (its URL), not its path in the staging folder; any other attribute is the
+    callback's own (``announce``, ``files``)."""
+
+    def __init__(self, progress, names: dict[str, str]):  # noqa: ANN001 - any callback
+        object.__setattr__(self, "_progress", progress)
+        object.__setattr__(self, "_names", names)
+
+    def __call__(self, source: str, done: int, total: int) -> None:
+        self._progress(self._names.get(str(source), source), done, total)
+
+    def __getattr__(self, name: str):  # noqa: ANN204 - the callback's attribute
+        if name.startswith("__") or name in ("_progress", "_names"):
+            raise AttributeError(name)
+        return getattr(self._progress, name)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        setattr(self._progress, name, value)
 
 
 def _convert(

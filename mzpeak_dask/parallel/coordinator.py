@@ -34,6 +34,7 @@ from ..archive.staging import remove_held, sweep_outputs
 from ..contracts import ConversionResult, Progress, RunPlan
 from ..errors import MzPeakDaskError
 from ..options import ClusterOptions, ConvertOptions
+from ..run_paths import RunPaths
 from . import handoff, tasks
 from .executors import InlineExecutor, Task, open_executor
 from .failures import FINISH, PLAN, describe_failure
@@ -75,10 +76,10 @@ class Coordinator:
         self.runs: list[_Run] = []
         self.results: list[Any] = []
 
-    def run(self, jobs: list[tuple[Path, Path]]) -> list[ConversionResult | MzPeakDaskError]:
+    def run(self, jobs: list[RunPaths]) -> list[ConversionResult | MzPeakDaskError]:
         self.results = [None] * len(jobs)
-        self.inputs = Inputs(source for source, _ in jobs)  # no output may overwrite one
-        sweep_outputs(output for _, output in jobs)  # what conversions that died left for them
+        self.inputs = Inputs(p.source for p in jobs)  # no output may overwrite one
+        sweep_outputs(p.output for p in jobs)  # what conversions that died left for them
         pending = deque(enumerate(jobs))
         try:
             while pending or self.runs:
@@ -93,18 +94,18 @@ class Coordinator:
                     with contextlib.suppress(Exception):  # each run's, whatever the others do
                         self._abort(run)
             finally:  # whatever a run left (it never ended): nothing stays beside the outputs
-                remove_held(output for _, output in jobs)
+                remove_held(p.output for p in jobs)
             raise
         return self.results
 
     def _in_flight(self) -> int:
         return sum(len(r.tasks) for r in self.runs)
 
-    def _start(self, number: int, job: tuple[Path, Path]) -> None:
+    def _start(self, number: int, paths: RunPaths) -> None:
         try:
-            run_job = RunJob(job[0], job[1], self.options, self.inputs)
+            run_job = RunJob(paths, self.options, self.inputs)
         except MzPeakDaskError as exc:
-            self._record(number, exc)
+            self._record(number, paths.error(exc))
             return
         try:
             shared = self.executor.workers_see(run_job.staging.path.parent)
@@ -115,7 +116,7 @@ class Coordinator:
         self.runs.append(run)
         where = self.executor if shared else self.here
         self._submit(
-            run, where, PLAN, tasks.plan, str(job[0]), str(run_job.staging.path), self.options
+            run, where, PLAN, tasks.plan, str(paths.source), str(run_job.staging.path), self.options
         )
 
     def _submit(self, run: _Run, where: Any, n: int, fn: Callable, *args: Any) -> Task:
@@ -171,15 +172,14 @@ class Coordinator:
     def _finish(self, run: _Run, where: Any, written: list) -> None:
         job = run.job
         args = (str(job.source), str(job.output), self.options, run.plan)
-        self._submit(
-            run, where, FINISH, tasks.finish, *args, str(job.staging.path), written, self.check
-        )
+        check = job.paths.named_output if self.check else None  # named so in the inspection
+        self._submit(run, where, FINISH, tasks.finish, *args, str(job.staging.path), written, check)
 
     def _written(self, run: _Run, n: int, written: tasks.Written) -> None:
         part, counts, used = written
         run.items_done += sum(counts.values())
         if self.progress:
-            self.progress(str(run.job.source), run.items_done, run.items_total)
+            self.progress(run.job.paths.named_source, run.items_done, run.items_total)
         if run.shared:
             return
         run.filed[n] = (handoff.dump(part, str(run.job.staging.path)), counts, used)
@@ -194,9 +194,11 @@ class Coordinator:
             self._fail(run, describe_failure(run.job, FINISH, exc))
             return
         self.runs.remove(run)
+        paths = run.job.paths
         if self.progress:
-            self.progress(str(run.job.source), run.items_total, run.items_total)
-        self._record(run.number, replace(result, inspection=finished.inspection))
+            self.progress(paths.named_source, run.items_total, run.items_total)
+        named = {"input": paths.named_source, "output": paths.named_output}
+        self._record(run.number, replace(result, inspection=finished.inspection, **named))
 
     def _fail(self, run: _Run, error: MzPeakDaskError) -> None:
         self._abort(run)
@@ -222,7 +224,7 @@ class Coordinator:
 
 
 def run_jobs(
-    jobs: list[tuple[Path, Path]],
+    jobs: list[RunPaths],
     options: ConvertOptions,
     cluster: ClusterOptions,
     client: Any,

@@ -2,10 +2,10 @@
 spectra of the partition, or the step), whatever failed where.
 
 A task's number says where: a partition's (0, 1, ...), the plan's or the finishing one's. A
-failure to
-write the output names the output and its cause rather than a temporary file; a message naming
-the decompressed copy of an input names the input; a worker that died each time it ran a task
-becomes a :class:`~mzpeak_dask.errors.WorkerDiedError`, which a batch recognises.
+failure to write the output names the output and its cause rather than a temporary file; a
+message naming a staged path names what the user named (:class:`~mzpeak_dask.run_paths.
+RunPaths`); a worker that died each time it ran a task becomes a
+:class:`~mzpeak_dask.errors.WorkerDiedError`, which a batch recognises.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ def _output_failure(job: RunJob, exc: BaseException) -> OutputError | None:
     """A failure to write the output (a full disk, a file too large, the temporary folder
     removed under it), told by the output and the cause rather than a temporary path."""
     message, staging = str(exc), str(job.staging.path)
-    cannot = f"{job.source}: cannot write {job.output}"
+    cannot = f"{job.paths.named_source}: cannot write {job.paths.named_output}"
     if not job.staging.cleaned and not job.staging.path.exists():
         return OutputError(f"{cannot}: its temporary folder was removed during the conversion")
     code = getattr(exc, "errno", None)
@@ -49,12 +49,6 @@ def _output_failure(job: RunJob, exc: BaseException) -> OutputError | None:
     return OutputError(f"{cannot}: {cause.strip(' :')}")
 
 
-def _by_source(job: RunJob, message: str) -> str:
-    """``message`` naming the input where it names its decompressed copy in the staging."""
-    staged = re.escape(str(job.staging.path)) + r"/[^\s:]+"
-    return re.sub(staged, lambda _: str(job.source), message)
-
-
 def describe_failure(
     job: RunJob, n: int, exc: BaseException, plan: RunPlan | None = None
 ) -> MzPeakDaskError:
@@ -64,8 +58,7 @@ def describe_failure(
     if output is not None:
         return output
     if isinstance(exc, MzPeakDaskError):
-        message = _by_source(job, str(exc))
-        return exc if message == str(exc) else type(exc)(message)
+        return job.paths.error(exc, job.staging.path)
     if n == PLAN:
         where = "planning the conversion"
     elif n == FINISH or plan is None:
@@ -76,12 +69,11 @@ def describe_failure(
         where = f"{kind} {items.start}-{items.stop - 1} (0-based)"
     if _worker_death(exc):
         return WorkerDiedError(
-            f"{job.source}: {where}: the worker process died each time it "
+            f"{job.paths.named_source}: {where}: the worker process died each time it "
             "tried (the input may exhaust the worker's memory or crash it)"
         )
-    return MzPeakDaskError(
-        f"{job.source}: {where}: {type(exc).__name__}: {_by_source(job, str(exc))}"
-    )
+    detail = job.paths.shown(str(exc), job.staging.path)
+    return MzPeakDaskError(f"{job.paths.named_source}: {where}: {type(exc).__name__}: {detail}")
 
 
 __all__ = ["FINISH", "PLAN", "describe_failure"]

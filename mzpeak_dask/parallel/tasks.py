@@ -102,9 +102,10 @@ def finish(
     run: RunPlan,
     staging: str,
     written: list[Written],
-    check: bool,
+    check: str | None,
 ) -> Finished:
-    """The run's archive from its written partitions (in order), left in the staging folder."""
+    """The run's archive from its written partitions (in order), left in the staging folder;
+    ``check``: the archive is checked too, its problems naming it so (a batch's output)."""
     kept = Path(staging) / FINISHED
     if kept.exists():  # a rerun after an attempt finished (and removed the parts)
         return pickle.loads(kept.read_bytes())
@@ -127,10 +128,10 @@ def finish(
     finally:
         shutil.rmtree(folder.path, ignore_errors=True)
     inspection = None
-    if check:  # the reader and validator load only when a batch checks its runs
+    if check is not None:  # the reader and validator load only when a batch checks its runs
         from ..read.inspection import inspect_output
 
-        inspection = inspect_output(str(at), named=output)
+        inspection = inspect_output(str(at), named=check)
     outcome = Finished(result, str(at), inspection)
     _drop_parts(files, kept, outcome)
     return outcome
