@@ -43,7 +43,7 @@ docs: setup
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
 
 lint: setup
-	$(VENV)/bin/ruff check mzpeak_dask tests workflows
+	$(VENV)/bin/ruff check mzpeak_dask tests workflows docs
 
 clean:
 	rm -rf $(VENV) $(DEMO) site .pytest_cache .hypothesis
