@@ -7,7 +7,7 @@ S3RVER := s3rver@3.7.1
 AZURITE_STAMP := $(VENV)/node/.installed-stamp
 DEMO   := demo-output
 
-.PHONY: setup demo test lint bench clean
+.PHONY: setup demo test docs lint bench clean
 
 setup: $(STAMP)
 
@@ -38,8 +38,12 @@ demo: setup
 test: setup $(AZURITE_STAMP)
 	$(PY) -m pytest -q
 
+# the documentation site (docs/, mkdocs.yml) into site/; a warning is an error
+docs: setup
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
+
 lint: setup
-	$(VENV)/bin/ruff check mzpeak_dask tests workflows
+	$(VENV)/bin/ruff check mzpeak_dask tests workflows docs
 
 clean:
-	rm -rf $(VENV) $(DEMO) .pytest_cache .hypothesis
+	rm -rf $(VENV) $(DEMO) site .pytest_cache .hypothesis

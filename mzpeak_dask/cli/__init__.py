@@ -12,6 +12,7 @@ import signal
 import sys
 import traceback
 
+from .._version import __version__
 from ..errors import MzPeakDaskError, OptionsError, OutputBusyError
 from ..parallel.worker_env import quiet_dask_logs
 from ..pathtext import text
@@ -26,9 +27,36 @@ EXIT_BUSY = 75  # EX_TEMPFAIL: another batch holds the output folder; try again 
 EXIT_INTERRUPTED = 130
 
 
+DESCRIPTION = """\
+Convert mass-spectrometry runs (mzML, mzXML, MGF, mzMLb) into PSI mzPeak archives, one run or
+a whole repository at a time, on this machine, a Dask cluster or SLURM; summarize and check
+archives; export them to Zarr and compute chromatograms across many runs."""
+
+EPILOG = """\
+examples:
+  mzpeak-dask convert run.mzML run.mzpeak
+  mzpeak-dask info run.mzpeak
+  mzpeak-dask validate run.mzpeak
+  mzpeak-dask batch /data/repository /data/mzpeak --resume
+  mzpeak-dask export-zarr a.mzpeak b.mzpeak runs.zarr
+  mzpeak-dask xic runs.zarr --mz 445.12 --plot xic.png
+
+'mzpeak-dask COMMAND --help' describes a command. Options follow one rule: command line >
+--config file > built-in defaults (configs/default.toml lists them all)."""
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="mzpeak-dask", description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="command", required=True)
+    """The ``mzpeak-dask`` argument parser, with every subcommand."""
+    parser = argparse.ArgumentParser(
+        prog="mzpeak-dask",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = parser.add_subparsers(
+        dest="command", required=True, metavar="COMMAND", help="one of these commands:"
+    )
     convert.add_commands(sub)
     analysis.add_commands(sub)
     return parser

@@ -14,7 +14,7 @@ from typing import Any
 
 from ..options import AnalysisOptions, ClusterOptions, ConvertOptions, ZarrOptions
 from ..parallel.cluster import cluster_client
-from .args import add_options, analysis_cluster, command, options
+from .args import GROUP_FLAGS, add_options, analysis_cluster, command, options
 
 
 def cmd_export_zarr(args: argparse.Namespace) -> int:
@@ -77,10 +77,37 @@ def _positive(value: str) -> float:
     return number
 
 
+# the [cluster] options that act on export-zarr and xic (--window paces conversions only)
+ANALYSIS_CLUSTER = tuple(n for n in GROUP_FLAGS[ClusterOptions] if n != "window")
+
+EXPORT_EXAMPLES = """
+  mzpeak-dask export-zarr a.mzpeak b.mzpeak runs.zarr
+  mzpeak-dask export-zarr a.mzpeak runs.zarr --single-file --workers 2
+  mzpeak-dask export-zarr a.mzpeak s3://bucket/runs.zarr
+"""
+XIC_EXAMPLES = """
+  mzpeak-dask xic runs.zarr --mz 445.12
+  mzpeak-dask xic runs.zarr c.mzpeak --mz 445.12 --mz 524.26 --ppm 5 --rt 10 20
+  mzpeak-dask xic a.mzpeak --mz 445.12 --plot xic.png
+  mzpeak-dask xic runs.zarr --mz 445.12 --json --workers 4
+
+Without --workers, --scheduler or --cluster (nor those keys under [cluster] of --config),
+the chromatograms are computed on Dask's threads in this process.
+"""
+
+
 def add_commands(subparsers: Any) -> None:
     """Register ``export-zarr`` and ``xic`` on an argparse subparsers object."""
     help = "export archives to a Zarr v3 store with the mzPeak chunks"
-    p = command(subparsers, "export-zarr", help, cmd_export_zarr)
+    p = command(
+        subparsers,
+        "export-zarr",
+        help,
+        cmd_export_zarr,
+        EXPORT_EXAMPLES,
+        description="Export mzPeak archives to a Zarr v3 store: one group per run, whose "
+        "chunks are the mzPeak chunks (variable-size, 'rectilinear' chunk grids).",
+    )
     p.add_argument("archives", nargs="+", metavar="ARCHIVE", help="mzPeak archives")
     p.add_argument(
         "store",
@@ -90,16 +117,34 @@ def add_commands(subparsers: Any) -> None:
     p.add_argument("--json", action="store_true", help="print results as JSON lines")
     add_options(p, ZarrOptions, "export")
     add_options(p, ConvertOptions, "chunks of point-layout archives", ("chunk_width",))
-    add_options(p, ClusterOptions)
+    add_options(p, ClusterOptions, names=ANALYSIS_CLUSTER)
 
-    p = command(subparsers, "xic", "extracted-ion chromatograms across runs", cmd_xic)
-    p.add_argument("sources", nargs="+", metavar="ARCHIVE_OR_STORE")
-    p.add_argument("--mz", type=_positive, action="append", required=True, help="target m/z")
-    p.add_argument("--rt", type=float, nargs=2, metavar=("LOW", "HIGH"), help="minutes")
+    p = command(
+        subparsers,
+        "xic",
+        "extracted-ion chromatograms across runs",
+        cmd_xic,
+        XIC_EXAMPLES,
+        description="Extracted-ion chromatograms of one or more m/z targets across many runs "
+        "(archives and Zarr stores), reading only the chunks that can hold the targets.",
+    )
+    p.add_argument(
+        "sources",
+        nargs="+",
+        metavar="ARCHIVE_OR_STORE",
+        help="mzPeak archives, Zarr stores of export-zarr (every run in them), run groups or "
+        "RUN.zarr.zip files; paths or URLs",
+    )
+    p.add_argument(
+        "--mz", type=_positive, action="append", required=True, help="target m/z (repeatable)"
+    )
+    p.add_argument(
+        "--rt", type=float, nargs=2, metavar=("LOW", "HIGH"), help="retention time range, minutes"
+    )
     p.add_argument("--plot", metavar="FILE.png", help="draw the XICs with matplotlib")
     p.add_argument("--json", action="store_true", help="print each run's XIC as JSON")
     add_options(p, AnalysisOptions, "chromatograms")
-    add_options(p, ClusterOptions)
+    add_options(p, ClusterOptions, names=ANALYSIS_CLUSTER)
 
 
 __all__ = ["add_commands", "cmd_export_zarr", "cmd_xic", "format_xic"]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import textwrap
 from dataclasses import fields
 from typing import Any
 
@@ -38,10 +39,13 @@ CONVERT_FLAGS = {
     "null_marking": "store zero-intensity points as values instead of nulls",
     "compression": "Parquet compression",
     "compression_level": "Parquet compression level",
-    "data_page_size": "Parquet data page size in bytes",
+    "data_page_size": "Parquet data page size (bytes, or with a unit: 1MiB)",
     "row_group_points": "points per row group",
-    "partition_bytes": "input bytes per worker task (about; a run is cut in equal shares)",
+    "partition_bytes": "input per worker task, about (bytes, or with a unit: 12MiB); a run is "
+    "cut in equal shares; never changes the archive",
     "partition_items": "spectra per worker task (at most)",
+    "parser": "how mzML and mzMLb are read: lean (lxml and numpy) or pyteomics (its generic "
+    "XML walk, slower); both give the same archive",
     "unpacked": "write the directory form instead of a ZIP",
     "overwrite": "replace existing outputs",
 }
@@ -50,9 +54,9 @@ CLUSTER_FLAGS = {
     "threads_per_worker": "threads of each worker",
     "memory_limit": "per local worker, e.g. 4GB",
     "scheduler": "address of a running Dask scheduler (tcp://HOST:PORT)",
-    "cluster": "auto: in this process for small work, else a LocalCluster; local: embedded "
-    "LocalCluster; slurm: dask-jobqueue; inline: this process, no Dask",
-    "window": "tasks in flight before another run starts (bounds memory)",
+    "cluster": "where the work runs",  # the choices' meanings are added from CLUSTER_KINDS
+    "window": "tasks sent to the workers before another run starts (default: 2 per worker "
+    "thread + 2); lower it if the workers run short of memory",
     "dashboard": "serve the Dask dashboard of a cluster started here (needs bokeh)",
     "start_timeout": "seconds a cluster may take to start (or a scheduler to answer)",
     "task_timeout": "seconds the cluster may go without finishing a task before the call stops",
@@ -72,6 +76,14 @@ ANALYSIS_FLAGS = {
     "ms_level": "MS level (0: all)",
     "max_rows": "rows shown per run",
 }
+# what each value of --cluster means, shown for the values the option accepts
+CLUSTER_KINDS = {
+    "auto": "in this process when the work is small, else a LocalCluster (decided once, "
+    "from the input size)",
+    "local": "a LocalCluster of worker processes on this machine",
+    "slurm": "SLURM jobs through dask-jobqueue (the [slurm] table of --config)",
+    "inline": "in this process, without Dask",
+}
 GROUP_FLAGS: dict[type, dict[str, str]] = {
     ConvertOptions: CONVERT_FLAGS,
     ClusterOptions: CLUSTER_FLAGS,
@@ -86,6 +98,42 @@ def _value_type(cls: type, name: str, default: Any) -> type:
         return type(default)
     annotation = str(next(f.type for f in fields(cls) if f.name == name))
     return int if annotation.startswith("int") else float if annotation.startswith("float") else str
+
+
+# options counted in bytes: shown with a unit, and given with one or without
+SIZE_OPTIONS = ("data_page_size", "partition_bytes")
+_UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9}
+_UNITS |= {"kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30}
+
+
+def human_bytes(count: int) -> str:
+    """``count`` bytes in the largest binary unit that divides it (``12 MiB``), else bytes."""
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if count >= size and count % size == 0:
+            return f"{count // size} {unit}"
+    return f"{count:,} bytes"
+
+
+def byte_count(value: str) -> int:
+    """A size typed on the command line: ``12582912``, ``12MiB``, ``12 MiB``, ``500kB``."""
+    number = value.strip().lower().replace(" ", "")
+    unit = number.lstrip("0123456789.")
+    digits = number[: len(number) - len(unit)]
+    if unit not in _UNITS or not digits:
+        raise argparse.ArgumentTypeError(
+            f"not a size: {value!r} (bytes, or a number with B, kB, MB, GB, KiB, MiB or GiB)"
+        )
+    try:
+        count = float(digits) * _UNITS[unit]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a size: {value!r}") from None
+    if count != int(count):
+        raise argparse.ArgumentTypeError(f"not a whole number of bytes: {value!r}")
+    return int(count)
+
+
+def _shown(name: str, default: Any) -> str:
+    return human_bytes(default) if name in SIZE_OPTIONS else str(default)
 
 
 def add_options(
@@ -111,33 +159,57 @@ def add_options(
                 back, dest=name, action="store_const", const=default, help=argparse.SUPPRESS
             )
             continue
-        help += "" if default is None else f" (default: {default})"
         if name in cls.choices:
             allowed = [c for c in cls.choices[name] if c is not None]
+            if name == "cluster" and cls is ClusterOptions:
+                help += ": " + "; ".join(f"{c}: {CLUSTER_KINDS.get(c, '')}" for c in allowed)
+            help += "" if default is None else f" (default: {_shown(name, default)})"
             group.add_argument(flag, choices=allowed, help=help)
         else:
-            group.add_argument(flag, type=_value_type(cls, name, default), help=help)
+            help += "" if default is None else f" (default: {_shown(name, default)})"
+            kind = byte_count if name in SIZE_OPTIONS else _value_type(cls, name, default)
+            metavar = "SIZE" if name in SIZE_OPTIONS else "N" if kind is int else None
+            group.add_argument(flag, type=kind, metavar=metavar, help=help)
     flags = dict(parser.get_default("option_flags") or {})
     flags[cls] = flags.get(cls, ()) + chosen
     parser.set_defaults(option_flags=flags)
 
 
-def command(subparsers: Any, name: str, help: str, handler: Any) -> argparse.ArgumentParser:
-    """A subcommand run by ``handler(args)``, with the flags every command has."""
-    p = subparsers.add_parser(name, help=help)
-    p.add_argument("--config", help="TOML config file (see configs/)")
-    p.add_argument("-v", "--verbose", action="store_true", help="tracebacks and debug logging")
-    p.add_argument("-q", "--quiet", action="store_true", help="no progress output")
-    p.add_argument(
-        "--storage-options",
-        type=_json_object,
-        metavar="JSON",
-        help="keyword arguments of the fsspec filesystem of s3://, gs://, az://, https:// URLs "
-        "(credentials and endpoints come from each store's environment). A command line is "
-        "visible to other users of the machine until the command hides this value: put "
-        "secrets in the config file's [storage] table or the environment",
+def command(
+    subparsers: Any,
+    name: str,
+    help: str,
+    handler: Any,
+    examples: str,
+    description: str | None = None,
+    quiet: bool = True,
+    storage: bool = True,
+) -> argparse.ArgumentParser:
+    """A subcommand run by ``handler(args)``, with the flags every command has: ``--config``
+    and ``--verbose``; ``--quiet`` and ``--storage-options`` where they act (``quiet``,
+    ``storage``). ``examples`` are shown at the end of its help."""
+    p = subparsers.add_parser(
+        name,
+        help=help,
+        description=textwrap.fill(description or help[0].upper() + help[1:] + ".", 88),
+        epilog="examples:\n" + examples.strip("\n"),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.set_defaults(func=handler)
+    p.add_argument("--config", metavar="FILE", help="TOML config file (see configs/default.toml)")
+    p.add_argument("-v", "--verbose", action="store_true", help="tracebacks and debug logging")
+    if quiet:
+        p.add_argument("-q", "--quiet", action="store_true", help="no progress output")
+    if storage:
+        p.add_argument(
+            "--storage-options",
+            type=_json_object,
+            metavar="JSON",
+            help="keyword arguments of the fsspec filesystem of s3://, gs://, az://, https:// "
+            "URLs (credentials and endpoints come from each store's environment). A command "
+            "line is visible to other users of the machine until the command hides this "
+            "value: put secrets in the config file's [storage] table or the environment",
+        )
+    p.set_defaults(func=handler, quiet=False)
     return p
 
 
@@ -177,10 +249,13 @@ def analysis_cluster(args: argparse.Namespace) -> ClusterOptions:
 
 
 __all__ = [
+    "CLUSTER_KINDS",
     "add_options",
+    "byte_count",
     "analysis_cluster",
     "command",
     "given",
+    "human_bytes",
     "options",
     "storage_options",
 ]

@@ -15,7 +15,7 @@ from ..options import BatchOptions, ClusterOptions, ConvertOptions
 from ..pathtext import redact, text, uri
 from ..storage.keys import shown
 from ..storage.urls import basename, is_url, join, local_path
-from .args import add_options, command, options
+from .args import GROUP_FLAGS, add_options, command, options
 
 EXIT_FAILED = 1
 
@@ -187,41 +187,122 @@ def cmd_cluster_script(args: argparse.Namespace) -> int:
 
 
 ENCODING = "encoding (defaults: configs/default.toml)"
+# a batch always replaces its own outputs: --overwrite would change nothing
+BATCH_ENCODING = tuple(n for n in GROUP_FLAGS[ConvertOptions] if n != "overwrite")
+
+CONVERT_EXAMPLES = """
+  mzpeak-dask convert run.mzML run.mzpeak
+  mzpeak-dask convert run.mzML.gz run.mzpeak --layout chunked --overwrite
+  mzpeak-dask convert a.mzML b.mzXML c.mgf out/          # several inputs into a folder
+  mzpeak-dask convert run.mzML run.mzpeak --workers 4    # a LocalCluster of 4 workers
+  mzpeak-dask convert run.mzML run.mzpeak --scheduler tcp://head:8786
+  mzpeak-dask convert s3://bucket/raw/run.mzML s3://bucket/mzpeak/run.mzpeak
+
+Where it runs: with none of --cluster, --workers, --scheduler (nor those keys under
+[cluster] of --config), small work runs in this process and larger work on a LocalCluster;
+one line on stderr says which.
+"""
+INFO_EXAMPLES = """
+  mzpeak-dask info run.mzpeak
+  mzpeak-dask info run.mzpeak --json
+  mzpeak-dask info s3://bucket/mzpeak/run.mzpeak
+"""
+VALIDATE_EXAMPLES = """
+  mzpeak-dask validate run.mzpeak                # exit status 1 if any error
+  mzpeak-dask validate a.mzpeak b.mzpeak --json
+"""
+BATCH_EXAMPLES = """
+  mzpeak-dask batch /data/repository /data/mzpeak
+  mzpeak-dask batch /data/repository /data/mzpeak --resume --retries 1
+  mzpeak-dask batch manifest.csv /data/mzpeak --workers 8
+  mzpeak-dask batch s3://bucket/raw s3://bucket/mzpeak --resume
+  mzpeak-dask batch /data/repository /scratch/mzpeak --config configs/slurm.toml
+
+Outputs mirror the input tree; OUTPUT_DIR gets batch_report.json, batch_report.html and
+catalog.parquet. Exit status 1 if any input failed, 75 if another batch holds OUTPUT_DIR.
+"""
+CLUSTER_SCRIPT_EXAMPLES = """
+  mzpeak-dask cluster-script --config configs/slurm.toml
+
+The script is built from the [slurm] table of the config file; SLURM need not be installed.
+"""
 
 
 def add_commands(sub: Any) -> None:
     """Register ``convert``, ``info``, ``batch``, ``validate`` and ``cluster-script``."""
-    p = command(sub, "convert", "convert MS runs into mzPeak archives", cmd_convert)
+    p = command(
+        sub,
+        "convert",
+        "convert MS runs into mzPeak archives",
+        cmd_convert,
+        CONVERT_EXAMPLES,
+        description="Convert mass-spectrometry runs (mzML, mzXML, MGF, mzMLb; .gz and .bz2 "
+        "too) into mzPeak archives. Inputs and OUTPUT may be paths or URLs (s3://, gs://, "
+        "az://; https:// inputs).",
+    )
     p.add_argument("inputs", nargs="+", metavar="INPUT", help="mzML, mzXML, MGF or mzMLb")
     p.add_argument("output", metavar="OUTPUT", help="archive path, or a directory for several")
     p.add_argument("--json", action="store_true", help="print results as JSON lines")
     add_options(p, ConvertOptions, ENCODING)
     add_options(p, ClusterOptions)
-    for name, help, handler in (
-        ("info", "summarize mzPeak archives", cmd_info),
-        ("validate", "check archives against the format's rules", cmd_validate),
+    for name, help, handler, examples, archive_help, json_help in (
+        (
+            "info",
+            "summarize mzPeak archives",
+            cmd_info,
+            INFO_EXAMPLES,
+            "an mzPeak archive (.mzpeak file or unpacked folder), a path or a URL",
+            "print each summary as JSON",
+        ),
+        (
+            "validate",
+            "check archives against the format's rules",
+            cmd_validate,
+            VALIDATE_EXAMPLES,
+            "an mzPeak archive (.mzpeak file or unpacked folder), a path or a URL",
+            "print one JSON list: each archive, whether it is valid, and its problems",
+        ),
     ):
-        p = command(sub, name, help, handler)
-        p.add_argument("archives", nargs="+", metavar="ARCHIVE")
-        p.add_argument("--json", action="store_true")
-    p = command(sub, "batch", "convert a whole repository (folder tree or manifest)", cmd_batch)
+        p = command(sub, name, help, handler, examples, quiet=False)
+        p.add_argument("archives", nargs="+", metavar="ARCHIVE", help=archive_help)
+        p.add_argument("--json", action="store_true", help=json_help)
+    p = command(
+        sub,
+        "batch",
+        "convert a whole repository (folder tree or manifest)",
+        cmd_batch,
+        BATCH_EXAMPLES,
+        description="Convert every MS file of a folder tree, a manifest or a bucket prefix, "
+        "resumably: each input is converted, validated and recorded; one that fails is "
+        "reported and the others go on. A batch always replaces its own outputs.",
+    )
     p.add_argument(
         "source",
         metavar="SOURCE",
-        help="a folder (searched recursively) or a "
-        "manifest (one path per line, or CSV/TSV with a 'path' column)",
+        help="a folder (searched recursively), a bucket prefix, or a manifest (one path or "
+        "URL per line, or CSV/TSV with a 'path' column)",
     )
     p.add_argument("output_dir", metavar="OUTPUT_DIR", help="a folder, or a bucket prefix")
     p.add_argument(
         "--state-dir",
+        metavar="DIR",
         help="with URLs: where the batch's state is kept (default: "
         "~/.cache/mzpeak-dask/batches/<hash of OUTPUT_DIR>)",
     )
     add_options(p, BatchOptions)
-    add_options(p, ConvertOptions, ENCODING)
+    add_options(p, ConvertOptions, ENCODING, BATCH_ENCODING)
     add_options(p, ClusterOptions)
-    help = "print the SLURM batch script --cluster slurm would submit"
-    add_options(command(sub, "cluster-script", help, cmd_cluster_script), ClusterOptions)
+    command(
+        sub,
+        "cluster-script",
+        "print the SLURM job script of --cluster slurm",
+        cmd_cluster_script,
+        CLUSTER_SCRIPT_EXAMPLES,
+        description="Print the job script each SLURM worker job runs with --cluster slurm, "
+        "from the [slurm] table of --config, without submitting anything.",
+        quiet=False,
+        storage=False,
+    )
 
 
 __all__ = ["add_commands"]
