@@ -20,6 +20,7 @@ from ..errors import MzPeakDaskError, OutputError, WorkerDiedError
 
 PLAN = -1  # a run's plan task
 FINISH = -2  # the task finishing a run (or this process putting the archive in place)
+WHOLE = -3  # a task converting small runs whole
 # errors of writing, whatever is written: they name the output, not a temporary file
 _WRITE_ERRNOS = {errno.ENOSPC, errno.EFBIG, errno.EDQUOT, errno.EROFS}
 _ERRNO_TEXT = re.compile(r"\[errno (\d+)\]", re.IGNORECASE)  # in Arrow's messages
@@ -61,6 +62,8 @@ def describe_failure(
         return job.paths.error(exc, job.staging.path)
     if n == PLAN:
         where = "planning the conversion"
+    elif n == WHOLE:
+        where = "converting the run"
     elif n == FINISH or plan is None:
         where = "writing the archive"
     else:
@@ -76,4 +79,4 @@ def describe_failure(
     return MzPeakDaskError(f"{job.paths.named_source}: {where}: {type(exc).__name__}: {detail}")
 
 
-__all__ = ["FINISH", "PLAN", "describe_failure"]
+__all__ = ["FINISH", "PLAN", "WHOLE", "describe_failure"]

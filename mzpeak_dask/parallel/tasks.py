@@ -137,6 +137,33 @@ def finish(
     return outcome
 
 
+def convert_whole(
+    source: str, output: str, options: ConvertOptions, staging: str, check: str | None
+) -> Finished:
+    """The three steps of a run one after another, in this task."""
+    run = plan(source, staging, options)
+    offsets = planned_offsets(run)
+    written = [
+        write_partition_file(staging, partition, run.spec, offsets[n])
+        for n, partition in enumerate(run.partitions)
+    ]
+    return finish(source, output, options, run, staging, written, check)
+
+
+def convert_each(
+    runs: list[tuple[str, str, str, str | None]], options: ConvertOptions
+) -> list[Finished | Exception]:
+    """:func:`convert_whole` for each of ``runs`` (source, output, staging folder, check) in
+    turn; a run that fails gives its exception in its place, and the others go on."""
+    out: list[Finished | Exception] = []
+    for source, output, staging, check in runs:
+        try:
+            out.append(convert_whole(source, output, options, staging, check))
+        except Exception as exc:  # noqa: BLE001 - one run's failure, never the others'
+            out.append(exc)
+    return out
+
+
 def _corrected(run: RunPlan, staging: str, written: list[Written]) -> list[str]:
     """The partitions' files, those written with offsets other than the true ones (the
     counts before them) written again with the true ones."""
@@ -168,4 +195,12 @@ def _drop_parts(files: list[str], kept: Path, outcome: Finished) -> None:
             os.unlink(path)
 
 
-__all__ = ["Finished", "finish", "plan", "planned_offsets", "write_partition_file"]
+__all__ = [
+    "Finished",
+    "convert_each",
+    "convert_whole",
+    "finish",
+    "plan",
+    "planned_offsets",
+    "write_partition_file",
+]

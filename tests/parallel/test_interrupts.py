@@ -12,6 +12,7 @@ import pytest
 
 from mzpeak_dask import ClusterOptions, ConvertOptions
 from mzpeak_dask.parallel.coordinator import Coordinator
+from mzpeak_dask.run_paths import RunPaths
 from mzpeak_dask.parallel.executors import InlineExecutor
 
 from ..conftest import BUNDLED
@@ -31,7 +32,7 @@ def test_interrupt_while_a_job_starts_leaves_nothing(tmp_path) -> None:
         InterruptedProbe(), options, ClusterOptions(cluster="inline"), None, True, None
     )
     with pytest.raises(KeyboardInterrupt):
-        coordinator.run([(BUNDLED / "small.mzML", tmp_path / "small.mzpeak")])
+        coordinator.run([RunPaths.of(BUNDLED / "small.mzML", tmp_path / "small.mzpeak")])
     assert list(tmp_path.iterdir()) == []
 
 
@@ -56,11 +57,11 @@ def test_an_interrupt_whose_cancelling_fails_still_leaves_nothing(tmp_path) -> N
     for name in ("a", "b", "c"):
         sources.append(tmp_path / f"{name}.mzML")
         replicate(BUNDLED / "small.mzML", sources[-1], copies=2)
-    options = ConvertOptions(partition_items=10)
+    options = ConvertOptions(partition_items=10, partition_bytes=1 << 20)  # runs in steps
     executor = CancelFails()
     coordinator = Coordinator(executor, options, ClusterOptions(cluster="inline"), None, True, None)
     with pytest.raises(KeyboardInterrupt):
-        coordinator.run([(s, s.with_suffix(".mzpeak")) for s in sources])
+        coordinator.run([RunPaths.of(s, s.with_suffix(".mzpeak")) for s in sources])
     assert executor.waits == 2
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.mzML", "b.mzML", "c.mzML"]
 

@@ -1,6 +1,6 @@
 """One path through the cluster: a run converted inline, on a LocalCluster, or on an external
 scheduler that loses a worker mid-run, from a local file or an object in S3 to a local file
-or an object, one partition or many, gives the archive written inline, byte for byte."""
+or an object, whole or in steps, gives the archive written inline, byte for byte."""
 
 from __future__ import annotations
 
@@ -31,7 +31,12 @@ INPUTS = {
     / "TOFsulfasMS4GHzDualMode+DADSpectra+UVSignal272-NoProfile.mzML",
     "tmt-mzXML": DATA / "depthcharge" / "TMT10-Trial-8.mzXML",
 }
-SIZES = {"one-partition": ConvertOptions(), "many-partitions": ConvertOptions(partition_items=8)}
+# a local input no larger than a partition is converted whole by one task; a larger one (or
+# one in storage) in steps: its plan, its partitions side by side, its finishing task
+SIZES = {
+    "one-partition": ConvertOptions(),
+    "many-partitions": ConvertOptions(partition_items=8, partition_bytes=1 << 18),
+}
 
 
 @pytest.fixture(scope="module")
