@@ -22,7 +22,7 @@ EXIT_FAILED = 1
 
 def cmd_convert(args: argparse.Namespace) -> int:
     from ..convert import convert_many
-    from ..parallel.progress import ProgressReporter
+    from .progress import ProgressReporter
 
     convert, cluster = options(args, ConvertOptions), options(args, ClusterOptions)
     if any(is_url(p) for p in [*args.inputs, args.output]):
@@ -108,7 +108,7 @@ def cmd_info(args: argparse.Namespace) -> int:
 
 def cmd_batch(args: argparse.Namespace) -> int:
     from ..batch.runner import run_batch
-    from ..parallel.progress import ProgressReporter
+    from .progress import ProgressReporter
 
     convert, cluster = options(args, ConvertOptions), options(args, ClusterOptions)
     batch = options(args, BatchOptions)

@@ -12,8 +12,8 @@ import pytest
 
 from mzpeak_dask import ClusterOptions, ConvertOptions
 from mzpeak_dask.parallel.coordinator import Coordinator
-from mzpeak_dask.run_paths import RunPaths
 from mzpeak_dask.parallel.executors import InlineExecutor
+from mzpeak_dask.run_paths import RunPaths
 
 from ..conftest import BUNDLED
 from ..replicate import replicate
