@@ -127,6 +127,30 @@ class SlurmKind(ClusterKind):
 KINDS: dict[str, ClusterKind] = {kind.name: kind for kind in (LocalKind(), SlurmKind())}
 
 
+# A cluster started here runs its scheduler in this process, the coordinator's: Dask checks
+# its event loop every 20 ms and samples the system every 500 ms, about 30 ms of CPU a second,
+# busy or idle, most of what a coordinator spent on a batch of small runs. Once a second still
+# tells a loop blocked for longer than ``distributed.admin.tick.limit`` (3 s); without a
+# dashboard nothing reads the samples more often than every 5 s. Measured by
+# tests/benchmarks/bench_scale.py (the batch's marginal coordinator share; see the
+# performance page). Values the user set in Dask's configuration win (:func:`unless_set`).
+QUIET_TICKS = {"distributed.admin.tick.interval": "1s"}
+QUIET = {**QUIET_TICKS, "distributed.admin.system-monitor.interval": "5s"}
+
+
+def unless_set(settings: dict[str, str]) -> dict[str, str]:
+    """Those of ``settings`` that Dask's configuration leaves at Dask's own default."""
+    import dask
+    import distributed  # noqa: F401 - adds distributed's defaults to dask.config.defaults
+
+    builtin = dask.config.merge(*dask.config.defaults)
+    return {
+        key: value
+        for key, value in settings.items()
+        if dask.config.get(key, None) == dask.config.get(key, None, config=builtin)
+    }
+
+
 def serves_dashboard(options: ClusterOptions) -> bool:
     """Whether a cluster started here serves Dask's dashboard: when asked to (``dashboard``)
     and bokeh, which draws it, is installed; asked without bokeh, a warning says so."""
@@ -157,6 +181,7 @@ def cluster_client(options: ClusterOptions, client: Any = None) -> Iterator[Any]
     if options.cluster == "inline":
         yield None
         return
+    import dask
     from distributed import Client
 
     options = resolve(options, 0)  # "auto" left to here (no size known): this process
@@ -169,7 +194,8 @@ def cluster_client(options: ClusterOptions, client: Any = None) -> Iterator[Any]
             client = Client(options.scheduler, timeout=options.start_timeout)
         else:
             options = options.updated(dashboard=serves_dashboard(options))
-            cluster = KINDS[options.cluster].start(options)
+            with dask.config.set(unless_set(QUIET if not options.dashboard else QUIET_TICKS)):
+                cluster = KINDS[options.cluster].start(options)
             client = Client(cluster, timeout=options.start_timeout)
     except (OSError, TimeoutError) as exc:
         if cluster is not None:

@@ -76,7 +76,8 @@ class Coordinator:
         self.here = InlineExecutor()  # for what runs in this process
         self.options, self.check = options, check
         self.progress, self.fail_fast, self.on_result = progress, fail_fast, on_result
-        self.window = cluster.window or 2 * executor.worker_threads + 2
+        self.threads = executor.worker_threads
+        self.window = cluster.window or 2 * self.threads + 2
         self.runs: list[_Run] = []
         self.results: list[Any] = []
 
@@ -132,7 +133,7 @@ class Coordinator:
         two partitions' bytes, and never more runs than leave two tasks for every worker
         thread while few runs wait (the last tasks of a batch then end together)."""
         runs: list[_Run] = []
-        held, limit = 0, max(1, min(MAX_PACK, len(pending) // (2 * self.executor.worker_threads)))
+        held, limit = 0, max(1, min(MAX_PACK, len(pending) // (2 * self.threads)))
         while pending and len(runs) < limit:
             size = self._small_size(pending[0][1])
             if size is None or (runs and held + size > 2 * self.options.partition_bytes):
