@@ -14,7 +14,6 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pyarrow as pa
 
-from . import collector
 from . import vocabulary as V
 from .contracts import PEAKS, EncodedPartition, EncodeSpec, Partition
 from .errors import InputError, NumpressEncodeError
@@ -339,11 +338,9 @@ def _store(
 
 def encode_partition(partition: Partition, spec: EncodeSpec) -> EncodedPartition:
     """Read and encode one partition (runs on a worker), the process's heap keeping the blocks
-    the partition frees for the next (:mod:`~mzpeak_dask.heap`), and the garbage collector
-    paused (:mod:`~.collector`)."""
+    the partition frees for the next (:mod:`~mzpeak_dask.heap`)."""
     keep_freed_blocks()
-    with collector.paused():
-        return _read_and_encode(partition, spec)
+    return _read_and_encode(partition, spec)
 
 
 def _read_and_encode(partition: Partition, spec: EncodeSpec) -> EncodedPartition:

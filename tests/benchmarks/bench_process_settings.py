@@ -1,6 +1,7 @@
-"""The two settings a process that encodes partitions makes, each measured against its absence
-side by side in this one run: glibc's heap keeping freed blocks (:mod:`mzpeak_dask.heap`) and
-the garbage collector paused while a partition is encoded (:mod:`mzpeak_dask.collector`).
+"""The setting a process that encodes partitions makes, measured against its absence side by
+side in this one run: glibc's heap keeping freed blocks (:mod:`mzpeak_dask.heap`). (The
+garbage collector paused during each encode was measured here too, at 0.94x the defaults on
+2026-11-28, and removed.)
 
     python -m tests.benchmarks.bench_process_settings [ROUNDS]
 
@@ -15,7 +16,6 @@ Variants alternate round by round, so the machine's other load falls on all of t
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import resource
@@ -31,7 +31,6 @@ ROUNDS = 3
 VARIANTS = {
     "defaults": {},
     "heap left as glibc sets it": {"heap": False},
-    "collector running during encodes": {"collector": False},
 }
 
 
@@ -40,18 +39,15 @@ def _cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def encode_all(plan_path: str, heap: bool = True, collector: bool = True) -> float:
+def encode_all(plan_path: str, heap: bool = True) -> float:
     """In this (fresh) process: the CPU seconds of one pass over every partition."""
     import pickle
 
-    from mzpeak_dask import collector as gc_module
     from mzpeak_dask import heap as heap_module
     from mzpeak_dask.parallel.tasks import planned_offsets, write_partition_file
 
     if not heap:
         heap_module._kept = False  # as if glibc had refused the settings
-    if not collector:
-        gc_module.paused = contextlib.nullcontext
     plan = pickle.loads(Path(plan_path).read_bytes())
     offsets = planned_offsets(plan)
     folder = Path(plan_path).parent / f"parts-{os.getpid()}"
@@ -99,8 +95,10 @@ def main() -> None:
     plan = plan_run(source, folder, ConvertOptions())
     plan_path = folder / "plan.pkl"
     plan_path.write_bytes(pickle.dumps(plan))
-    print(f"input: {source.name}, {source.stat().st_size / 1e6:.0f} MB, "
-          f"{len(plan.partitions)} partitions (small.mzML x30, synthetic by replication)")
+    print(
+        f"input: {source.name}, {source.stat().st_size / 1e6:.0f} MB, "
+        f"{len(plan.partitions)} partitions (small.mzML x30, synthetic by replication)"
+    )
     seconds: dict[str, list[float]] = {name: [] for name in VARIANTS}
     for _ in range(rounds):
         for name, settings in VARIANTS.items():
