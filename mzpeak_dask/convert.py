@@ -85,7 +85,7 @@ def convert_many(
 
     ``cluster``: where it runs (default :class:`ClusterOptions`: ``cluster = "auto"``, this
     process or a LocalCluster by the size of the inputs, :mod:`.parallel.where`), unless a
-    ``client`` is given; ``announce(line)`` hears where, once decided. Returns one entry per
+    ``client`` is given; ``announce(line)`` hears where the size of the work put it. Returns one entry per
     job, in order: the result, or (with ``fail_fast=False``) the error that stopped that job —
     one bad input then does not stop the others. ``on_result(k, outcome)`` is called as each
     job ends. With ``check``, a run finished on a worker also checks its archive there
@@ -121,9 +121,10 @@ def _run_local(
     """Convert the runs of ``paths`` (:class:`~.run_paths.RunPaths`, local) where ``cluster``
     says (``auto``: by their size)."""
     cluster = cluster or ClusterOptions()
-    if client is None:
+    if client is None and cluster.cluster == "auto":
         size = work_bytes(p.source for p in paths)
-        cluster = resolve(cluster, size)
-        if announce is not None:
-            announce(describe(cluster, size))
+        chosen = resolve(cluster, size)
+        if announce is not None and not (cluster.workers or cluster.scheduler):
+            announce(describe(chosen, size))  # where the size of the work put it
+        cluster = chosen
     return run_jobs(paths, options, cluster, client, progress, fail_fast, on_result, check)

@@ -95,6 +95,7 @@ def test_slurm_options_are_the_cluster_keywords() -> None:
 
 
 def test_every_cluster_option_has_a_kind() -> None:
-    """`cluster` is "inline" (no Dask) or the name of a kind of cluster that can be started."""
-    assert {*KINDS, "inline"} == set(CLUSTERS)
+    """`cluster` is "auto" (decided by the size of the work), "inline" (no Dask) or the name of
+    a kind of cluster that can be started."""
+    assert {*KINDS, "auto", "inline"} == set(CLUSTERS)
     assert all(kind.name == name for name, kind in KINDS.items())
