@@ -11,7 +11,7 @@ figures can cross), in rounds that alternate one process and two:
   heap and collector settings) and each encodes every partition once, unmeasured;
 * a round hands the partitions, in order, to a queue that one process empties (one round) or
   both (the next), as a Dask worker takes its next task when it is free; each partition is
-  encoded and written to a file (:func:`~mzpeak_dask.parallel.finish.encode_to_file`, the task
+  encoded and written to a file (:func:`~mzpeak_dask.parallel.tasks.write_partition_file`, the task
   a partition is on a cluster), then the file is removed;
 * the ratio of a round pair is the one-process seconds over the two-process seconds.
 
@@ -40,14 +40,14 @@ def _work(plan, offsets: list, folder: str, orders, todo, done) -> None:
     gives None, then report its seconds."""
     from mzpeak_dask import collector
     from mzpeak_dask.heap import keep_freed_blocks
-    from mzpeak_dask.parallel.finish import encode_to_file
+    from mzpeak_dask.parallel.tasks import write_partition_file
 
     keep_freed_blocks()
     collector.own_process()
     while orders.get() is not None:
         start = time.perf_counter()
         while (n := todo.get()) is not None:
-            path, _, _ = encode_to_file(folder, plan.partitions[n], plan.spec, offsets[n])
+            path, _, _ = write_partition_file(folder, plan.partitions[n], plan.spec, offsets[n])
             os.unlink(path)
         done.put(time.perf_counter() - start)
 
@@ -69,7 +69,7 @@ def measure(source: Path, rounds: int = ROUNDS) -> dict:
     """One process, then two, ``rounds`` times over (after one pair not measured): their
     seconds and ratios."""
     from mzpeak_dask import ConvertOptions
-    from mzpeak_dask.parallel.offsets import Offsets
+    from mzpeak_dask.parallel.tasks import planned_offsets
     from mzpeak_dask.parallel.worker_env import WORKER_ENVIRON
     from mzpeak_dask.partition import plan_run
 
@@ -77,8 +77,7 @@ def measure(source: Path, rounds: int = ROUNDS) -> dict:
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir()
     plan = plan_run(source, folder, ConvertOptions())
-    guesses = Offsets(plan)
-    offsets = [guesses.guess(n) for n in range(len(plan.partitions))]
+    offsets = planned_offsets(plan)
     os.environ.update(WORKER_ENVIRON)  # spawned processes start with it, as workers do
     context = multiprocessing.get_context("spawn")
     todo, done = context.Queue(), context.Queue()
