@@ -15,6 +15,7 @@ import psutil
 import pytest
 
 from mzpeak_dask import ClusterOptions
+from mzpeak_dask.parallel import cluster
 from mzpeak_dask.parallel.cluster import cluster_client
 
 from ..conftest import BUNDLED
@@ -42,12 +43,13 @@ def test_local_workers_are_spawned_not_forked_and_gone_after_it_closes() -> None
     assert not [pid for pid in workers if psutil.pid_exists(pid)]
 
 
-def test_a_configured_fork_still_starts_spawned_workers(caplog) -> None:
+def test_a_configured_fork_still_starts_spawned_workers(caplog, monkeypatch) -> None:
     """Dask's configuration may ask for forked workers (as
     DASK_DISTRIBUTED__WORKER__MULTIPROCESSING_METHOD=fork would): the workers are spawned
     anyway, with a warning, and so is one the nanny starts again after a worker died."""
     import dask
 
+    monkeypatch.setattr(cluster, "_warned_of_fork", False)  # warned once per process
     with dask.config.set({START_METHOD_KEY: "fork"}):
         COORDINATOR_STATE["pid"] = os.getpid()
         with cluster_client(ClusterOptions(workers=1, dashboard=False)) as client:
