@@ -3,11 +3,10 @@ next, so that each stage depends on these and not on the stage before it.
 
 ::
 
-    partition.plan_run      (coordinator or worker)  -> RunPlan: EncodeSpec, [Partition]
-    encode.encode_partition (worker, per Partition)  -> EncodedPartition (local indices)
-    archive.parts.write_partition (worker, offsets)  -> EncodedPartition (Parquet parts)
-    archive.writer.ArchiveWriter (in order; on the worker finishing the run when workers
-                            see the output, else the coordinator) -> ConversionResult
+    partition.plan_run      (the plan task)          -> RunPlan: EncodeSpec, [Partition]
+    encode.encode_partition (a partition's task)     -> EncodedPartition (local indices)
+    archive.parts.write_partition (same, offsets)    -> EncodedPartition (Parquet parts)
+    archive.writer.ArchiveWriter (in order, in the task finishing the run) -> ConversionResult
 
 Everything here pickles cheaply (a partition crosses the network to a worker, and a plan or an
 encoded partition comes back); none of it reads or writes a file.

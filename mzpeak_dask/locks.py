@@ -3,16 +3,14 @@
 The kernel drops such a lock when its owner's file descriptor closes, which happens however
 the process ends (SIGKILL, out of memory, a wall-time limit), so a lock never outlives its
 owner the way a pid file does. The file itself may stay; only the lock on it counts. Worker
-processes started later do not inherit the descriptor: Python opens it close-on-exec for
-spawned ones, and a forked child (the workers of a LocalCluster on Linux) closes its copies at
-once, which leaves the lock to its owner (a forked copy would hold it until the child exits).
+processes started later do not inherit the descriptor: Python opens it close-on-exec, and
+the workers are spawned, never forked from this process.
 Some cluster file systems refuse locks (Lustre mounted without ``flock``): see
 :func:`unsupported`.
 """
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import fcntl
 import os
@@ -20,31 +18,15 @@ import socket
 import time
 from pathlib import Path
 
-_HELD: set[int] = set()  # the descriptors of the locks this process holds
-
-
-def _close_inherited() -> None:
-    """In a forked child: close the copies of the parent's lock descriptors (closing a copy
-    does not unlock; the parent keeps its lock)."""
-    for fd in list(_HELD):
-        with contextlib.suppress(OSError):
-            os.close(fd)
-    _HELD.clear()
-
-
-os.register_at_fork(after_in_child=_close_inherited)
-
 
 class HeldLock:
     """An exclusive lock this process holds on ``path`` until :meth:`release`."""
 
     def __init__(self, fd: int, path: Path):
         self.fd, self.path = fd, path
-        _HELD.add(fd)
 
     def release(self) -> None:
         if self.fd >= 0:
-            _HELD.discard(self.fd)
             os.close(self.fd)  # closing the descriptor drops the lock
             self.fd = -1
 

@@ -1,5 +1,5 @@
-"""Planning a run before any worker starts: detect and stage the input, survey it, fix the data
-columns from a deterministic sample, and cut the work into partitions.
+"""Planning a run (the plan task, on a worker or in this process): detect and stage the input,
+survey it, fix the data columns from a deterministic sample, and cut the work into partitions.
 
 Partitions are balanced by input bytes and item counts (by counts alone when the format has no
 byte offsets), their number rounded up to a multiple of 2, 4 or 8 (:func:`boundaries`), never
@@ -13,7 +13,6 @@ from __future__ import annotations
 import itertools
 from contextlib import nullcontext
 from pathlib import Path
-from typing import Literal
 
 import numpy as np
 
@@ -32,7 +31,7 @@ from .readers import (
 )
 from .readers.base import sample_positions
 from .records import SignalArray
-from .storage.inputs import Lead, ranges_ahead, remote_input, sample_spans, surveying
+from .storage.inputs import ranges_ahead, remote_input, sample_spans, surveying
 from .storage.urls import is_url
 from .transforms.units import in_minutes
 
@@ -120,21 +119,6 @@ def _at_most(stops: np.ndarray, items: int) -> np.ndarray:
     return np.concatenate(pieces)
 
 
-def first_read(options: ConvertOptions, whole: bool = False) -> Lead:
-    """Where the first partition of spectra ends, for a plan that parses it right after
-    (:func:`~mzpeak_dask.storage.inputs.surveying`); ``whole``: only when it holds every
-    spectrum (a small run, converted where it is planned)."""
-
-    def lead(kind: str, offsets: np.ndarray) -> int | None:
-        n = len(offsets) - 1
-        if kind != SPECTRA or n < 1:
-            return None
-        stop = int(boundaries(n, offsets, options)[1])
-        return None if whole and stop < n else int(offsets[stop])
-
-    return lead
-
-
 def _sample(fmt: type[InputFormat], path: str, survey: Survey, kind: str) -> list:
     """Read the sampled items; consecutive positions are read as one range."""
     positions = sample_positions(survey.count(kind))
@@ -146,19 +130,19 @@ def _sample(fmt: type[InputFormat], path: str, survey: Survey, kind: str) -> lis
             runs.append([k])
     ranges = [item_range(survey, kind, run[0], run[-1] + 1) for run in runs]
     records = []
-    with _ahead(path, ranges, kind, survey):
+    with _ahead(path, ranges):
         for items in ranges:
             records.extend(fmt.read(path, items, survey.hints))
     return records
 
 
-def _ahead(path: str, ranges: list[ItemRange], kind: str, survey: Survey):  # noqa: ANN202
+def _ahead(path: str, ranges: list[ItemRange]):  # noqa: ANN202
     """For an object in storage, its sample ranges fetched side by side (a context
-    manager; the first with the first partition when it is parsed next)."""
+    manager)."""
     if not is_url(path) or not ranges or any(r.byte_start is None for r in ranges):
         return nullcontext()
     spans = [(r.byte_start, r.byte_stop) for r in ranges]
-    return ranges_ahead(path, sample_spans(path, kind, survey.offsets(kind), spans))
+    return ranges_ahead(path, sample_spans(spans))
 
 
 def _schemas(
@@ -187,20 +171,10 @@ def _schemas(
     return schemas, frozenset(sampled)
 
 
-Reads = Literal["here", "here if small", "elsewhere"]  # where a run's first partition is parsed
-
-
-def plan_run(
-    source: Path, staging_dir: Path, options: ConvertOptions, reads: Reads = "elsewhere"
-) -> RunPlan:
-    """Everything the coordinator decides before the workers start. ``reads``: where the
-    run's first partition is parsed, ``"here"`` (right after the plan, in this process),
-    ``"here if small"`` (when the run is small enough to be converted where it is planned)
-    or ``"elsewhere"``; for an object in storage parsed here, the plan fetches the first
-    partition with the first spectra it samples, one request fewer."""
+def plan_run(source: Path, staging_dir: Path, options: ConvertOptions) -> RunPlan:
+    """Everything decided before the partitions are written (the plan task)."""
     url = remote_input(source)  # an object read where it lies, by ranges
-    lead = None if reads == "elsewhere" else first_read(options, whole=reads != "here")
-    with surveying(url, lead):  # one cache for its reads: the survey's bytes serve the sample
+    with surveying(url):  # one cache for its reads: the survey's bytes serve the sample
         return _plan(source, url, staging_dir, options)
 
 

@@ -27,6 +27,12 @@ PROFILE_RUNS = [
 ]
 
 
+def offsets_after(offsets: dict[str, int], counts: dict[str, int]) -> dict[str, int]:
+    """The offsets of the partition after one written with ``offsets`` holding ``counts`` (its
+    items per entity)."""
+    return {**offsets, **{e: offsets.get(e, 0) + n for e, n in counts.items()}}
+
+
 def run_cli(
     *args: str, cwd: Path | None = None, timeout: int = 600, **kwargs
 ) -> subprocess.CompletedProcess:

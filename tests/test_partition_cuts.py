@@ -1,6 +1,5 @@
 """How a run is cut into partitions: balanced shares whose count is a multiple of 2, 4 or 8,
-within the items and bytes limits, the same whatever the cluster, and the first
-partition a plan prefetches is the one the workers get."""
+within the items and bytes limits, the same whatever the cluster."""
 
 from __future__ import annotations
 
@@ -11,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mzpeak_dask.options import ConvertOptions
-from mzpeak_dask.partition import boundaries, first_read, plan_run
+from mzpeak_dask.partition import boundaries, plan_run
 from mzpeak_dask.readers import SPECTRA
 
 from .helpers import DATA
@@ -67,17 +66,6 @@ def test_a_run_cut_by_bytes_gets_shares_of_about_equal_bytes():
     assert len(stops) - 1 == 14
     spans = np.diff(offsets[stops])
     assert spans.max() - spans.min() <= 2 * max(sizes)
-
-
-def test_the_plan_prefetches_exactly_the_first_partition():
-    rng = np.random.default_rng(3)
-    offsets = _offsets(rng.integers(500, 9_000, size=2000).tolist())
-    options = ConvertOptions(partition_bytes=1 << 20)
-    stops = boundaries(2000, offsets, options)
-    assert first_read(options)(SPECTRA, offsets) == offsets[stops[1]]
-    assert first_read(options, whole=True)(SPECTRA, offsets) is None  # the run has more
-    whole = ConvertOptions(partition_bytes=1 << 40, partition_items=10_000)
-    assert first_read(whole, whole=True)(SPECTRA, offsets) == offsets[-1]
 
 
 def test_a_real_run_is_cut_into_an_even_number_of_partitions(tmp_path: Path):

@@ -1,16 +1,11 @@
 """Written partitions, in order, -> the members of one archive.
 
-Workers write each partition's signal rows as finished Parquet parts with global indices
-(:mod:`.parts`); the assembler stitches each data member from its parts, copying bytes and
-writing one footer (:mod:`mzpeak_dask.parquet_stitch`), spills the (already rebased) metadata
-rows to the staging folder, and at the end writes the packed metadata members and
-``mzpeak_index.json`` (last). It decodes and compresses no signal page.
-
-It comes in two halves, each fed every partition: :class:`SignalAssembler`, the spectrum
-signal (most of an archive's bytes), and :class:`MetadataAssembler`, the rest, which it
-writes as files. :class:`RunAssembler` runs both in one process and adds the second's files
-after the first's members; two tasks on two workers can run one each (see
-:mod:`mzpeak_dask.parallel.finish`).
+Each partition's task writes its signal rows as finished Parquet parts with global indices
+(:mod:`.parts`); the assembler, in the task that finishes the run, stitches each data member
+from its parts, copying bytes and writing one footer (:mod:`mzpeak_dask.parquet_stitch`),
+spills the (already rebased) metadata rows to the staging folder, and at the end writes the
+packed metadata members and ``mzpeak_index.json`` (last). It decodes and compresses no signal
+page.
 """
 
 from __future__ import annotations
@@ -20,7 +15,6 @@ import functools
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import IO, Any
 
 import pyarrow as pa
@@ -41,10 +35,11 @@ from ..tables.spectrum_metadata import (
     SPECTRUM_TYPE_STRUCT,
 )
 from . import index as archive_index
-from .container import Container, Staging
+from .container import Container
 from .packed_tables import TableSpill, column_values, packed_batches
 from .parquet import metadata_writer_properties
 from .parts import empty_part, unpack_rows, write_part
+from .staging import Folder
 
 # packed tables of each entity's metadata member, in column order, and their index fields
 METADATA_TABLES = {
@@ -154,33 +149,73 @@ class Sequence:
         return counts
 
 
-class SignalAssembler:
-    """The spectrum signal: ``spectra_data.parquet``, streamed into the container as its first
-    member, and ``spectra_peaks.parquet`` (staged, then added after it), stitched from the
-    partitions' parts in order."""
+@dataclass
+class EntityState:
+    data: DataMember | None = None
+    spills: dict[str, TableSpill] = field(default_factory=dict)
 
-    def __init__(self, spec: EncodeSpec, container: Container, staging: Staging):
+
+class RunAssembler:
+    """A whole archive: ``spectra_data.parquet`` streamed into the container as its first
+    member, then ``spectra_peaks.parquet``, the packed metadata members and the data members
+    of UV spectra and chromatograms (written as files in the staging folder as the partitions
+    come, their metadata rows spilled there), added in order, and ``mzpeak_index.json``
+    (last)."""
+
+    def __init__(self, spec: EncodeSpec, container: Container, staging: Folder):
         self.spec = spec
         self.container = container
         self.staging = staging
         self.sequence = Sequence()
-        self.data: DataMember | None = None
+        self.data: DataMember | None = None  # spectra_data.parquet, opened on first use
         self._stack = contextlib.ExitStack()
         self.peaks: DataMember | None = None  # spectra_peaks.parquet, opened on first use
         self.peak_spectra = self.peak_points = self.centroid_points = 0
+        self.entities: dict[str, EntityState] = {}
+        self._state(V.SPECTRUM)  # spectra_metadata always exists
 
     def add(self, part: EncodedPartition) -> None:
+        """Append one written partition (partitions must arrive in sequence order, their parts
+        written with the offsets of the partitions before them); its packed metadata rows are
+        unpacked in place (the caller reads the spectrum ids from them)."""
         self.sequence.check(part)
-        if V.SPECTRUM in part.counts:
-            if self.data is None:
-                self.data = self._data_member()
-            spectra = part.data[V.SPECTRUM]
-            self.data.add(spectra, part.splices[V.SPECTRUM], V.SPECTRUM not in part.unsorted)
-            if part.peaks is not None and part.peak_spectra:
-                self._write_peaks(part)  # no peak list at all: no member
+        for entity in part.counts:
+            state = self._state(entity)
+            if entity == V.SPECTRUM:
+                self._add_spectra(part)
+            else:
+                data = self._data_member(entity, state)
+                data.add(part.data[entity], part.splices[entity], entity not in part.unsorted)
+            part.metadata[entity] = {
+                name: unpack_rows(rows) for name, rows in part.metadata[entity].items()
+            }
+            for name, struct in part.metadata[entity].items():
+                if name not in state.spills:
+                    continue  # e.g. precursors of UV spectra, which have none
+                refs = part.selected_ion_refs[entity] if name == "selected_ion" else None
+                if name == "precursor":
+                    refs = pa.compute.struct_field(struct, "precursor_id").to_pylist()
+                state.spills[name].append(struct, refs)
         self.sequence.took(part)
 
-    def _data_member(self) -> DataMember:
+    def _state(self, entity: str) -> EntityState:
+        state = self.entities.get(entity)
+        if state is None:
+            state = self.entities[entity] = EntityState()
+            for name, struct_type in METADATA_TABLES[entity].items():
+                path = self.staging.file(f"{V.CONTEXT[entity]}-{name}.arrows")
+                state.spills[name] = TableSpill(path, name, struct_type, name in WITH_REFS)
+        return state
+
+    def _add_spectra(self, part: EncodedPartition) -> None:
+        if self.data is None:
+            self.data = self._spectrum_data_member()
+        spectra, splice = part.data[V.SPECTRUM], part.splices[V.SPECTRUM]
+        self.data.add(spectra, splice, V.SPECTRUM not in part.unsorted)
+        if part.peaks is not None and part.peak_spectra:
+            self._write_peaks(part)  # no peak list at all: no member
+
+    def _spectrum_data_member(self) -> DataMember:
         """The spectrum data member, opened with the first spectra and streamed straight into
         the archive as its first member (an entity without items has no data member: the
         TypeScript reader rejects a Parquet file without a row group, and both reference
@@ -203,7 +238,40 @@ class SignalAssembler:
         self.peak_points += part.peak_points
         self.centroid_points += part.centroid_points
 
-    def finish(self) -> None:
+    def _data_member(self, entity: str, state: EntityState) -> DataMember:
+        """The data member of UV spectra or chromatograms, a file in the staging folder,
+        opened with the entity's first items."""
+        if state.data is None:
+            name = V.MEMBER_NAMES[(entity, V.DATA_ARRAYS)]
+            path = str(self.staging.file(name))
+            state.data = DataMember(path, entity, self.spec.schemas[entity], self.spec.options)
+        return state.data
+
+    def finish(self, footer: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+        """Write the remaining members and the index; returns items and points per entity
+        (the spectrum points include the centroid spectra kept in spectra_peaks).
+        ``footer()``, the file-level metadata, is called once, as late as it can be: the
+        spectrum data members and the spectrum metadata's rows are written before it (it
+        holds the input's digest, which may still be being computed beside this)."""
+        footer = functools.cache(footer)
+
+        @functools.cache
+        def footer_kv() -> dict[str, str]:
+            return {k: json.dumps(v, separators=(",", ":")) for k, v in footer().items()}
+
+        self._finish_spectrum_signal()
+        for name in self._metadata_files(footer_kv):
+            self.container.add_file(name, self.staging.file(name))
+        members = [name for name, _ in self.container.members]
+        self.container.add_bytes(V.INDEX_MEMBER, archive_index.build(members, footer()))
+        counts = {
+            entity: {"count": count, "points": self.sequence.points.get(entity, 0)}
+            for entity, count in self.sequence.counts.items()
+        }
+        counts.setdefault(V.SPECTRUM, {"count": 0, "points": 0})["points"] += self.centroid_points
+        return counts
+
+    def _finish_spectrum_signal(self) -> None:
         """Close the spectrum data member and add the peaks member after it."""
         if self.data is not None:
             self.data.close(self.sequence.key_value(V.SPECTRUM))
@@ -218,79 +286,10 @@ class SignalAssembler:
             name = V.MEMBER_NAMES[(V.SPECTRUM, V.PEAKS)]
             self.container.add_file(name, self.staging.file(name))
 
-    def abort(self) -> None:
-        for member in (self.data, self.peaks):
-            if member is not None:
-                with contextlib.suppress(Exception):
-                    member.abort()
-        with contextlib.suppress(Exception):
-            self._stack.close()
-
-
-@dataclass
-class EntityState:
-    data: DataMember | None = None
-    spills: dict[str, TableSpill] = field(default_factory=dict)
-
-
-class MetadataAssembler:
-    """Everything of a run but its spectrum signal: the packed metadata members (their rows
-    spilled to the staging folder as they come) and the data members of UV spectra and
-    chromatograms, written as files in the staging folder (:meth:`finish` names them in
-    archive order)."""
-
-    def __init__(self, spec: EncodeSpec, staging: Staging):
-        self.spec = spec
-        self.staging = staging
-        self.sequence = Sequence()
-        self.entities: dict[str, EntityState] = {}
-        self._state(V.SPECTRUM)  # spectra_metadata always exists
-
-    def _state(self, entity: str) -> EntityState:
-        state = self.entities.get(entity)
-        if state is None:
-            state = self.entities[entity] = EntityState()
-            for name, struct_type in METADATA_TABLES[entity].items():
-                path = self.staging.file(f"{V.CONTEXT[entity]}-{name}.arrows")
-                state.spills[name] = TableSpill(path, name, struct_type, name in WITH_REFS)
-        return state
-
-    def add(self, part: EncodedPartition) -> None:
-        """Append one written partition's metadata rows (and its UV spectra's and
-        chromatograms' signal); its packed rows are unpacked in place (the caller reads the
-        spectrum ids from them)."""
-        self.sequence.check(part)
-        for entity in part.counts:
-            state = self._state(entity)
-            if entity != V.SPECTRUM:
-                data = self._data_member(entity, state)
-                data.add(part.data[entity], part.splices[entity], entity not in part.unsorted)
-            part.metadata[entity] = {
-                name: unpack_rows(rows) for name, rows in part.metadata[entity].items()
-            }
-            for name, struct in part.metadata[entity].items():
-                if name not in state.spills:
-                    continue  # e.g. precursors of UV spectra, which have none
-                refs = part.selected_ion_refs[entity] if name == "selected_ion" else None
-                if name == "precursor":
-                    refs = pa.compute.struct_field(struct, "precursor_id").to_pylist()
-                state.spills[name].append(struct, refs)
-        self.sequence.took(part)
-
-    def _data_member(self, entity: str, state: EntityState) -> DataMember:
-        """The data member of UV spectra or chromatograms, a file in the staging folder,
-        opened with the entity's first items."""
-        if state.data is None:
-            name = V.MEMBER_NAMES[(entity, V.DATA_ARRAYS)]
-            path = str(self.staging.file(name))
-            state.data = DataMember(path, entity, self.spec.schemas[entity], self.spec.options)
-        return state.data
-
-    def finish(self, footer_kv: Callable[[], dict[str, str]]) -> list[str]:
-        """Write the members as files in the staging folder; returns their names in archive
-        order. ``footer_kv()``, the file-level metadata, is called once the spectrum
-        metadata's rows are written (it holds the input's digest, which may still be being
-        computed beside this)."""
+    def _metadata_files(self, footer_kv: Callable[[], dict[str, str]]) -> list[str]:
+        """Write the members after the spectrum signal as files in the staging folder; returns
+        their names in archive order. ``footer_kv()``, the file-level metadata, is called once
+        the spectrum metadata's rows are written."""
         for state in self.entities.values():
             for spill in state.spills.values():
                 spill.close()
@@ -327,6 +326,12 @@ class MetadataAssembler:
         return name
 
     def abort(self) -> None:
+        for member in (self.data, self.peaks):
+            if member is not None:
+                with contextlib.suppress(Exception):
+                    member.abort()
+        with contextlib.suppress(Exception):
+            self._stack.close()
         for state in self.entities.values():
             if state.data is not None:
                 with contextlib.suppress(Exception):
@@ -334,73 +339,3 @@ class MetadataAssembler:
             for spill in state.spills.values():
                 with contextlib.suppress(Exception):
                     spill.close()
-
-
-def counts_of(sequence: Sequence, centroid_points: int) -> dict[str, dict[str, int]]:
-    """Items and points per entity (the spectrum points include the centroid spectra kept in
-    spectra_peaks)."""
-    counts = {
-        entity: {"count": count, "points": sequence.points.get(entity, 0)}
-        for entity, count in sequence.counts.items()
-    }
-    counts.setdefault(V.SPECTRUM, {"count": 0, "points": 0})["points"] += centroid_points
-    return counts
-
-
-class RunAssembler:
-    """A whole archive in one process: the spectrum signal (:class:`SignalAssembler`), then
-    the members :class:`MetadataAssembler` stages, added in order, and ``mzpeak_index.json``
-    (last)."""
-
-    def __init__(self, spec: EncodeSpec, container: Container, staging: Staging):
-        self.container = container
-        self.staging = staging
-        self.signal = SignalAssembler(spec, container, staging)
-        self.metadata = MetadataAssembler(spec, staging)
-
-    @property
-    def expected_sequence(self) -> int:
-        return self.signal.sequence.expected
-
-    def add(self, part: EncodedPartition) -> None:
-        """Append one written partition (partitions must arrive in sequence order, their parts
-        written with the offsets of the partitions before them)."""
-        self.signal.add(part)
-        self.metadata.add(part)
-
-    def finish(self, footer: Callable[[], dict[str, Any]]) -> dict[str, Any]:
-        """Write the remaining members and the index; returns items and points per entity.
-        ``footer()``, the file-level metadata, is called once, as late as it can be: the
-        spectrum data members and the spectrum metadata's rows are written before it (it
-        holds the input's digest, which may still be being computed beside this)."""
-        footer = functools.cache(footer)
-        self.signal.finish()
-        names = self.metadata.finish(footer_key_value(footer))
-        add_rest(self.container, self.staging.path, names, footer())
-        return counts_of(self.metadata.sequence, self.signal.centroid_points)
-
-    def abort(self) -> None:
-        self.signal.abort()
-        self.metadata.abort()
-
-
-def add_rest(
-    container: Container, folder: Path, names: list[str], footer: dict[str, Any], keep: bool = False
-) -> None:
-    """After the spectrum signal: the members a :class:`MetadataAssembler` wrote in
-    ``folder`` (moved, or copied with ``keep``), then ``mzpeak_index.json`` naming every
-    member, whether one process wrote the archive or two tasks its halves."""
-    for name in names:
-        container.add_file(name, folder / name, keep)
-    members = [name for name, _ in container.members]
-    container.add_bytes(V.INDEX_MEMBER, archive_index.build(members, footer))
-
-
-def footer_key_value(footer: Callable[[], dict[str, Any]]) -> Callable[[], dict[str, str]]:
-    """The file-level metadata as footer key-value pairs, made once, when first asked for."""
-
-    @functools.cache
-    def key_value() -> dict[str, str]:
-        return {k: json.dumps(v, separators=(",", ":")) for k, v in footer().items()}
-
-    return key_value

@@ -12,7 +12,6 @@ import shutil
 import stat
 import zipfile
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
@@ -20,7 +19,7 @@ from ..errors import OutputError
 from ..real_paths import RealPaths
 from ..storage.streaming import following
 from . import zip_checksum
-from .staging import Staging
+from .staging import Folder
 
 zip_checksum.install()  # the same checksums, faster
 
@@ -87,63 +86,20 @@ class Inputs:
 
 
 class Container:
-    """Members are added in order; :meth:`commit` makes the archive appear at ``output``."""
+    """Members are added in order; the finished archive is left at :attr:`path` (``at``, or a
+    file or folder in ``staging``) for :func:`put_in_place` to rename to ``output``."""
 
-    def __init__(
-        self,
-        output: Path,
-        staging: Staging | None,
-        unpacked: bool,
-        at: Path | None = None,
-        followed: bool = True,
-        begun: Begun | None = None,
-    ):
+    def __init__(self, output: Path, staging: Folder, unpacked: bool, at: Path | None = None):
         self.output = output
         self.unpacked = unpacked
-        self.followed = followed  # fed to the upload following the output, if one does
-        self.members: list[tuple[str, int]] = list(begun.members) if begun else []
-        self._fp = None  # the file a resumed ZIP writes to
+        self.members: list[tuple[str, int]] = []
         if unpacked:
             self._dir = at or staging.file(ARCHIVE_FOLDER)
-            if begun is None:
-                self._dir.mkdir()
+            self._dir.mkdir()
             self._zip = None
         else:
             self._zip_path = at or staging.file(ARCHIVE_FILE)
-            self._zip = self._reopened(begun) if begun else self._new_zip(self._zip_path)
-
-    @staticmethod
-    def _new_zip(file: Path | IO[bytes]) -> zipfile.ZipFile:
-        return zipfile.ZipFile(file, "w", compression=zipfile.ZIP_STORED)
-
-    def suspend(self) -> Begun:
-        """Close the archive with the members added so far, and say how :meth:`resumed` goes
-        on from them (in another process: the task that adds the rest)."""
-        if self._zip is None:
-            return Begun(list(self.members), [], 0)
-        self._zip.close()
-        return Begun(list(self.members), self._zip.infolist(), self._zip.start_dir)
-
-    @classmethod
-    def resumed(cls, output: Path, path: Path, unpacked: bool, begun: Begun) -> Container:
-        """The archive at ``path`` :meth:`suspend` closed, reopened to add members after
-        those it holds (:meth:`_reopened`). The bytes are those of one container that added
-        every member. An archive written in parts, by tasks on workers, feeds no upload as it
-        is written: it is uploaded whole once renamed."""
-        return cls(output, None, unpacked, at=path, followed=False, begun=begun)
-
-    def _reopened(self, begun: Begun) -> zipfile.ZipFile:
-        """The ZIP cut where its central directory began (so a second attempt starts from the
-        same bytes), its next members written there; the central directory written on
-        :meth:`close` lists the earlier members too."""
-        os.truncate(self._zip_path, begun.end)
-        self._fp = open(self._zip_path, "r+b")  # noqa: SIM115 - closed with the container
-        self._fp.seek(begun.end)
-        zip_file = self._new_zip(self._fp)
-        for info in begun.entries:
-            zip_file.filelist.append(info)
-            zip_file.NameToInfo[info.filename] = info
-        return zip_file
+            self._zip = zipfile.ZipFile(self._zip_path, "w", compression=zipfile.ZIP_STORED)
 
     @contextlib.contextmanager
     def stream(self, name: str) -> Iterator[IO[bytes]]:
@@ -162,22 +118,18 @@ class Container:
         """``sink``, the first member being streamed into the ZIP, seen by the upload that
         follows this archive if one does: its bytes are sent as they come (its header, which
         the ZIP rewrites when it closes, goes last; see :mod:`..storage.streaming`)."""
-        begins = self._zip is not None and not self.members and self.followed
+        begins = self._zip is not None and not self.members
         upload = following(self.output) if begins else None
         return sink if upload is None else upload.watch(sink, self._zip.fp, self._zip_path)
 
-    def add_file(self, name: str, path: Path, keep: bool = False) -> None:
-        """Add the file at ``path`` as member ``name``: moved (copied, with ``keep``)."""
+    def add_file(self, name: str, path: Path) -> None:
+        """Move the file at ``path`` into the archive as member ``name``."""
         if self._zip is None:
-            if keep:
-                shutil.copyfile(path, self._dir / name)
-            else:
-                os.replace(path, self._dir / name)
+            os.replace(path, self._dir / name)
         else:
             with open(path, "rb") as src, self._zip.open(_entry(name), "w", force_zip64=True) as f:
                 shutil.copyfileobj(src, f, COPY_BLOCK)
-            if not keep:
-                path.unlink()
+            path.unlink()
             self._settled()
         self.members.append((name, self._size(name)))
 
@@ -192,7 +144,7 @@ class Container:
     def _settled(self) -> None:
         """A member was closed: the ZIP's bytes so far are final (only its central directory
         follows), and the upload following the archive, if one does, may send them."""
-        upload = following(self.output) if self.followed else None
+        upload = following(self.output)
         if upload is not None:
             self._zip.fp.flush()
             upload.settle(self._zip_path, self._zip.fp.tell())
@@ -210,31 +162,11 @@ class Container:
     def close(self) -> None:
         if self._zip is not None:
             self._zip.close()
-        if self._fp is not None:
-            self._fp.close()
-
-    def commit(self, overwrite: bool) -> None:
-        """Close the container and rename it into place (replacing ``output`` if allowed)."""
-        self.close()
-        put_in_place(self.path, self.output, overwrite)
 
     def abort(self) -> None:
         if self._zip is not None:
             with contextlib.suppress(Exception):
                 self._zip.close()
-        if self._fp is not None:
-            self._fp.close()
-
-
-@dataclass
-class Begun:
-    """An archive's first members, written by one process (:meth:`Container.suspend`), for
-    another to add the rest (:meth:`Container.resumed`): the members and their sizes, a
-    ZIP's entries for them, and where their bytes end."""
-
-    members: list[tuple[str, int]]
-    entries: list[zipfile.ZipInfo]
-    end: int
 
 
 def _entry(name: str) -> zipfile.ZipInfo:

@@ -1,22 +1,18 @@
-"""On workers: an encoded partition, once its global offsets are known, -> finished Parquet parts.
+"""An encoded partition, with its global offsets, -> finished Parquet parts.
 
 A partition's signal rows become a complete Parquet file per data member (row groups cut at
 whole items, about ``row_group_points`` points each, the last one ending at the partition's
 end; ZSTD, BYTE_STREAM_SPLIT, DELTA index, statistics, page index: the archive's writer
-properties). The coordinator stitches the parts of a member in order
+properties). The task that finishes the run stitches the parts of a member in order
 (:mod:`mzpeak_dask.parquet_stitch`): it copies their bytes and writes one footer, never decoding
 or compressing a page.
 
-**Global indices.** Every row carries its item's global index, but a worker cannot know it when
-it parses: MS and UV spectra share a partition's item range and are numbered separately. So a
-partition takes two steps on the cluster: :func:`~mzpeak_dask.encode.encode_partition` parses
-and encodes (its result stays in the worker's memory), then :func:`write_partition` rebases and
-writes once the counts of the earlier partitions are known. Those counts run along the run as a
-chain of tiny tasks (:func:`next_offsets`: the offsets of partition ``n`` plus its counts give
-those of ``n + 1``), so the coordinator waits for nothing between the steps, and Dask runs each
-step where the encoded partition lives (its result is by far the largest input). Partitions do
-not depend on the number of workers, and row groups never span two partitions, so an archive is
-byte-identical for any number of workers.
+**Global indices.** Every row carries its item's global index: a partition is written with
+the number of items of each entity before it (its offsets). The plan gives them and the
+finishing task writes again a partition written with wrong ones (UV spectra share the
+spectra's item range and are numbered apart; see :mod:`mzpeak_dask.parallel.tasks`).
+Partitions do not depend on the number of workers, and row groups never span two partitions,
+so an archive is byte-identical for any number of workers.
 """
 
 from __future__ import annotations
@@ -105,11 +101,11 @@ def empty_part(schema: SignalSchema, options: ConvertOptions) -> pa.Buffer:
 
 
 def pack_rows(struct: pa.StructArray) -> pa.Buffer:
-    """Metadata rows as they cross to the coordinator: an Arrow IPC stream compressed whole
-    with ZSTD, after its size (8 bytes, little-endian). The nested metadata structs are mostly
-    nulls and repeats, 5-20x smaller so; compressing the stream in one piece rather than each
-    of its many small buffers (IPC's own compression) makes it smaller still and packs and
-    unpacks about ten times faster."""
+    """Metadata rows as a partition's file holds them for the task that finishes the run: an
+    Arrow IPC stream compressed whole with ZSTD, after its size (8 bytes, little-endian). The
+    nested metadata structs are mostly nulls and repeats, 5-20x smaller so; compressing the
+    stream in one piece rather than each of its many small buffers (IPC's own compression)
+    makes it smaller still and packs and unpacks about ten times faster."""
     sink = pa.BufferOutputStream()
     batch = pa.record_batch([struct], names=["rows"])
     with pa.ipc.new_stream(sink, batch.schema) as writer:
@@ -118,31 +114,20 @@ def pack_rows(struct: pa.StructArray) -> pa.Buffer:
     return pa.py_buffer(_SIZE.pack(stream.size) + pa.compress(stream, "zstd", asbytes=True))
 
 
-def unpack_rows(packed: pa.Buffer | pa.StructArray) -> pa.StructArray:
-    """The rows :func:`pack_rows` packed (rows not packed are returned as they are)."""
-    if isinstance(packed, pa.Array):
-        return packed
+def unpack_rows(packed: pa.Buffer) -> pa.StructArray:
+    """The rows :func:`pack_rows` packed."""
     (size,) = _SIZE.unpack_from(packed)
     stream = pa.decompress(packed.slice(_SIZE.size), size, "zstd")
     return pa.ipc.open_stream(stream).read_all().column(0).combine_chunks()
 
 
-def next_offsets(offsets: dict[str, int], part: EncodedPartition) -> dict[str, int]:
-    """The offsets of the partition after ``part``, whose own offsets are ``offsets``."""
-    out = dict(offsets)
-    for entity, count in part.counts.items():
-        out[entity] = out.get(entity, 0) + count
-    return out
-
-
 def write_partition(
-    part: EncodedPartition, offsets: dict[str, int], spec: EncodeSpec, pack: bool = True
+    part: EncodedPartition, offsets: dict[str, int], spec: EncodeSpec
 ) -> EncodedPartition:
     """``part`` with its data and peak tables as Parquet parts, each with its footer cut for
     splicing (:func:`~mzpeak_dask.parquet_stitch.splice.split_part`: the finishing task joins
     those pieces instead of decoding the footers), and its metadata rows rebased and packed
-    (:func:`pack_rows`, unless ``pack`` is false: the rows stay in this process; runs on the
-    worker that holds ``part``)."""
+    (:func:`pack_rows`)."""
     data, metadata = {}, {}
     for entity, table in part.data.items():
         offset = offsets.get(entity, 0)
@@ -151,7 +136,7 @@ def write_partition(
             name: rebase(struct, INDEX_FIELDS.get(name, "source_index"), offset)
             for name, struct in part.metadata.get(entity, {}).items()
         }
-        metadata[entity] = {n: pack_rows(r) for n, r in rebased.items()} if pack else rebased
+        metadata[entity] = {n: pack_rows(r) for n, r in rebased.items()}
     peaks = part.peaks
     if peaks is not None:
         options = replace(spec.options, layout="point")  # spectra_peaks is always points
@@ -166,7 +151,6 @@ def write_partition(
 
 __all__ = [
     "INDEX_FIELDS",
-    "next_offsets",
     "pack_rows",
     "rebase",
     "unpack_rows",

@@ -22,6 +22,28 @@ from .where import resolve
 from .worker_env import shell_exports, worker_settings
 
 log = logging.getLogger(__name__)
+START_METHOD = "distributed.worker.multiprocessing-method"  # Dask's setting for local workers
+_warned_of_fork = False
+
+
+@contextlib.contextmanager
+def spawned_workers() -> Iterator[None]:
+    """Within the block, the local workers Dask starts (a nanny's first worker, or one it
+    starts again after a worker died) are spawned, never forked from this process, even when
+    Dask's configuration asks for ``fork`` (a warning says so, once per process). A fork would
+    copy this process' threads (the event loop's, a storage client's, a batch lease's) with
+    their locks held, and share its connections and lock descriptors."""
+    import dask
+
+    if dask.config.get(START_METHOD, None) != "fork":
+        yield
+        return
+    global _warned_of_fork
+    if not _warned_of_fork:
+        _warned_of_fork = True
+        log.warning("workers are never forked from the coordinator: spawn is used")
+    with dask.config.set({START_METHOD: "spawn"}):
+        yield
 
 
 class ClusterKind:
@@ -42,9 +64,8 @@ class LocalKind(ClusterKind):
     ``start_timeout`` seconds stops the start at once (:class:`ClusterError`).
 
     Its workers are spawned (Dask's default start method): each is a new interpreter, never a
-    fork of this process, whose threads (the event loop's, a storage client's, a batch
-    lease's) a forked child would inherit with their locks held and their connections shared.
-    A start method the user sets in Dask's configuration is theirs."""
+    fork of this process (:func:`spawned_workers`; ``forkserver``, which forks a fresh server
+    process, is kept when configured)."""
 
     name = "local"
     description = "embedded LocalCluster"
@@ -71,7 +92,7 @@ class LocalKind(ClusterKind):
     def _start(options: ClusterOptions) -> Any:
         from distributed import LocalCluster
 
-        with worker_settings():
+        with worker_settings(), spawned_workers():
             return LocalCluster(
                 n_workers=options.worker_count(),
                 threads_per_worker=options.threads_per_worker,
@@ -188,24 +209,27 @@ def cluster_client(options: ClusterOptions, client: Any = None) -> Iterator[Any]
     if options.cluster == "inline":
         yield None
         return
-    cluster = None
-    try:
-        if options.scheduler:
-            client = Client(options.scheduler, timeout=options.start_timeout)
-        else:
-            options = options.updated(dashboard=serves_dashboard(options))
-            with dask.config.set(unless_set(QUIET if not options.dashboard else QUIET_TICKS)):
-                cluster = KINDS[options.cluster].start(options)
-            client = Client(cluster, timeout=options.start_timeout)
-    except (OSError, TimeoutError) as exc:
-        if cluster is not None:
-            _close(None, cluster)
-        where = options.scheduler or options.cluster
-        raise ClusterError(f"cannot start or reach the Dask cluster {where} ({exc})") from None
-    try:
-        yield client
-    finally:
-        _close(client, cluster)
+    # a local worker started again while the cluster runs is spawned too
+    local = contextlib.nullcontext() if options.scheduler else spawned_workers()
+    with local:
+        cluster = None
+        try:
+            if options.scheduler:
+                client = Client(options.scheduler, timeout=options.start_timeout)
+            else:
+                options = options.updated(dashboard=serves_dashboard(options))
+                with dask.config.set(unless_set(QUIET if not options.dashboard else QUIET_TICKS)):
+                    cluster = KINDS[options.cluster].start(options)
+                client = Client(cluster, timeout=options.start_timeout)
+        except (OSError, TimeoutError) as exc:
+            if cluster is not None:
+                _close(None, cluster)
+            where = options.scheduler or options.cluster
+            raise ClusterError(f"cannot start or reach the Dask cluster {where} ({exc})") from None
+        try:
+            yield client
+        finally:
+            _close(client, cluster)
 
 
 CLOSE_SECONDS = 30  # to shut down what was started here

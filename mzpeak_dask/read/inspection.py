@@ -1,6 +1,6 @@
 """Checking an archive as a batch records it: validation, the SHA-256 of every member, and a
 TIC thumbnail for the report (plain data, so it may travel back from the worker that made it:
-see :mod:`mzpeak_dask.parallel.finish`).
+see :func:`mzpeak_dask.parallel.tasks.finish`).
 """
 
 from __future__ import annotations

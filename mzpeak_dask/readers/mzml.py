@@ -68,7 +68,7 @@ def _item_offsets(path: str, source: ByteSource, kind: str, header_stop: int) ->
     document holds means items are missing: zero spectra from a file whose index lists some is
     an error, not an empty run."""
     listed = _listed_offsets(source, kind)
-    if listed is not None and _points_at(source, listed, _ITEM_TAG[kind], kind):
+    if listed is not None and _points_at(source, listed, _ITEM_TAG[kind]):
         return listed
     starts = _scanned_offsets(source, kind, header_stop)
     if listed is not None and len(starts) < len(listed):
@@ -80,16 +80,16 @@ def _item_offsets(path: str, source: ByteSource, kind: str, header_stop: int) ->
     return starts
 
 
-def _points_at(source: ByteSource, offsets: np.ndarray, tag: bytes, kind: str = SPECTRA) -> bool:
+def _points_at(source: ByteSource, offsets: np.ndarray, tag: bytes) -> bool:
     """Every offset starts the element it claims to (a few bytes read at each); for an
-    object in storage, only the ``kind`` of items the plan samples, fetched whole."""
+    object in storage, only the items the plan samples, fetched whole."""
     if len(offsets) and (np.any(np.diff(offsets) <= 0) or offsets[-1] >= source.size):
         return False
     n = len(tag)
     if source.remote:  # the sampled items only, fetched whole (a wrong offset elsewhere
         # still fails its partition's parse, naming the file and spectrum)
         positions = sample_positions(len(offsets))
-        source.peek_many(_sample_spans(source, offsets, positions, kind))
+        source.peek_many(_sample_spans(source, offsets, positions))
         offsets = offsets[positions]
     heads = (source.read(o, o + n + 1) for o in offsets.tolist())
     for head in heads:
@@ -98,7 +98,7 @@ def _points_at(source: ByteSource, offsets: np.ndarray, tag: bytes, kind: str = 
     return True
 
 
-def _sample_spans(source: ByteSource, offsets: np.ndarray, positions: list[int], kind: str) -> list:
+def _sample_spans(source: ByteSource, offsets: np.ndarray, positions: list[int]) -> list:
     """The byte spans of the sampled items, consecutive ones together (the last item's end
     is not known yet: its span is a read-ahead's worth, which holds the list's end tag), as
     the plan fetches them (:func:`~mzpeak_dask.storage.inputs.sample_spans`)."""
@@ -112,7 +112,7 @@ def _sample_spans(source: ByteSource, offsets: np.ndarray, positions: list[int],
             spans[-1] = (spans[-1][0], stop)
         else:
             spans.append((start, stop))
-    return sample_spans(source.url, kind, np.append(offsets[:1], ends), spans)
+    return sample_spans(spans)
 
 
 def _scanned_offsets(source: ByteSource, kind: str, start: int) -> np.ndarray:

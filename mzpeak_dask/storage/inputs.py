@@ -16,21 +16,17 @@ import os
 import stat
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-
-import numpy as np
 
 from ..errors import InputError, StorageError
 from .failures import cause
 from .origins import origin_of
 from .ranges import TOTAL, RangeFile, RangeSource, fetch, fetch_many, fetch_sized
-from .readahead import piece, taken
-from .urls import filesystem, is_url, renewed_in_forked_child
+from .urls import filesystem, is_url
 
 SURVEY_READ_AHEAD = 1 << 18  # a survey's reads fetch at least this much (a header, a scan)
-LEAD_BYTES = 32 << 20  # a plan's first read extends over its first partition up to this much
 MERGE_GAP = 1 << 16  # sampled spans closer than this are fetched in one request
 HASH_BLOCK = 16 << 20  # one ranged GET per block when the input's digest streams the object
 RANGE_FORMATS = ("mzML", "MGF", "mzXML", "mzMLb")  # read by ranges; compressed ones are staged
@@ -75,7 +71,6 @@ def check_regular_file(path: str | os.PathLike) -> None:
 _sizes: dict[str, int] = {}  # the sizes asked while a conversion holds them
 _holders = 0
 _sizes_lock = threading.Lock()
-renewed_in_forked_child(globals(), _sizes_lock=threading.Lock)  # a forked child's own lock
 
 
 @contextmanager
@@ -132,9 +127,7 @@ _surveyed = threading.local()  # url -> the RangeSource of the survey under way 
 def read_range(url: str, start: int, stop: int) -> bytes:
     """Bytes ``[start, stop)`` of the object at ``url``, in one ranged request (or from the
     spans :func:`ranges_ahead` fetched, or the cache of the survey under way)."""
-    held = piece(getattr(_ahead, "spans", {}).get(url, []), start, stop)
-    if held is None:
-        held = taken(url, start, stop)  # a partition fetched while the one before was parsed
+    held = _piece(getattr(_ahead, "spans", {}).get(url, []), start, stop)
     if held is not None:
         return held
     source = getattr(_surveyed, "sources", {}).get(url)
@@ -144,90 +137,45 @@ def read_range(url: str, start: int, stop: int) -> bytes:
     return fetch(fs, path, start, stop, url, TOTAL)
 
 
-Lead = Callable[[str, np.ndarray], int | None]  # (kind, item offsets) -> a first read's end
+def _piece(known: list[tuple[int, bytes]], start: int, stop: int) -> bytes | None:
+    """Bytes ``[start, stop)`` when one of the ``(offset, bytes)`` in ``known`` holds them."""
+    for offset, data in known:
+        if offset <= start and stop <= offset + len(data):
+            return data[start - offset : stop - offset]
+    return None
 
 
 @contextmanager
-def surveying(url: str | None, lead: Lead | None = None) -> Iterator[None]:
+def surveying(url: str | None) -> Iterator[None]:
     """Within the block (a run's plan, on this thread), every read of ``url`` goes through
     one :class:`RangeSource` and its cache: the bytes the survey fetched (the head, the tail
     and index, the items whose offsets it checked) serve the detection and the sample the
-    plan reads next, without a request of their own.
-
-    ``lead(kind, offsets)``: where the run's first partition of that kind of item ends (given
-    its items' start offsets and their end), when this process parses it right after the plan;
-    the sample's read of the first items then extends to there (:func:`sample_spans`) and
-    the bytes are kept for the parse (:func:`survey_ends`), one request fewer."""
+    plan reads next, without a request of their own."""
     if url is None:
         yield
         return
     sources = _surveyed.__dict__.setdefault("sources", {})
-    leads = _surveyed.__dict__.setdefault("leads", {})
     mine = url not in sources
     with sizes_held():
         if mine:
             sources[url] = _new_source(url)
-            leads[url] = (lead, [])
         try:
             yield
         finally:
             if mine:
-                _keep_ends(url, sources.pop(url), leads.pop(url)[1])
+                sources.pop(url)
 
 
-def sample_spans(
-    url: str | None, kind: str, offsets: np.ndarray, spans: list[tuple[int, int]]
-) -> list[tuple[int, int]]:
-    """The byte spans a plan fetches for its sampled items of ``kind`` (``offsets``: the
-    items' start offsets and, last, their end): the first, which starts at the first item,
-    extended over the first partition when the plan under way on this thread reads it next
-    (its ``lead``), and spans less than :data:`MERGE_GAP` apart fetched as one."""
-    spans = sorted((int(a), int(b)) for a, b in spans if b > a)
-    lead, taken = getattr(_surveyed, "leads", {}).get(url, (None, None))
-    if lead is not None and spans and len(offsets) and spans[0][0] == int(offsets[0]):
-        stop = lead(kind, offsets)
-        if stop is not None and stop - spans[0][0] <= LEAD_BYTES:
-            spans[0] = (spans[0][0], max(spans[0][1], int(stop)))
-            taken.append(spans[0])
+def sample_spans(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The byte spans a plan fetches for its sampled items: spans less than
+    :data:`MERGE_GAP` apart fetched as one."""
     merged: list[tuple[int, int]] = []
-    for a, b in spans:
+    for a, b in sorted((int(a), int(b)) for a, b in spans if b > a):
         if merged and a <= merged[-1][1] + MERGE_GAP:
             merged[-1] = (merged[-1][0], max(merged[-1][1], b))
         else:
             merged.append((a, b))
     return merged
-
-
-_ends: OrderedDict[str, list[tuple[int, bytes]]] = OrderedDict()  # the last surveys' ends
-
-
-def _keep_ends(url: str, source: RangeSource, leads: list[tuple[int, int]]) -> None:
-    """Keep the head and the tail a survey fetched, for the run's digest, and the first
-    partition its plan fetched, for the parse (:func:`survey_ends`)."""
-    ends = [(a, data) for a, data in source.held() if a == 0 or a + len(data) == source.size]
-    for a, b in leads:
-        data = source.cached(a, min(b, source.size))
-        if data is not None:
-            ends.append((a, data))
-    with _sizes_lock:
-        _ends.pop(url, None)
-        _ends[url] = ends
-        while len(_ends) > 4 or (len(_ends) > 1 and _held_bytes() > 2 * LEAD_BYTES):
-            _ends.popitem(last=False)
-
-
-def _held_bytes() -> int:
-    return sum(len(data) for pieces in _ends.values() for _, data in pieces)
-
-
-def survey_ends(url: str) -> list[tuple[int, bytes]]:
-    """``(offset, bytes)`` of the head and tail the latest survey of ``url`` in this process
-    fetched, and of its first partition when the plan fetched it (see :func:`surveying`),
-    taken once: right after that survey, the run's digest needs them (the header and the
-    index between its partitions' spans), the parse the first partition, and neither fetches
-    them again."""
-    with _sizes_lock:
-        return _ends.pop(url, [])
 
 
 @contextmanager
@@ -356,7 +304,6 @@ __all__ = [
     "sample_spans",
     "size_of",
     "sizes_held",
-    "survey_ends",
     "surveying",
     "url_sha256",
 ]

@@ -186,11 +186,6 @@ class RangeSource:
         """Keep ``data``, the bytes from ``start``, fetched elsewhere."""
         self._keep(start, data)
 
-    def held(self) -> list[tuple[int, bytes]]:
-        """The cached spans, as ``(start, bytes)``."""
-        with self._lock:
-            return list(self._spans.items())
-
     def _keep(self, begin: int, data: bytes) -> None:
         with self._lock:
             self._held += len(data) - len(self._spans.pop(begin, b""))

@@ -31,7 +31,7 @@ from .failures import cause
 from .owned import Record
 from .retry import ATTEMPTS, DEADLINE, retried
 from .uploads import upload_file
-from .urls import check_writable, filesystem, renewed_in_forked_child, scheme
+from .urls import check_writable, filesystem, scheme
 
 PART_BYTES = 8 << 20  # S3 takes parts of 5 MiB to 5 GiB, at most 10,000 of them
 MIN_PART = 5 << 20  # the smallest part S3 takes but for the last
@@ -39,8 +39,6 @@ MAX_PARTS = 10_000
 
 _following: dict[str, GrowingUpload] = {}  # staged archive path -> its upload
 _lock = threading.Lock()
-# a forked child never sends the parent's uploads
-renewed_in_forked_child(globals(), _following=dict, _lock=threading.Lock)
 
 
 class GrowingUpload:

@@ -17,9 +17,7 @@ import copy
 import json
 import os
 import re
-import sys
 import threading
-from collections.abc import Callable
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
@@ -49,43 +47,9 @@ S3_RETRIES = {"max_attempts": 2, "mode": "standard"}  # retries: 3 calls in all
 ENVIRONMENT = "MZPEAK_DASK_STORAGE_OPTIONS"  # how worker processes inherit the options
 
 
-def renewed_in_forked_child(namespace: dict[str, Any], **fresh: Callable[[], Any]) -> None:
-    """In every child this process forks (a LocalCluster's worker on Linux), rebind each name
-    of ``fresh`` in ``namespace`` (a module's ``globals()``) to a new value of its factory: the
-    child keeps none of the parent's cached objects, and none of its locks, which another of
-    its threads may have held at the fork."""
-
-    def renew() -> None:
-        namespace.update({name: make() for name, make in fresh.items()})
-
-    os.register_at_fork(after_in_child=renew)
-
-
 _filesystems: dict[tuple[str, str], Any] = {}
 _retired: list[Any] = []  # filesystems of options since replaced (fsspec still holds them)
 _lock = threading.Lock()
-_inherited: list[Any] = []  # in a forked child: the parent's filesystems, never to be closed
-
-
-def _leave_the_parents_filesystems() -> None:
-    """In a forked child: keep the parent's filesystems, untouched, for the child's lifetime,
-    and make new ones. Each holds the parent's event loop and its open connections, which
-    fsspec refuses in another process ("not fork-safe"); freeing one here would run its
-    client's close on this process's loop, which closes those connections' sockets in the
-    epoll set the child shares with the parent: the parent's loop would no longer hear the
-    answers on them, and its next request on one would wait for ever (and the close, on the
-    wrong loop, fails with a traceback). Kept referenced, they are never freed nor closed
-    here; the parent alone uses and closes them."""
-    global _filesystems, _lock
-    _inherited.extend([*_filesystems.values(), *_retired])
-    _filesystems, _lock = {}, threading.Lock()
-    _retired.clear()
-    asyn = sys.modules.get("fsspec.asyn")
-    if asyn is not None:  # fsspec's own fork handler renews its loop but not this lock
-        asyn._lock = None
-
-
-os.register_at_fork(after_in_child=_leave_the_parents_filesystems)
 
 
 def scheme(location: str | os.PathLike) -> str | None:
@@ -326,7 +290,6 @@ __all__ = [
     "local_path",
     "object_identity",
     "redact",
-    "renewed_in_forked_child",
     "scheme",
     "set_default_options",
     "with_defaults",

@@ -15,13 +15,13 @@ import pytest
 
 from mzpeak_dask import ConvertOptions, convert, layouts
 from mzpeak_dask.archive.parquet import data_writer_properties
-from mzpeak_dask.archive.parts import next_offsets, write_partition
+from mzpeak_dask.archive.parts import write_partition
 from mzpeak_dask.encode import encode_partition
 from mzpeak_dask.parquet_stitch import read_footer
 from mzpeak_dask.partition import plan_run
 
 from ..conftest import DATA, INLINE
-from ..helpers import SMALL_MZML
+from ..helpers import SMALL_MZML, offsets_after
 
 UV = "DADSpectra+UVSignal272"
 RUNS = {
@@ -56,7 +56,7 @@ def test_what_workers_hand_back_is_no_larger_than_the_archive(tmp_path: Path, ki
             assert isinstance(part, pa.Buffer)
             pq.ParquetFile(part).read()  # each part is a Parquet file on its own
         handed += _handoff_bytes(written)
-        offsets = next_offsets(offsets, encoded)
+        offsets = offsets_after(offsets, encoded.counts)
         # Dask weighs results by sys.getsizeof: the encoded partition is heavy, so the
         # writing step runs where it lives instead of moving it to another worker
         tables = sum(t.nbytes for t in encoded.data.values())

@@ -133,7 +133,7 @@ if __name__ == "__main__":
 
 def cold_breakdown(source: Path, output: Path) -> None:
     """Where a cold conversion on a LocalCluster of 2 workers spends its time, in a fresh
-    process: importing the command, importing distributed, starting the cluster (forked
+    process: importing the command, importing distributed, starting the cluster (spawned
     workers), the conversion itself, closing the cluster."""
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     start = time.perf_counter()

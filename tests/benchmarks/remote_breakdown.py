@@ -14,23 +14,18 @@ from collections import defaultdict
 from contextlib import contextmanager
 
 from mzpeak_dask import staged
-from mzpeak_dask.archive import job
-from mzpeak_dask.parallel import scheduler
-from mzpeak_dask.storage import readahead, streaming
+from mzpeak_dask.archive import digest
+from mzpeak_dask.parallel import tasks
+from mzpeak_dask.storage import streaming
 
 from ..servers import cpu_seconds
 
 # label -> the (owner, name) of each function whose time counts for it
 STEPS = {
-    "plan (survey, sample)": [(scheduler, "plan_run")],
-    "parse+encode": [(scheduler, "encode_partition")],
-    "  of which waiting for partition bytes": [(readahead._InOrder, "read")],
-    "write parts, assemble, finish": [
-        (scheduler, "write_partition"),
-        (job.RunJob, "add"),
-        (job.RunJob, "finish"),
-    ],
-    "  of which waiting for the digest": [(job.RunJob, "_input_sha256")],
+    "plan (survey, sample)": [(tasks, "plan_run")],
+    "parse+encode": [(tasks, "encode_partition")],
+    "write parts, assemble, finish": [(tasks, "write_partition"), (tasks, "finish")],
+    "  of which waiting for the digest": [(digest.InputDigest, "result")],
     "upload left at the end": [
         (streaming.GrowingUpload, "complete"),
         (staged, "upload_file"),

@@ -15,7 +15,7 @@ import pytest
 
 from mzpeak_dask import ConvertOptions
 from mzpeak_dask.archive.parquet import data_writer_properties
-from mzpeak_dask.archive.parts import next_offsets, write_partition
+from mzpeak_dask.archive.parts import write_partition
 from mzpeak_dask.contracts import PEAKS
 from mzpeak_dask.encode import encode_partition
 from mzpeak_dask.parquet_stitch import ThriftError, dumps, read_footer, stitch
@@ -25,6 +25,7 @@ from mzpeak_dask.parquet_stitch.thrift_compact import I16
 from mzpeak_dask.partition import plan_run
 
 from ..archive.test_parts import RUNS
+from ..helpers import offsets_after
 
 ITEMS = {"profile": 10, "centroid": 4, "uv": 60, "chromatograms": 40}  # several partitions
 KV = {"spectrum_array_index": '{"prefix": "x"}', "spectrum_count": "42"}
@@ -61,7 +62,7 @@ def _written_parts(kind: str, layout: str, tmp_path) -> dict[str, list]:
     for partition in plan.partitions:
         encoded = encode_partition(partition, plan.spec)
         written = write_partition(encoded, offsets, plan.spec)
-        offsets = next_offsets(offsets, encoded)
+        offsets = offsets_after(offsets, encoded.counts)
         for member, part in [*written.data.items(), (PEAKS, written.peaks)]:
             if part is not None:
                 members.setdefault(member, []).append((part, written.splices[member]))

@@ -9,14 +9,11 @@ from collections import Counter
 
 import numpy as np
 
-from mzpeak_dask import convert
 from mzpeak_dask.options import ConvertOptions
 from mzpeak_dask.partition import plan_run
 from mzpeak_dask.storage.origins import mark_origin
 
-from ..conftest import BUNDLED, INLINE
-from ..servers import range_span
-from .test_remote_ranges import assert_same_members
+from ..conftest import BUNDLED
 
 
 def test_the_plan_of_an_indexed_mzml_in_storage_takes_few_requests(served, tmp_path):
@@ -55,34 +52,12 @@ def test_an_index_listing_no_item_of_a_kind_is_checked_without_a_read(served):
     assert served.served.requests == 0
 
 
-def test_a_run_parsed_where_it_is_planned_has_its_first_partition_fetched_with_the_sample(
-    served, tmp_path
-):
-    """A conversion in this process parses the first partition right after the plan: the
-    plan's request of the first sampled spectra brings the whole partition, and the parse
-    takes it from there; the chromatogram partition lies in the tail the survey fetched."""
+def test_a_plan_fetches_no_more_of_the_first_partition_than_its_sampled_spectra(served, tmp_path):
+    """The plan task reads the sampled spectra, not the partitions: the first partition is
+    read by its own task."""
     options = ConvertOptions(partition_items=12)  # 48 spectra: 4 partitions of 12
-    local = convert(BUNDLED / "small.mzML", tmp_path / "local.mzpeak", options, cluster=INLINE)
-    plan = plan_run(BUNDLED / "small.mzML", tmp_path, options)
-    first = plan.partitions[0].items
+    first = plan_run(BUNDLED / "small.mzML", tmp_path, options).partitions[0].items
     url = f"{served.url}/small.mzML"
-    served.served.reset()
-    result = convert(url, tmp_path / "remote.mzpeak", options, cluster=INLINE)
-    gets = [entry[2] for entry in served.served.log if entry[0] == "GET"]
-    size = (BUNDLED / "small.mzML").stat().st_size
-    spans = [range_span(g, size) for g in gets]
-    print(f"convert: {len(gets)} GETs, {served.served.bytes:,} bytes: {gets}")
-    # one request starts at the first spectrum: the sample's, holding the first partition
-    # (the partition had a request of its own: 11 GETs, now 8)
-    [lead] = [(a, b) for a, b in spans if a == first.byte_start]
-    assert lead[1] + 1 >= first.byte_stop, (lead, first)
-    assert len(gets) <= 8, gets
-    chromatograms = plan.partitions[-1].items
-    assert not [s for s in spans if s[0] == chromatograms.byte_start], gets
-    assert_same_members(tmp_path / "local.mzpeak", tmp_path / "remote.mzpeak")
-    assert result.input_sha256 == local.input_sha256
-    # a plan whose partitions are parsed elsewhere (on a cluster's workers) fetches no more
-    # of the first partition than its sampled spectra
     served.served.reset()
     plan_run(url, tmp_path, options)
     gets = [entry[2] for entry in served.served.log if entry[0] == "GET"]

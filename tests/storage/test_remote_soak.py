@@ -4,9 +4,8 @@ at its key and readable, and ``batch_report.json`` counting them: fresh batches,
 resumed after the previous one was killed (SIGKILL) while it ran, two batches at once into
 different prefixes, and a batch and a conversion one of whose workers is killed.
 
-All twenty run on s3rver, which keeps connections alive as real stores do: the command's
-pooled connections are what a worker forked from the command used to break; moto's server,
-which closes every connection after its answer, runs fewer of them. A successful command
+All twenty run on s3rver, which keeps connections alive as real stores do (moto's server,
+which closes every connection after its answer, runs fewer of them). A successful command
 prints no traceback, and none of asyncio's ``Task exception was never retrieved``."""
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 parts of its spectrum data member go as parts of a multipart upload during the conversion, the
 first part (whose member header the ZIP rewrites at the end) last. The object equals the
 archive written locally (byte for byte up to the members added at the end, whose ZIP entries
-carry their files' times), and a run that fails or is interrupted after parts were sent leaves
-nothing at the key and no upload behind."""
+carry their files' times), and a run that fails, or is interrupted after parts were sent,
+leaves nothing at the key and no upload behind."""
 
 from __future__ import annotations
 
@@ -105,22 +105,25 @@ def test_an_archive_is_sent_as_it_is_written_and_equals_the_local_one(
     assert uploads(s3_endpoint, bucket) == []
 
 
-def test_a_run_failing_in_its_last_spectra_leaves_nothing(
+def test_a_run_failing_in_a_partition_leaves_nothing(
     s3_endpoint, bucket, tmp_path, larger_run, five_mib_parts
 ):
+    """A partition that fails fails its run before the archive is written, so before any part
+    is sent (an interrupt once parts were sent: the next test)."""
     text = larger_run.read_bytes()
     last = text.rindex(b"<spectrum ")  # the one before it: a plan samples the last one
     at = text.index(b"<binary>", text.rindex(b"<spectrum ", 0, last)) + len(b"<binary>")
     broken = tmp_path / "broken.mzML"  # one spectrum's base64 broken, its length kept
     broken.write_bytes(text[: at + 40] + b"!*?" + text[at + 43 :])
     s3_client(s3_endpoint).upload_file(str(broken), bucket, "in/broken.mzML")
-    with pytest.raises(SpectrumDecodeError):
+    with moto_requests(query=True) as requests, pytest.raises(SpectrumDecodeError):
         convert(
             f"s3://{bucket}/in/broken.mzML",
             f"s3://{bucket}/out/broken.mzpeak",
             SMALL_PARTS,
             cluster=INLINE,
         )
+    assert part_numbers(requests, "/out/broken.mzpeak") == []
     assert keys(s3_endpoint, bucket) == ["in/broken.mzML"]
     assert uploads(s3_endpoint, bucket) == []
 
