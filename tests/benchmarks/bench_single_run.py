@@ -47,12 +47,12 @@ import time
 from pathlib import Path
 
 import pyarrow.parquet as pq
+from mzpeak_dask.collector import paused as collector_paused
 from pyteomics import mzml
 
 from mzpeak_dask import ClusterOptions, ConvertOptions, convert, open_archive
 from mzpeak_dask import vocabulary as V
 from mzpeak_dask.archive.parquet import data_writer_properties
-from mzpeak_dask.collector import paused as collector_paused
 from mzpeak_dask.contracts import EncodedPartition
 from mzpeak_dask.encode import _encode_spectra
 from mzpeak_dask.heap import keep_freed_blocks
