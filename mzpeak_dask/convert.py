@@ -87,10 +87,10 @@ def convert_many(
     process or a LocalCluster by the size of the inputs, :mod:`.parallel.where`), unless a
     ``client`` is given; ``announce(line)`` hears where the size of the work put it. Returns
     one entry per job, in order: the result, or (with ``fail_fast=False``) the error that
-    stopped that job — one bad input then does not stop the others. ``on_result(k, outcome)`` is called as each
-    job ends. With ``check``, a run finished on a worker also checks its archive there
-    (validation, member digests, TIC thumbnail: the result's ``inspection``), as a batch
-    records it.
+    stopped that job — one bad input then does not stop the others. ``on_result(k, outcome)``
+    is called as each job ends. With ``check``, the task finishing each run also checks its
+    archive (validation, member digests, TIC thumbnail: the result's ``inspection``), as a
+    batch records it.
     """
     options = options or ConvertOptions()
     run = partial(_run_local, check=check, announce=announce)
