@@ -14,13 +14,13 @@ import traceback
 
 from .._version import __version__
 from ..errors import MzPeakDaskError, OptionsError, OutputBusyError
-from ..parallel.worker_env import quiet_dask_logs
 from ..pathtext import text
 from ..storage.urls import set_default_options
 from . import analysis, convert
 from .args import storage_options
 from .convert import EXIT_FAILED
 from .hidden import hide_storage_options
+from .logs import quiet_dask_logs
 
 EXIT_USAGE = 2
 EXIT_BUSY = 75  # EX_TEMPFAIL: another batch holds the output folder; try again later

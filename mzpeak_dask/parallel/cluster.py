@@ -148,15 +148,11 @@ class SlurmKind(ClusterKind):
 KINDS: dict[str, ClusterKind] = {kind.name: kind for kind in (LocalKind(), SlurmKind())}
 
 
-# A cluster started here runs its scheduler in this process, the coordinator's: Dask checks
-# its event loop every 20 ms and samples the system every 500 ms, about 30 ms of CPU a second,
-# busy or idle, most of what a coordinator spent on a batch of small runs. Once a second still
-# tells a loop blocked for longer than ``distributed.admin.tick.limit`` (3 s); without a
-# dashboard nothing reads the samples more often than every 5 s. Measured by
-# tests/benchmarks/bench_scale.py (the batch's marginal coordinator share; see the
-# performance page). Values the user set in Dask's configuration win (:func:`unless_set`).
-QUIET_TICKS = {"distributed.admin.tick.interval": "1s"}
-QUIET = {**QUIET_TICKS, "distributed.admin.system-monitor.interval": "5s"}
+# A cluster started here runs its scheduler in this process: Dask checks its event loop every
+# 20 ms and samples the system every 500 ms, about 30 ms of CPU a second, most of what the
+# coordinator of a batch of small runs spent (tests/benchmarks/bench_scale.py: its share 7 %
+# without these, 3 % with). Settings the user made in Dask's configuration win.
+QUIET = {"distributed.admin.tick.interval": "1s", "distributed.admin.system-monitor.interval": "5s"}
 
 
 def unless_set(settings: dict[str, str]) -> dict[str, str]:
@@ -196,19 +192,13 @@ def job_script(options: ClusterOptions) -> str:
 def cluster_client(options: ClusterOptions, client: Any = None) -> Iterator[Any]:
     """The ``distributed.Client`` the work runs on (None: inline, no Dask): ``client`` when
     given, else what ``options`` ask for; a cluster started here is shut down on exit."""
-    if client is not None:
+    options = resolve(options, 0)  # "auto" left to here (no size known): this process
+    if client is not None or options.cluster == "inline":
         yield client
-        return
-    if options.cluster == "inline":
-        yield None
         return
     import dask
     from distributed import Client
 
-    options = resolve(options, 0)  # "auto" left to here (no size known): this process
-    if options.cluster == "inline":
-        yield None
-        return
     # a local worker started again while the cluster runs is spawned too
     local = contextlib.nullcontext() if options.scheduler else spawned_workers()
     with local:
@@ -218,7 +208,7 @@ def cluster_client(options: ClusterOptions, client: Any = None) -> Iterator[Any]
                 client = Client(options.scheduler, timeout=options.start_timeout)
             else:
                 options = options.updated(dashboard=serves_dashboard(options))
-                with dask.config.set(unless_set(QUIET if not options.dashboard else QUIET_TICKS)):
+                with dask.config.set(unless_set(QUIET)):
                     cluster = KINDS[options.cluster].start(options)
                 client = Client(cluster, timeout=options.start_timeout)
         except (OSError, TimeoutError) as exc:

@@ -1,24 +1,17 @@
 """The coordinator: it schedules each run's tasks, renames finished archives into place and
 records every outcome. It reads no data.
 
-Every run takes one path (:mod:`.tasks`): a **plan task**; when it ends, **one task per
-partition** and the **finishing task**, submitted together, the finishing task depending on
-the partition tasks (their results pass from worker to worker). The coordinator collects
-each partition's counts for progress and the finishing task's outcome, then renames the
-archive. Inline (``cluster = "inline"``) the same tasks run in this process, one after another.
-A small run (no larger than a partition) takes the same three steps one after another in one
-task, with the small runs after it (:meth:`Coordinator._pack`): a task costs the coordinator
-about what a small run costs a worker.
+Every run takes one path (:mod:`.tasks`): a plan task, then one task per partition and the
+finishing task, submitted together (the partitions' results pass from worker to worker to the
+finishing task). Inline, the same tasks run in this process. A small run takes the same three
+steps one after another in one task, with the small runs after it (:meth:`Coordinator._pack`).
+Where the workers cannot see a run's staging folder (other machines, no shared storage), its
+plan and finishing task run here, and its partitions' parts come back to be filed.
 
-Where the workers cannot see a run's staging folder (workers on other machines, without
-shared storage), the plan and the finishing task run in this process, and each partition's
-written parts come back here to be put in their file.
-
-New runs start while fewer than ``window`` tasks are in flight, so memory stays bounded
-however many and large the inputs; a run's partitions go out together, each holding a path
-and a few counts until its run is finished. A task that fails for a data reason fails its
-run (with ``fail_fast``, the whole call); a failed run leaves nothing at its output. Dask
-reruns the tasks of a worker that died. ``on_result`` hears of every run as it ends.
+New runs start while fewer than ``window`` tasks are in flight, so memory stays bounded however
+many and large the inputs. A task that fails for a data reason fails its run (with
+``fail_fast``, the call); a failed run leaves nothing at its output. Dask reruns the tasks of
+a worker that died. ``on_result`` hears of every run as it ends.
 """
 
 from __future__ import annotations
@@ -120,17 +113,20 @@ class Coordinator:
             return
         run = self._open(*pending.popleft())
         if run is not None:
-            where = self.executor if run.shared else self.here
-            staging = str(run.job.staging.path)
-            self._submit(run, where, PLAN, tasks.plan, str(run.job.source), staging, self.options)
+            self._steps(run)
+
+    def _steps(self, run: _Run) -> None:
+        """The run's plan task (here when the workers cannot see its staging folder)."""
+        where = self.executor if run.shared else self.here
+        staging = str(run.job.staging.path)
+        self._submit(run, where, PLAN, tasks.plan, str(run.job.source), staging, self.options)
 
     def _pack(self, pending: deque) -> list[_Run]:
-        """Consecutive small local runs (at most a partition's bytes each) converted whole by
-        one task (:func:`~.tasks.convert_each`), when the workers see their staging folders:
-        a task costs the coordinator (and the scheduler in it) about as much as a small run
-        costs a worker, so small runs in steps took 16 % of a batch's CPU here, in packs
-        2 % (``tests/benchmarks/bench_scale.py``). A pack holds up to ``MAX_PACK`` runs and
-        two partitions' bytes, and never more runs than leave two tasks for every worker
+        """Consecutive small local runs (a partition's bytes at most) converted whole by one
+        task (:func:`~.tasks.convert_each`): a task costs the coordinator (and the scheduler
+        in it) about what a small run costs a worker (``tests/benchmarks/bench_scale.py``: a
+        batch's coordinator share 16 % in steps, 7 % in packs). A pack holds up to
+        ``MAX_PACK`` runs and two partitions' bytes, and leaves two tasks for every worker
         thread while few runs wait (the last tasks of a batch then end together)."""
         runs: list[_Run] = []
         held, limit = 0, max(1, min(MAX_PACK, len(pending) // (2 * self.threads)))
@@ -142,8 +138,7 @@ class Coordinator:
             if run is None:
                 continue
             if not run.shared:  # its plan and finishing task run here: in steps
-                pending.appendleft((run.number, run.job.paths))
-                self._abort(run)
+                self._steps(run)
                 break
             runs.append(run)
             held += size

@@ -1,29 +1,18 @@
-"""The three kinds of task a run is converted by, on a worker or inline in this process.
+"""The three kinds of task a run is converted by, on a worker or inline in this process:
+:func:`plan` (survey, sample the data columns, cut partitions); :func:`write_partition_file`,
+one per partition (parse, encode, write its finished Parquet parts into a file in the run's
+staging folder, or return them where the workers cannot see it); :func:`finish` (stitch the
+parts, write the metadata members and the index, take the input's digest beside it, and in a
+batch check the archive, left in the staging folder for the coordinator to rename).
 
-1. :func:`plan` — :func:`~mzpeak_dask.partition.plan_run`: survey the input, sample its data
-   columns, cut it into partitions.
-2. :func:`write_partition_file` — one per partition: parse, encode and write its finished
-   Parquet parts (:mod:`mzpeak_dask.archive.parts`) into a file in the run's staging folder;
-   only the path and the partition's counts come back. Where the workers cannot see the
-   staging folder, the written partition itself comes back and the coordinator puts it in
-   that file.
-3. :func:`finish` — once every partition is written: stitch the parts into the archive's
-   members, write the metadata members and the index (:class:`~mzpeak_dask.archive.writer.
-   ArchiveWriter`), with the input's digest taken beside it (:class:`~mzpeak_dask.archive.
-   digest.InputDigest`) and, in a batch, check the archive. The archive stays in the staging
-   folder; the coordinator renames it into place.
+**Offsets.** Rows carry global indices, so a partition is written with the number of items
+of each entity before it. The plan gives them (:func:`planned_offsets`), exactly unless the
+run has UV spectra (numbered apart from the MS spectra that share their item range): the
+finishing task then writes again, with the true offsets, each partition written with wrong
+ones (:func:`_corrected`). The archive is the same bytes either way.
 
-**Offsets.** A partition's rows carry global indices, so it is written with the number of
-items of each entity before it (its offsets). The plan gives them (:func:`planned_offsets`):
-a partition of spectra follows ``n`` spectra, one of chromatograms ``n`` chromatograms. That
-is exact unless the run has UV spectra, which share the spectra's item range and are
-numbered apart; the finishing task then knows every partition's counts and writes again, with
-the true offsets, each partition written with wrong ones (:func:`_corrected`). The archive is
-the same bytes either way.
-
-**Reruns.** Dask reruns a task whose worker died. Each task writes into fresh files; the
-finishing task keeps its outcome beside the parts before it removes them, so a rerun after
-that returns the outcome.
+**Reruns.** Dask reruns a task whose worker died. Each task writes fresh files; the finishing
+task keeps its outcome beside the parts before removing them, for a rerun after that.
 """
 
 from __future__ import annotations

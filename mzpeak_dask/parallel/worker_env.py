@@ -11,8 +11,6 @@ environment.
 from __future__ import annotations
 
 import contextlib
-import logging
-import os
 import signal
 import threading
 from collections.abc import Iterator
@@ -51,17 +49,3 @@ def dask_setup(worker: Any) -> None:
     """Run by each local worker as it starts: Ctrl-C is the coordinator's to handle."""
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
-def quiet_dask_logs() -> None:
-    """Dask logs its lifecycle at INFO and every failed task at ERROR (the coordinator reports
-    each failure itself, in one line); tornado logs a traceback when a Ctrl-C lands inside one of
-    distributed's event-loop calls. Both are configured when distributed is imported (from Dask's
-    config, passed on to the workers) or set here when it already is."""
-    import dask
-
-    levels = {"distributed": "critical", "tornado.application": "critical"}
-    os.environ.setdefault("DASK_LOGGING__DISTRIBUTED", "critical")
-    dask.config.set({"logging": {**dask.config.get("logging", {}), **levels}})
-    for name in levels:
-        logging.getLogger(name).setLevel(logging.CRITICAL)

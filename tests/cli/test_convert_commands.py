@@ -83,7 +83,7 @@ def test_dask_and_tornado_logs_are_quiet_unless_verbose() -> None:
     this process and in the workers it starts (they get Dask's logging config)."""
     probe = (
         "import logging, sys\n"
-        "from mzpeak_dask.parallel.worker_env import quiet_dask_logs\n"
+        "from mzpeak_dask.cli.logs import quiet_dask_logs\n"
         "if sys.argv[1] == 'before': quiet_dask_logs()\n"
         "import distributed\n"
         "if sys.argv[1] == 'after': quiet_dask_logs()\n"
