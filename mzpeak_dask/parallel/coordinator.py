@@ -111,7 +111,7 @@ class Coordinator:
                 self.executor.submit((pack, WHOLE), tasks.convert_each, whole, self.options)
             )
             return
-        run = self._open(*pending.popleft())
+        run = self._open(*pending.popleft()) if pending else None
         if run is not None:
             self._steps(run)
 

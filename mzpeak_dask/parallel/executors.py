@@ -1,14 +1,9 @@
 """Where tasks run: on a Dask cluster, or inline in this process; the same operations on both.
 
-An executor submits a function with its arguments and hands back a :class:`Task`; an argument
-that is a Task (or a list holding Tasks) stands for that task's result, so a task can depend
-on others without their results passing through this process. :meth:`next_done` gives the
-first of some tasks to end, :meth:`result` its value (or raises its error). The conversion,
-the batch's checks and the Zarr export drive both executors with one loop.
-
-Every wait has a deadline: a cluster on which no task ends for ``task_timeout`` seconds (its
-workers gone, the scheduler unreachable, a task stuck) stops the call with a
-:class:`~mzpeak_dask.errors.ClusterError` instead of waiting forever.
+An argument that is a Task (or a list holding Tasks) stands for that task's result, so a task
+can depend on others without their results passing through this process. Every wait has a
+deadline: a cluster on which no task ends for ``task_timeout`` seconds (its workers gone, a
+task stuck) stops the call with a :class:`~mzpeak_dask.errors.ClusterError`.
 """
 
 from __future__ import annotations
@@ -76,7 +71,7 @@ class DaskExecutor:
     @property
     def worker_threads(self) -> int:
         with contextlib.suppress(Exception):
-            return max(1, sum(self.client.nthreads().values()))
+            return max(1, sum(self.client.nthreads(callback_timeout=self.task_timeout).values()))
         return 1
 
     def workers_see(self, folder: Path) -> bool:
@@ -88,7 +83,8 @@ class DaskExecutor:
             if seen and folder.is_relative_to(known) and _device(known) == device:
                 return True
         if folder not in self._visible:
-            self._visible[folder] = handoff.visible_to_workers(self.client, folder)
+            seen = handoff.visible_to_workers(self.client, folder, self.task_timeout)
+            self._visible[folder] = seen
         return self._visible[folder]
 
     def submit(self, tag: Any, fn: Callable, *args: Any) -> Task:
@@ -109,7 +105,7 @@ class DaskExecutor:
         except TimeoutError:
             raise ClusterError(
                 f"no task ended on the Dask cluster in {self.task_timeout:g} s "
-                f"({len(self.client.nthreads())} workers): stopping (task_timeout)"
+                f"({len(self.client.scheduler_info()['workers'])} workers): stopping (task_timeout)"
             ) from None
         return next(t for t in tasks if t.future.done())
 

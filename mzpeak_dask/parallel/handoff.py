@@ -63,16 +63,20 @@ def load(path: str) -> Any:
     return pickle.loads(meta, buffers=buffers)
 
 
-def visible_to_workers(client: Any, folder: Path) -> bool:
-    """Whether every worker sees ``folder`` (probed with a marker file)."""
+def visible_to_workers(client: Any, folder: Path, timeout: float) -> bool:
+    """Whether every worker sees ``folder`` (probed with a marker file, by a task on each
+    worker; no answer within ``timeout`` seconds is a no)."""
     marker = folder / f".probe-{uuid.uuid4().hex}"
     try:
         marker.write_bytes(b"")
     except OSError:  # e.g. a folder this process may not write in: not relied on
         return False
     try:
-        seen = client.run(os.path.exists, str(marker))
-        return bool(seen) and all(seen.values())
+        workers = list(client.scheduler_info()["workers"])
+        probes = [
+            client.submit(os.path.exists, str(marker), workers=[w], pure=False) for w in workers
+        ]
+        return bool(workers) and all(p.result(timeout=timeout) for p in probes)
     except Exception:  # noqa: BLE001 - any failure means: do not rely on the folder
         return False
     finally:
