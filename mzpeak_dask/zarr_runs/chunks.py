@@ -126,15 +126,16 @@ class ZstdCodec:
         return self._contexts()[0].compress(raw)
 
     def decode(self, frame: bytes, size: int) -> bytes:
-        """The content of ``frame``, which must be ``size`` bytes: never more than that is
-        allocated (ValueError or ``zstandard.ZstdError`` otherwise)."""
-        declared = zstandard.frame_content_size(frame)  # from the header; -1: not given
+        """The content of ``frame`` (one Zstandard frame, or several concatenated: a chunk the
+        export writes holds one per mzPeak chunk), which must be ``size`` bytes: never more
+        than that is allocated (ValueError or ``zstandard.ZstdError`` otherwise)."""
+        declared = zstandard.frame_content_size(frame)  # of the first frame; -1: not given
         if declared == size:  # decompress allocates exactly that, and fails on more
             return self._contexts()[1].decompress(frame)
-        if declared != -1:
+        if declared > size:
             raise ValueError(f"declares {declared:,} bytes where its array declares {size:,}")
         parts, have = [], 0
-        with self._contexts()[1].stream_reader(frame) as reader:
+        with self._contexts()[1].stream_reader(frame, read_across_frames=True) as reader:
             while have <= size and (part := reader.read(size + 1 - have)):
                 parts.append(part)
                 have += len(part)

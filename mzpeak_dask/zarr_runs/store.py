@@ -40,7 +40,9 @@ from .locations import open_options
 
 RECTILINEAR = {"array.rectilinear_chunks": True}
 FUSED_PIPELINE = "zarr.core.codec_pipeline.FusedCodecPipeline"
-TABLE_CHUNK = 1 << 16  # chunk length of the per-chunk and per-spectrum arrays
+# chunk length of the per-chunk and per-spectrum arrays: one chunk (one file) for up to 4 M
+# mzPeak chunks, which keeps a run to a few files
+TABLE_CHUNK = 1 << 22
 _LOCK = threading.Lock()
 
 
@@ -79,11 +81,12 @@ def cached_array(path: str) -> zarr.Array:
     return open_array(path, mode="r")
 
 
-def compressors(compression: str = "zstd") -> tuple[Any, ...] | None:
-    """Zstandard (level 3), or None (no compressor; an empty tuple would mean zarr's default):
-    chunks of tens of points compress little and each one costs a decompression call
-    (``none`` reads and writes about 30% faster)."""
-    return (zarr.codecs.ZstdCodec(level=3),) if compression == "zstd" else None
+def compressors(compression: str = "zstd", checksum: bool = False) -> tuple[Any, ...] | None:
+    """Zstandard (level 3; with ``checksum`` each frame carries one), or None (no compressor;
+    an empty tuple would mean zarr's default)."""
+    if compression != "zstd":
+        return None
+    return (zarr.codecs.ZstdCodec(level=3, checksum=checksum),)
 
 
 def fill_value(dtype: np.dtype) -> Any:
@@ -99,7 +102,9 @@ def create_point_array(
     compression: str = "zstd",
 ) -> zarr.Array:
     """A 1-D array whose chunks are exactly ``lengths`` (all positive), in order. An empty run
-    gets a regular grid: zarr has no empty rectilinear grid."""
+    gets a regular grid: zarr has no empty rectilinear grid. Its Zstandard frames carry
+    checksums: a reader of single frames (:mod:`.frames`) checks each one it reads, where a
+    whole-object check (a ZIP member's CRC) is not made."""
     total = int(np.sum(lengths)) if len(lengths) else 0
     chunks: Any = ([int(x) for x in lengths],) if total else (1,)
     return group.create_array(
@@ -107,7 +112,7 @@ def create_point_array(
         shape=(total,),
         dtype=np.dtype(dtype),
         chunks=chunks,
-        compressors=compressors(compression),
+        compressors=compressors(compression, checksum=True),
         fill_value=fill_value(dtype),
         # every chunk is written (and exists), and zarr skips its per-chunk fill-value scan
         config={"write_empty_chunks": True},
