@@ -20,12 +20,16 @@ from __future__ import annotations
 
 import asyncio
 import os
+import struct
 import threading
+import zipfile
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 import numpy as np
 import zstandard
 
+from ..errors import ZarrStoreError
 from .chunks import READ_ERRORS, ChunkFiles, _reason
 
 FETCH_CONCURRENCY = 32  # byte ranges of a store in flight at once
@@ -127,6 +131,8 @@ class Frames:
         """The bytes ``[start, stop)`` of Zarr chunk objects: ``(zarr chunk, start, stop)``."""
         if self.files._store is None:
             out = self._fetch_files(spans)
+        elif (members := _local_zip(str(self.files.path))) is not None:
+            out = self._fetch_zip(spans, *members)
         else:
             out = self._fetch_store(spans)
         READ.add(sum(len(b) for b in out))
@@ -172,6 +178,36 @@ class Frames:
                 os.close(fd)
         return out
 
+    def _fetch_zip(self, spans: list[tuple[int, int, int]], path: str, prefix: str) -> list[bytes]:
+        """Byte ranges of members of a local single-file run, read from the file itself at
+        each member's data offset (found in its local header): a stored member is its bytes
+        as they are. Through fsspec's ZIP filesystem the ranges are read one at a time;
+        measured (bench_zarr_export, 30 copies): a narrow XIC on one thread 0.8 s that way,
+        0.4 s this way."""
+        files, out = self.files, []
+        try:
+            with open(path, "rb") as handle, zipfile.ZipFile(handle) as archive:
+                fd, at, base = handle.fileno(), -1, 0
+                for zchunk, start, stop in spans:
+                    if zchunk != at:
+                        at = zchunk
+                        try:
+                            info = archive.getinfo(prefix + files.key(zchunk))
+                        except KeyError:
+                            info = None
+                        if info is not None and info.compress_type != zipfile.ZIP_STORED:
+                            raise files._damaged("a compressed ZIP member", zchunk)
+                        if zchunk not in self._checked:
+                            self._check_size(zchunk, None if info is None else info.file_size)
+                        base = _data_offset(fd, info.header_offset)
+                    data = os.pread(fd, stop - start, base + start)
+                    if len(data) != stop - start:
+                        raise files._damaged("cut short while it was read", zchunk)
+                    out.append(data)
+        except (OSError, zipfile.BadZipFile, ValueError) as exc:
+            raise ZarrStoreError(f"{files}: damaged: not a ZIP file ({_reason(exc)})") from None
+        return out
+
     def _fetch_store(self, spans: list[tuple[int, int, int]]) -> list[bytes]:
         from zarr.abc.store import RangeByteRequest
         from zarr.core.buffer import default_buffer_prototype
@@ -212,6 +248,27 @@ class Frames:
             if len(got) != stop - start:
                 raise files._damaged("cut short while it was read", zchunk)
         return data
+
+
+def _local_zip(location: str) -> tuple[str, str] | None:
+    """``(file, member prefix)`` of a location inside a local single-file run, else None."""
+    if "::" not in location:
+        return None
+    head, tail = location.split("::", 1)
+    if not head.startswith("zip://") or not tail.startswith("file://"):
+        return None
+    inner = head.removeprefix("zip://").strip("/")
+    return unquote(urlsplit(tail).path), f"{inner}/" if inner else ""
+
+
+def _data_offset(fd: int, header: int) -> int:
+    """Where a ZIP member's data starts: after its local header, whose name and extra field
+    lengths may differ from the central directory's."""
+    local = os.pread(fd, 30, header)
+    if len(local) != 30 or local[:4] != b"PK\x03\x04":
+        raise ValueError(f"no local file header at {header}")
+    name, extra = struct.unpack("<HH", local[26:30])
+    return header + 30 + name + extra
 
 
 def _raise_damage(files: ChunkFiles, zchunk: int, got: Any) -> None:
