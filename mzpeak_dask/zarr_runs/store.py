@@ -6,18 +6,16 @@ rectilinear arrays.
   ``array.rectilinear_chunks`` flag, needed to create *and* to open such an array in every
   process. Every function here that opens an array sets it first, so a Dask worker that only
   receives a pickled :class:`ChunkAdapter` still works.
-* mzPeak chunks are small (tens to a few thousand points), so per-chunk overhead dominates.
-  zarr's opt-in ``FusedCodecPipeline`` runs the codec chain synchronously instead of one
-  coroutine per chunk: measured 2.4x faster writes and reads than the default pipeline on 10,000
-  chunks of 5-60 points. The pipeline is picked when an array is opened, so it is set only
-  around our own ``open`` calls (under a lock: zarr's config is process-global). Its thread
-  pool (``codec_pipeline.max_workers``, default: CPU count) makes tiny chunks 3x *slower*
-  (GIL hand-offs cost more than a 1 KB file write), so :func:`enable_rectilinear` sets it to
-  1 when the user has not set it; it is read only by that opt-in pipeline.
-* Faster still, the export's own arrays (``bytes`` + ``zstd`` codecs) are read and written
-  chunk object by chunk object (:mod:`.chunks`), each chunk bounded by the size its array
-  declares (in a folder, a single file or a remote store); zarr is the fallback for other
-  arrays, which the analysis refuses (zarr inflates a chunk whole before checking its size).
+* zarr's opt-in ``FusedCodecPipeline`` runs the codec chain synchronously instead of one
+  coroutine per chunk (measured 2.4x faster on 10,000 small chunks); it is set only around our
+  own ``open`` calls (under a lock: zarr's config is process-global), and
+  :func:`enable_rectilinear` sets its thread pool (``codec_pipeline.max_workers``) to 1 when
+  the user has not set it (GIL hand-offs cost more than small chunks' work).
+* The export's own arrays (``bytes`` + ``zstd`` codecs) are read chunk object by chunk object
+  (:mod:`.chunks`), or mzPeak chunk by mzPeak chunk (:mod:`.frames`), each bounded by the size
+  its array declares (in a folder, a single file or a remote store); zarr is the fallback for
+  other arrays, which the analysis refuses (zarr inflates a chunk whole before checking its
+  size).
 * dask cannot read rectilinear arrays yet (``from_array`` asks for ``.chunks``, which zarr
   refuses): :class:`ChunkAdapter` exposes only shape, dtype, ndim and ``__getitem__``, and
   :func:`dask_array` hands dask the chunk sizes explicitly (toolchain notes 5.3).
