@@ -234,13 +234,13 @@ class ZarrOptions(_Options):
 
     compression: str = "zstd"  # signal arrays: "zstd" or "none" (about 30% faster)
     overwrite: bool = False  # replace existing run groups
-    block_points: int = 1 << 18  # points each write task decodes and writes
+    zarr_chunk_points: int = 1 << 18  # points of a Zarr chunk (about; bigger for big runs)
     single_file: bool = False  # one file per run (RUN.zarr.zip, a ZIP store) instead of a group
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.block_points < 1:
-            raise OptionsError("block_points must be a positive integer")
+        if self.zarr_chunk_points < 1:
+            raise OptionsError("zarr_chunk_points must be a positive integer")
 
 
 @dataclass(frozen=True)

@@ -1,12 +1,14 @@
 """One run group of a Zarr export opened for analysis, as lazy Dask arrays.
 
-The per-chunk and per-spectrum arrays are small and read when the run is opened. The signal
-arrays stay on disk: :meth:`ZarrRun.array` is a Dask array over the whole rectilinear array
-(one Dask chunk per Zarr chunk by default, through the adapter of toolchain notes 5.3), and
-:meth:`ZarrRun.selection` one over a subset of its chunks. Chromatograms first pick chunks by
-``chunk_spectrum_index`` (MS level, RT range) and, for XICs, by ``chunk_start``/``chunk_end``
-against the m/z windows; only those chunks are read, in batches of whole spectra of about
-``BATCH_POINTS`` points (one Dask task each).
+The per-chunk, per-spectrum and per-Zarr-chunk tables are small and read when the run is
+opened. The signal arrays stay on disk: :meth:`ZarrRun.array` is a Dask array over a whole
+rectilinear array (one Dask chunk per Zarr chunk by default, through the adapter of toolchain
+notes 5.3), and :meth:`ZarrRun.selection` one over a subset of its mzPeak chunks, read frame by
+frame out of the Zarr chunks (:mod:`~mzpeak_dask.zarr_runs.frames`). Chromatograms first pick
+mzPeak chunks by ``chunk_spectrum_index`` (MS level, RT range) and, for XICs, by
+``chunk_start``/``chunk_end`` against the m/z windows; only the frames of those chunks are read,
+in batches of whole spectra of about ``BATCH_POINTS`` points (one Dask task each), so a query's
+memory is bounded by what it reads, never by the size of the run.
 """
 
 from __future__ import annotations
@@ -21,8 +23,18 @@ import zarr
 from dask import delayed
 
 from ..errors import InputError, ZarrStoreError
-from ..zarr_runs import FORMAT, PER_CHUNK, PER_SPECTRUM
+from ..filecache import per_file
+from ..zarr_runs import (
+    CHUNK_OFFSETS,
+    FORMAT,
+    FRAME_BYTES,
+    PER_CHUNK,
+    PER_SPECTRUM,
+    PER_ZARR_CHUNK,
+    TABLES,
+)
 from ..zarr_runs.chunks import ChunkFiles, chunk_files
+from ..zarr_runs.frames import Frames
 from ..zarr_runs.locations import child, describe, run_name
 from ..zarr_runs.store import (
     ChunkAdapter,
@@ -30,6 +42,7 @@ from ..zarr_runs.store import (
     dask_array,
     enable_rectilinear,
     open_group,
+    point_index,
 )
 from .archive_run import POINTS_META, spectra_frame
 from .kernels import overlapping, segment_stats, window_sums
@@ -67,16 +80,19 @@ class ZarrRun(Run):
         self.name = run_name(self.source)
         self.attrs = dict(_group(self.source).attrs)
         tables = {}
-        for name in (*PER_CHUNK, *PER_SPECTRUM):
+        for name in TABLES:
             files = self._files(name)
             tables[name] = files.read_span(0, files.length)
         mz = self._files("mz")
-        self.chunk_lengths, self.point_count = mz.lengths, mz.length
-        self.chunk_offsets = np.concatenate(([0], np.cumsum(self.chunk_lengths))).astype(np.int64)
+        self.zarr_lengths, self.point_count = mz.lengths, mz.length
+        self.arrays = list(self.attrs.get("arrays", {"mz": None, "intensity": None}))
         self._check(tables)
+        self.chunk_offsets = tables[CHUNK_OFFSETS].astype(np.int64)
+        self.chunk_lengths = np.diff(self.chunk_offsets)
         self.chunk_spectrum = tables["chunk_spectrum_index"].astype(np.int64)
         self.chunk_start, self.chunk_end = tables["chunk_start"], tables["chunk_end"]
         self.spectrum_offsets = tables["spectrum_offsets"].astype(np.int64)
+        self.zarr_chunk_ranges = {name: tables[name] for name in PER_ZARR_CHUNK}
         self.spectra = spectra_frame(tables["time"], tables["ms_level"], tables["precursor_mz"])
 
     def _at(self, name: str) -> str:
@@ -95,16 +111,19 @@ class ZarrRun(Run):
         return files
 
     def _check(self, tables: dict[str, np.ndarray]) -> None:
-        """The per-chunk and per-spectrum arrays agree with the signal arrays' grid."""
-        chunks, points = len(self.chunk_lengths), self.point_count
-        spectra = len(tables["time"])
+        """The tables agree with each other and with the signal arrays' grid."""
+        chunks, points = len(tables[CHUNK_OFFSETS]) - 1, self.point_count
+        spectra, zarr_chunks = len(tables["time"]), len(self.zarr_lengths)
         sizes = {name: chunks for name in PER_CHUNK}
         sizes.update({name: spectra for name in PER_SPECTRUM}, spectrum_offsets=spectra + 1)
+        sizes.update({name: zarr_chunks for name in PER_ZARR_CHUNK})
+        sizes[FRAME_BYTES] = chunks * len(self.arrays)
         for name, size in sizes.items():
             if len(tables[name]) != size:
                 raise ZarrStoreError(
                     f"{describe(self._at(name))}: damaged: {len(tables[name]):,} values where "
-                    f"the run has {size:,} ({chunks:,} chunks of mz, {spectra:,} spectra)"
+                    f"the run has {size:,} ({chunks:,} mzPeak chunks, {spectra:,} spectra, "
+                    f"{zarr_chunks:,} Zarr chunks of mz)"
                 )
         owner, offsets = tables["chunk_spectrum_index"], tables["spectrum_offsets"]
         if chunks and (owner.min() < 0 or owner.max() >= spectra or np.any(np.diff(owner) < 0)):
@@ -112,36 +131,41 @@ class ZarrRun(Run):
                 f"{describe(self._at('chunk_spectrum_index'))}: damaged: not the spectra of "
                 f"the chunks in order"
             )
-        if offsets[0] != 0 or offsets[-1] != points or np.any(np.diff(offsets) < 0):
-            raise ZarrStoreError(
-                f"{describe(self._at('spectrum_offsets'))}: damaged: not the point offsets of "
-                f"{spectra:,} spectra over {points:,} points"
-            )
+        for name, values in (("spectrum_offsets", offsets), (CHUNK_OFFSETS, tables[CHUNK_OFFSETS])):
+            if values[0] != 0 or values[-1] != points or np.any(np.diff(values) < 0):
+                raise ZarrStoreError(
+                    f"{describe(self._at(name))}: damaged: not point offsets over {points:,} points"
+                )
 
     def _adapter(self, name: str) -> ChunkAdapter:
         files = self._files(name)
-        if files.length != self.point_count or not np.array_equal(
-            files.lengths, self.chunk_lengths
-        ):
+        if files.length != self.point_count or not np.array_equal(files.lengths, self.zarr_lengths):
             raise ZarrStoreError(f"{files}: damaged: its chunk grid is not that of mz")
         # every chunk of a signal array is written: a missing one is damage
         return ChunkAdapter(files.path, (files.length,), files.dtype, complete=True)
 
+    def frames(self, name: str) -> Frames:
+        """Where the mzPeak chunks of signal array ``name`` lie in its Zarr chunks."""
+        self._adapter(name)  # the grid is that of mz
+        return run_frames(self._at(name), self.source, self.arrays.index(name))
+
     def array(self, name: str, chunks: np.ndarray | None = None):
-        """A Dask array over a whole signal array; its chunks are the Zarr (mzPeak) chunks
-        unless ``chunks`` groups them."""
-        return dask_array(self._adapter(name), self.chunk_lengths if chunks is None else chunks)
+        """A Dask array over a whole signal array; its chunks are the Zarr chunks unless
+        ``chunks`` cuts it otherwise."""
+        return dask_array(self._adapter(name), self.zarr_lengths if chunks is None else chunks)
 
     def selection(self, name: str, chunk_ids: np.ndarray, batches: list[np.ndarray] | None = None):
-        """A Dask array of the points of chunks ``chunk_ids`` (sorted), concatenated; one Dask
-        chunk per batch of chunk ids (default: one per Zarr chunk)."""
+        """A Dask array of the points of mzPeak chunks ``chunk_ids`` (sorted), concatenated; one
+        Dask chunk per batch of chunk ids (default: one per mzPeak chunk)."""
+        self.frames(name)  # checked here, in one line, rather than in a task
         chunk_ids = np.asarray(chunk_ids, dtype=np.int64)
         starts, lengths = self.chunk_offsets[chunk_ids], self.chunk_lengths[chunk_ids]
         if batches is None:
             sizes = self.chunk_lengths[chunk_ids]
         else:
             sizes = np.array([self.chunk_lengths[b].sum() for b in batches], dtype=np.int64)
-        return dask_array(SelectionAdapter(self._adapter(name), starts, lengths), sizes)
+        source = FrameSource(self._at(name), self.source, self.arrays.index(name))
+        return dask_array(SelectionAdapter(source, starts, lengths), sizes)
 
     def _batches(self, chunk_ids: np.ndarray) -> list[np.ndarray]:
         """Chunk ids cut into batches of whole spectra, about ``BATCH_POINTS`` points each."""
@@ -195,6 +219,61 @@ class ZarrRun(Run):
 
     def __repr__(self) -> str:
         return f"ZarrRun({self.source!r}, spectra={len(self.spectra)})"
+
+
+@per_file(64, marker="zarr.json")
+def run_frames(path: str, run: str, k: int) -> Frames:
+    """The frames of signal array ``path`` (the ``k``-th of run ``run``), parsed once per
+    process, again when the array's ``zarr.json`` changes (a run exported again)."""
+    offsets = chunk_files(child(run, CHUNK_OFFSETS))
+    frame_bytes = chunk_files(child(run, FRAME_BYTES))
+    chunks = offsets.length - 1
+    table = frame_bytes.read_span(k * chunks, (k + 1) * chunks)
+    return Frames(chunk_files(path), offsets.read_span(0, offsets.length), table)
+
+
+class FrameSource:
+    """A picklable source of whole mzPeak chunks of one signal array, for
+    :class:`~mzpeak_dask.zarr_runs.store.SelectionAdapter` (its frames are found again in
+    each process, from :func:`run_frames`)."""
+
+    def __init__(self, path: str, run: str, k: int):
+        self.path, self.run, self.k = path, run, k
+
+    @property
+    def frames(self) -> Frames:
+        return run_frames(self.path, self.run, self.k)
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.frames.files.dtype
+
+    def read_points(self, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+        """The point ranges ``[start, start + length)``, concatenated: whole mzPeak chunks are
+        read frame by frame; anything else through the chunks that hold it."""
+        frames = self.frames
+        ids = np.minimum(np.searchsorted(frames.offsets, starts), max(frames.chunks - 1, 0))
+        if (
+            len(starts)
+            and np.array_equal(frames.offsets[ids], starts)
+            and np.array_equal(frames.offsets[ids + 1] - starts, lengths)
+        ):
+            return frames.read(ids)
+        return self.take(point_index(starts, lengths))
+
+    def take(self, index: np.ndarray) -> np.ndarray:
+        """Values at sorted point indices, reading only the mzPeak chunks they fall in."""
+        frames = self.frames
+        if not len(index):
+            return np.zeros(0, dtype=frames.files.dtype)
+        chunk = np.searchsorted(frames.offsets, index, side="right") - 1
+        ids = np.unique(chunk)
+        values = frames.read(ids)
+        before = np.concatenate(([0], np.cumsum(np.diff(frames.offsets)[ids])[:-1]))
+        return values[index - frames.offsets[chunk] + before[np.searchsorted(ids, chunk)]]
+
+    def __reduce__(self) -> tuple:
+        return (FrameSource, (self.path, self.run, self.k))
 
 
 class ZarrSource(RunSource):

@@ -28,7 +28,7 @@ def cmd_export_zarr(args: argparse.Namespace) -> int:
         chunk_width=options(args, ConvertOptions).chunk_width,
         overwrite=zarr_options.overwrite,
         compression=zarr_options.compression,
-        block_points=zarr_options.block_points,
+        chunk_points=zarr_options.zarr_chunk_points,
         single_file=zarr_options.single_file,
     )
     for r in results:
@@ -36,7 +36,8 @@ def cmd_export_zarr(args: argparse.Namespace) -> int:
             print(json.dumps(r.__dict__))
         elif not args.quiet:
             print(
-                f"{r.archive} -> {r.group}: {r.spectra:,} spectra, {r.chunks:,} chunks, "
+                f"{r.archive} -> {r.group}: {r.spectra:,} spectra, {r.chunks:,} chunks in "
+                f"{r.zarr_chunks:,} Zarr chunks, "
                 f"{r.points:,} points in {r.seconds:.1f} s"
             )
     return 0

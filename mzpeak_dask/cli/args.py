@@ -70,6 +70,8 @@ ZARR_FLAGS = {
     "compression": "signal arrays: zstd, or none (about 30%% faster to write and read)",
     "overwrite": "replace existing run groups",
     "single_file": "one file per run, STORE/RUN.zarr.zip (a ZIP store), instead of a group",
+    "zarr_chunk_points": "points of a Zarr chunk, about (whole spectra; a run's chunks grow "
+    "so that it stays within 100 files)",
 }
 ANALYSIS_FLAGS = {
     "ppm": "m/z tolerance",

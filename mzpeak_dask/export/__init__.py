@@ -1,5 +1,5 @@
 """Exports of mzPeak archives to other stores: :func:`mzpeak_dask.export.zarr.to_zarr` (Zarr v3
-groups whose rectilinear chunks are the mzPeak chunks).
+groups on rectilinear grids of whole spectra, one Zstandard frame per mzPeak chunk).
 
 ``to_zarr`` and ``ZarrRunResult`` are loaded on first use, so the command line does not pay
 for importing zarr unless it exports."""

@@ -1,20 +1,14 @@
-"""Planning a run's Zarr export: its chunk grid and per-spectrum metadata, from a cheap pass.
+"""Surveying a run before its Zarr export: its arrays, its spectrum table and where its Zarr
+chunks are cut, from the archive's metadata alone (nothing is decoded).
 
-The rectilinear grid must exist before any worker writes, so each run is planned first (one
-Dask task per run, on a worker). The plan needs every chunk's length, which the cheap pass gets
-without decoding signal:
-
-* **chunked archive**: one chunk per row; its length is the length of the row's plain
-  secondary list (e.g. ``intensity``), as the format prescribes (format doc 5.3). A spectrum
-  without such a list (only Numpress-transformed secondaries, or a null list) is decoded with
-  ``SignalReader.read_chunked`` instead.
-* **point archive**: the chunks the chunked layout would make: ``chunk_boundaries`` over the
-  stored, null-marked main axis only (exactly what ``read_chunked`` computes), without
-  decoding the other arrays or reconstructing nulls.
-
-A spectrum whose data member has no rows is read from the peaks member (as ``open_archive``
-does). Empty chunks are dropped (zarr has no zero-length chunks). The writers check that what
-they decode matches the plan, chunk by chunk.
+The Zarr chunks of a run are runs of whole spectra (hence of whole mzPeak chunks) of about
+``chunk_points`` points. Where to cut is decided before anything is decoded, from the Parquet
+footers: each row group's count of leaf values (points, in either layout) is spread over the
+spectra its index statistics cover, which estimates every spectrum's points; the run is cut
+into spectrum ranges of about ``chunk_points`` estimated points. Each range is then decoded
+and written by one worker task, and the real grid is known when the tasks are back (a range
+that turns out empty makes no Zarr chunk). A big run's chunks grow past ``chunk_points`` so
+that the run stays within :data:`RUN_FILES` files (:func:`chunk_target`).
 """
 
 from __future__ import annotations
@@ -25,18 +19,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import pyarrow as pa
 
 from .. import vocabulary as V
 from ..archive.container import archive_size
 from ..read.archive import cached_archive
 from ..read.entity import spectrum_columns
 from ..read.signal import SignalReader
-from ..transforms.chunking import chunk_boundaries
-from ..zarr_runs import PER_CHUNK, PER_SPECTRUM
+from ..zarr_runs import TABLES
 
 SHORT_NAMES = {"m/z array": "mz", "intensity array": "intensity"}
-RESERVED = {*PER_CHUNK, *PER_SPECTRUM}  # names signal arrays must not take
+RESERVED = set(TABLES)  # names signal arrays must not take
 
 
 @dataclass(frozen=True)
@@ -46,44 +38,6 @@ class ArraySpec:
     key: str  # e.g. "m/z array"
     name: str  # e.g. "mz"
     dtype: str  # numpy dtype string
-
-
-@dataclass
-class RunPlan:
-    """What the coordinator needs to create a run's arrays before any worker writes."""
-
-    source: str
-    layout: str  # "chunked" or "point"
-    arrays: list[ArraySpec]
-    chunk_lengths: np.ndarray  # int64, positive: every chunk of the run in index order
-    chunk_counts: np.ndarray  # int64: chunks per spectrum
-    time: np.ndarray  # minutes, NaN when unknown
-    ms_level: np.ndarray  # int16, 0 when unknown
-    precursor_mz: np.ndarray  # NaN when none
-    sha256: str
-    source_bytes: int
-
-    @property
-    def spectra(self) -> int:
-        return len(self.chunk_counts)
-
-    @property
-    def chunk_spectrum_index(self) -> np.ndarray:
-        return np.repeat(np.arange(self.spectra, dtype=np.int64), self.chunk_counts)
-
-    @property
-    def spectrum_offsets(self) -> np.ndarray:
-        points = np.bincount(
-            self.chunk_spectrum_index, weights=self.chunk_lengths, minlength=self.spectra
-        )
-        return np.concatenate(([0], np.cumsum(points))).astype(np.int64)
-
-    def blocks(self, points: int) -> list[tuple[int, int]]:
-        """Contiguous spectrum ranges ``[start, stop)`` of about ``points`` points each."""
-        offsets = self.spectrum_offsets
-        cuts = np.searchsorted(offsets, np.arange(points, offsets[-1], points), side="left")
-        bounds = np.unique(np.concatenate(([0], cuts, [self.spectra])))
-        return [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
 
 
 def zarr_name(array_name: str, taken: set[str]) -> str:
@@ -126,44 +80,6 @@ def array_specs(data: SignalReader | None, peaks: SignalReader | None) -> list[A
     return specs
 
 
-def _point_lengths(signal: SignalReader, rows: pa.StructArray, width: float) -> np.ndarray:
-    column = rows.field(signal.main.columns[V.POINT].column)
-    valid = np.asarray(column.is_valid())
-    values = column.fill_null(0).to_numpy(zero_copy_only=False)
-    return np.diff(chunk_boundaries(values, valid, width, min_points=2))
-
-
-def _chunked_lengths(signal: SignalReader, rows: pa.StructArray) -> np.ndarray | None:
-    """List lengths of the first plain secondary column, or None when that does not give them."""
-    entry = next(
-        (v.columns[V.CHUNK_SECONDARY] for v in signal.views[1:] if V.CHUNK_SECONDARY in v.columns),
-        None,
-    )
-    if entry is None:
-        return None
-    column = rows.field(entry.column)
-    if column.null_count:
-        return None
-    return np.diff(column.offsets.to_numpy())
-
-
-def spectrum_lengths(
-    signal: SignalReader, i: int, model: np.ndarray | None, width: float
-) -> np.ndarray | None:
-    """Chunk lengths of spectrum ``i`` in one member (zero-length chunks included); None when
-    the member has no rows for it."""
-    rows = signal.rows(i)
-    if rows is None or len(rows) == 0:
-        return None
-    if not signal.chunked:
-        return _point_lengths(signal, rows, width)
-    lengths = _chunked_lengths(signal, rows)
-    if lengths is None:
-        _, offsets = signal.read_chunked(i, model, width)
-        lengths = np.diff(offsets)
-    return lengths
-
-
 def archive_sha256(path: str | Path) -> str:
     """SHA-256 of an archive file; for an unpacked (directory) archive, of its members' names
     and contents in name order."""
@@ -179,38 +95,92 @@ def archive_sha256(path: str | Path) -> str:
     return digest.hexdigest()
 
 
-def plan_run(path: str, width: float) -> RunPlan:
-    """The cheap pass over one archive (a worker task)."""
+RUN_FILES = 100  # at most this many files (objects) in one run group
+# files of a run besides its signal arrays' chunks: the group's zarr.json, and the zarr.json
+# and one chunk of each table (tables of up to TABLE_CHUNK values, i.e. 4 M mzPeak chunks)
+FIXED_FILES = 1 + 2 * len(TABLES)
+
+
+def chunk_target(points: float, arrays: int, chunk_points: int) -> int:
+    """Points per Zarr chunk: ``chunk_points``, or more when a run of ``points`` points would
+    otherwise make more than :data:`RUN_FILES` files with ``arrays`` signal arrays (each has
+    a zarr.json and its chunks)."""
+    most = max(1, (RUN_FILES - FIXED_FILES) // max(1, arrays) - 1)
+    return max(int(chunk_points), int(np.ceil(points / most)))
+
+
+@dataclass
+class RunSurvey:
+    """What the coordinator needs before any worker writes (a worker task's result)."""
+
+    source: str
+    layout: str  # "chunked" or "point"
+    arrays: list[ArraySpec]
+    estimate: np.ndarray  # float64: estimated points per spectrum
+    time: np.ndarray  # minutes, NaN when unknown
+    ms_level: np.ndarray  # int16, 0 when unknown
+    precursor_mz: np.ndarray  # NaN when none
+    source_bytes: int
+
+    @property
+    def spectra(self) -> int:
+        return len(self.time)
+
+    def ranges(self, chunk_points: int) -> list[tuple[int, int]]:
+        """Spectrum ranges ``[start, stop)``, one per Zarr chunk, of about ``chunk_points``
+        estimated points each (see :func:`chunk_target`)."""
+        n = self.spectra
+        if n == 0:
+            return []
+        ends = np.cumsum(self.estimate)
+        target = chunk_target(float(ends[-1]), len(self.arrays), chunk_points)
+        cuts = np.searchsorted(ends, np.arange(target, ends[-1], target), side="left") + 1
+        bounds = np.unique(np.concatenate(([0], np.minimum(cuts, n), [n])))
+        return [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+
+
+def _estimate(signal: SignalReader | None, n: int) -> np.ndarray:
+    """Points per spectrum of one member, estimated from its footer: each row group's most
+    numerous leaf column, spread evenly over the spectra its index statistics cover."""
+    out = np.zeros(n + 1)
+    if signal is None or n == 0:
+        return out[:n]
+    md = signal.file.metadata
+    lows, highs = signal._stats
+    for g in range(md.num_row_groups):
+        group = md.row_group(g)
+        values = max(group.column(j).num_values for j in range(group.num_columns))
+        low, high = int(min(lows[g], n - 1)), int(min(highs[g], n - 1))
+        out[low] += values / (high - low + 1)
+        out[high + 1] -= values / (high - low + 1)
+    return np.cumsum(out)[:n]
+
+
+def survey_run(path: str) -> RunSurvey:
+    """The survey of one archive (a worker task): footers and the spectrum table only."""
     archive = cached_archive(path)
     tables = archive.tables_of(V.SPECTRUM)
     data, peaks = archive.signal(V.SPECTRUM), archive.signal(V.SPECTRUM, V.PEAKS)
     n = len(tables)
-    lengths, counts = [], np.zeros(n, dtype=np.int64)
-    for i in range(n):
-        model = tables.models[i]
-        found = None if data is None else spectrum_lengths(data, i, _model(model), width)
-        if found is None and peaks is not None:
-            found = spectrum_lengths(peaks, i, None, width)
-        found = np.zeros(0, np.int64) if found is None else found[found > 0]
-        lengths.append(found)
-        counts[i] = len(found)
     times, levels, precursors = spectrum_columns(tables)
-    return RunPlan(
+    return RunSurvey(
         source=path,
         layout="chunked" if data is not None and data.chunked else "point",
         arrays=array_specs(data, peaks),
-        chunk_lengths=np.concatenate([np.zeros(0, np.int64), *lengths]).astype(np.int64),
-        chunk_counts=counts,
+        estimate=_estimate(data, n) + _estimate(peaks, n),
         time=times,
         ms_level=levels,
         precursor_mz=precursors,
-        sha256=archive_sha256(path),
         source_bytes=archive_size(Path(path)),
     )
 
 
-def _model(model: list | None) -> np.ndarray | None:
-    return np.asarray(model) if model else None
-
-
-__all__ = ["ArraySpec", "RunPlan", "array_specs", "plan_run", "zarr_name"]
+__all__ = [
+    "ArraySpec",
+    "RunSurvey",
+    "archive_sha256",
+    "array_specs",
+    "chunk_target",
+    "survey_run",
+    "zarr_name",
+]

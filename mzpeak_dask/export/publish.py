@@ -1,29 +1,41 @@
-"""Where an exported run goes when it is not a folder of a local store: a remote store (one
-object per chunk, as zarr lays it out) or a single file per run (a ZIP store).
+"""Where an exported run is built and how it becomes visible: a folder of a local store, a
+remote store (an object store's prefix), or a single file per run (a ZIP store).
 
-The run is built as today in a local staging group (workers write its chunk objects directly),
-then copied key by key through zarr's own store classes: ``FsspecStore`` for a remote store,
-``ZipStore`` for a single file. A remote run's group ``zarr.json`` is written last, so zarr sees
-no run until all of it is there, and a failure deletes what was written; a single file is
-written beside its final name and renamed (or, in a bucket, uploaded as one object, which
-appears only complete).
+Workers write each Zarr chunk object straight to a *work* location (:attr:`Sink.work`): a
+folder, or a prefix of the remote store, under a name of their own (``ARRAY.TASK``); the
+coordinator builds the run's metadata (every ``zarr.json`` and the small tables) in a local
+folder (:attr:`Sink.meta`) and gives each chunk its final key (``ARRAY/c/K``):
+
+* **folder**: the run is built in a hidden folder beside its final name; its chunk files are
+  renamed into place and the folder renamed to the run's name at the commit;
+* **remote store**: chunk objects are written under a hidden prefix of the store; at the
+  commit they are copied (server side) to the run's keys, the metadata uploaded, the group's
+  ``zarr.json`` last (zarr sees no run until all of it is there), and the hidden prefix deleted;
+* **single file**: the ZIP (stored members, ZIP64) is written beside its final name as the
+  chunks come back, in chunk order, each chunk file appended in blocks of 1 MiB and deleted at
+  once, so the staging folder holds only the chunks not yet appended; the metadata goes last,
+  then the file is renamed (or, for a bucket, uploaded as one object, which appears only
+  complete).
+
+A failure, or an interruption, removes what was written (:meth:`Sink.abort`).
 """
 
 from __future__ import annotations
 
-import asyncio
 import os
+import shutil
 import tempfile
+import uuid
+import zipfile
 from pathlib import Path
 from typing import Any
 
 from ..errors import OutputError
-from ..storage.deadline import StorageDeadlineError, deadline
 from ..storage.uploads import upload_file
-from ..storage.urls import check_writable, default_options, filesystem, is_url, join
+from ..storage.urls import filesystem, is_url, join
 from ..zarr_runs.locations import ZIP_SUFFIX
 
-COPY_CONCURRENCY = 32  # keys in flight to a remote store
+COPY_BLOCK = 1 << 20  # bytes copied at a time into a ZIP member
 
 
 def staging_folder(store: str) -> Path:
@@ -49,87 +61,190 @@ def exists(location: str, single_file: bool) -> bool:
     return fs.exists(path if single_file else f"{path}/zarr.json")
 
 
-def _keys(folder: Path) -> list[str]:
-    keys = [p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()]
-    # the group's zarr.json last: zarr sees the run only when everything else is there
+def _meta_files(meta: Path) -> list[str]:
+    """The metadata files of a run built in ``meta``, the group's ``zarr.json`` last."""
+    keys = [p.relative_to(meta).as_posix() for p in meta.rglob("*") if p.is_file()]
     return sorted(keys, key=lambda k: (k == "zarr.json", k))
 
 
-async def _copy(folder: Path, store: Any) -> None:
-    from zarr.core.buffer import default_buffer_prototype
-
-    prototype = default_buffer_prototype()
-    keys = _keys(folder)
-    limit = asyncio.Semaphore(COPY_CONCURRENCY)
-
-    async def put(key: str) -> None:
-        async with limit:
-            data = (folder / key).read_bytes()
-            await asyncio.wait_for(store.set(key, prototype.buffer.from_bytes(data)), deadline())
-
-    await asyncio.gather(*(put(k) for k in keys[:-1]))
-    await put(keys[-1])
+def work_key(array: str, task: int) -> str:
+    """The name a worker writes the chunk of write task ``task`` of ``array`` under."""
+    return f"{array}.{task}"
 
 
-def _run(coroutine: Any) -> None:
-    from zarr.core.sync import sync
-
-    sync(coroutine)
-
-
-def publish(folder: Path, location: str, single_file: bool, overwrite: bool) -> None:
-    """Copy the run group staged in ``folder`` to ``location`` (see the module docstring)."""
-    if exists(location, single_file) and not overwrite:
-        raise OutputError(f"{location}: appeared during the export; not replaced")
-    if single_file:
-        _publish_zip(folder, location)
-    else:
-        _publish_store(folder, location)
-
-
-def _publish_zip(folder: Path, location: str) -> None:
-    from zarr.storage import ZipStore
-
-    local = not is_url(location)
-    where = Path(location).parent if local else None
-    handle, name = tempfile.mkstemp(prefix=".run-", suffix=ZIP_SUFFIX, dir=where)
-    os.close(handle)
-    zipped = Path(name)
+def put_object(work: str, key: str, data: bytes) -> None:
+    """Write one chunk object ``key`` in the work location ``work`` (a worker's call)."""
+    if is_url(work):
+        fs, path = filesystem(join(work, key))
+        fs.pipe_file(path, data)
+        return
+    fd = os.open(os.path.join(work, key), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
-        store = ZipStore(zipped, mode="w")
-        try:
-            _run(_copy(folder, store))
-        finally:
-            store.close()
-        if local:
-            os.replace(zipped, location)
-        else:
-            upload_file(zipped, location)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
     finally:
-        zipped.unlink(missing_ok=True)
+        os.close(fd)
 
 
-def _publish_store(folder: Path, location: str) -> None:
-    from zarr.storage import FsspecStore
+class Sink:
+    """One run's destination (see the module docstring); ``moves`` are ``(work key, final
+    key)`` pairs of chunk objects."""
 
-    check_writable(location)
-    store = FsspecStore.from_url(location, storage_options=default_options())
+    work: str  # where workers write chunk objects
+    meta: Path  # local folder where the coordinator builds the metadata
+
+    def arrived(self, moves: list[tuple[str, str]]) -> None:
+        """Chunks whose final keys are known, in chunk order."""
+
+    def commit(self, overwrite: bool) -> None:
+        raise NotImplementedError
+
+    def abort(self) -> None:
+        raise NotImplementedError
+
+
+class FolderSink(Sink):
+    def __init__(self, store: Path, name: str):
+        self.final = store / name
+        self.temporary = store / f".{name}.tmp-{uuid.uuid4().hex[:8]}"
+        self.meta = self.temporary
+        self.temporary.mkdir(parents=True)
+        self.work = str(self.temporary / ".chunks")
+        os.mkdir(self.work)
+        self.moves: list[tuple[str, str]] = []
+
+    def arrived(self, moves: list[tuple[str, str]]) -> None:
+        self.moves += moves
+
+    def commit(self, overwrite: bool) -> None:
+        for source, key in self.moves:
+            path = self.temporary / key
+            path.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(os.path.join(self.work, source), path)
+        os.rmdir(self.work)
+        _replace(self.temporary, self.final, overwrite)
+
+    def abort(self) -> None:
+        shutil.rmtree(self.temporary, ignore_errors=True)
+
+
+class ZipSink(Sink):
+    def __init__(self, staging: Path, location: str, name: str):
+        self.location = location
+        local = not is_url(location)
+        handle, zipped = tempfile.mkstemp(
+            prefix=".run-", suffix=ZIP_SUFFIX, dir=Path(location).parent if local else staging
+        )
+        os.close(handle)
+        self.zipped = Path(zipped)
+        self.zip: zipfile.ZipFile | None = zipfile.ZipFile(
+            self.zipped, "w", compression=zipfile.ZIP_STORED, allowZip64=True
+        )
+        self.work = str(Path(tempfile.mkdtemp(prefix=f"{name}.chunks-", dir=staging)))
+        self.meta = Path(tempfile.mkdtemp(prefix=f"{name}.meta-", dir=staging))
+
+    def _append(self, source: Path, key: str) -> None:
+        with open(source, "rb") as src, self.zip.open(key, "w", force_zip64=True) as dst:
+            shutil.copyfileobj(src, dst, COPY_BLOCK)
+        source.unlink()
+
+    def arrived(self, moves: list[tuple[str, str]]) -> None:
+        for source, key in moves:
+            self._append(Path(self.work) / source, key)
+
+    def commit(self, overwrite: bool) -> None:
+        if exists(self.location, True) and not overwrite:
+            raise OutputError(f"{self.location}: appeared during the export; not replaced")
+        for key in _meta_files(self.meta):
+            self._append(self.meta / key, key)
+        self.zip.close()
+        self.zip = None
+        if is_url(self.location):
+            upload_file(self.zipped, self.location)
+            self.zipped.unlink()
+        else:
+            os.replace(self.zipped, self.location)
+        self._clean()
+
+    def _clean(self) -> None:
+        shutil.rmtree(self.work, ignore_errors=True)
+        shutil.rmtree(self.meta, ignore_errors=True)
+
+    def abort(self) -> None:
+        if self.zip is not None:
+            try:
+                self.zip.close()
+            except (OSError, ValueError):  # closing a ZIP with a member still open
+                pass
+            self.zip = None
+        self.zipped.unlink(missing_ok=True)
+        self._clean()
+
+
+class RemoteSink(Sink):
+    def __init__(self, store: str, staging: Path, name: str):
+        self.final = join(store, name)
+        self.work = join(store, f".{name}.tmp-{uuid.uuid4().hex[:8]}")
+        self.meta = Path(tempfile.mkdtemp(prefix=f"{name}.meta-", dir=staging))
+        self.moves: list[tuple[str, str]] = []
+        self.started = False
+
+    def arrived(self, moves: list[tuple[str, str]]) -> None:
+        self.moves += moves
+
+    def commit(self, overwrite: bool) -> None:
+        if exists(self.final, False) and not overwrite:
+            raise OutputError(f"{self.final}: appeared during the export; not replaced")
+        fs, final = filesystem(self.final)
+        _, work = filesystem(self.work)
+        self.started = True
+        _remove(fs, final)  # an older run (overwrite was checked)
+        for source, key in self.moves:
+            fs.copy(f"{work}/{source}", f"{final}/{key}")
+        for key in _meta_files(self.meta):  # the group's zarr.json last
+            fs.put_file(str(self.meta / key), f"{final}/{key}")
+        self.started = False
+        self.abort()  # the work prefix and the local metadata
+
+    def abort(self) -> None:
+        fs, work = filesystem(self.work)
+        _remove(fs, work)
+        if self.started:  # a commit that failed half way: what it copied
+            _remove(fs, filesystem(self.final)[1])
+        shutil.rmtree(self.meta, ignore_errors=True)
+
+
+def _remove(fs: Any, path: str) -> None:
+    """Delete every object under ``path`` (none: nothing to do)."""
+    fs.invalidate_cache()
     try:
-        _run(_within(store.delete_dir("")))  # an older run (overwrite was checked)
-        try:
-            _run(_copy(folder, store))
-        except BaseException:
-            _run(_within(store.delete_dir("")))
-            raise
-    except TimeoutError:  # each request to the store has the storage deadline
-        raise StorageDeadlineError(
-            f"{location}: no answer from the store within {deadline():g} s"
-        ) from None
+        found = fs.find(path)
+    except FileNotFoundError:
+        return
+    if found:
+        fs.rm(found)
 
 
-async def _within(call: Any) -> Any:
-    """``call`` awaited for the storage deadline at most."""
-    return await asyncio.wait_for(call, deadline())
+def _replace(temporary: Path, final: Path, overwrite: bool) -> None:
+    old = None
+    if final.exists():
+        if not overwrite:
+            raise OutputError(f"{final}: appeared during the export; not replaced")
+        old = final.with_name(f".{final.name}.old-{uuid.uuid4().hex[:8]}")
+        os.replace(final, old)
+    os.replace(temporary, final)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
 
 
-__all__ = ["exists", "publish", "staging_folder", "target"]
+def open_sink(store: str, name: str, single_file: bool, staging: Path | None) -> Sink:
+    """The destination of run ``name`` in ``store``."""
+    if single_file:
+        return ZipSink(staging, target(store, name, True), name)
+    if is_url(store):
+        return RemoteSink(store, staging, name)
+    return FolderSink(Path(store), name)
+
+
+__all__ = ["Sink", "exists", "open_sink", "put_object", "staging_folder", "target", "work_key"]

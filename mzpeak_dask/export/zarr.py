@@ -1,32 +1,45 @@
-"""Export mzPeak archives to a Zarr v3 store whose chunks are the mzPeak chunks.
+"""Export mzPeak archives to a Zarr v3 store, one group per run, in chunks of many mzPeak
+chunks that still mirror them.
 
 One group per run (named after the archive's file stem) holds:
 
 * the signal arrays (``mz``, ``intensity``, other arrays snake_case), decoded as
   ``open_archive`` returns them, all spectra in index order, on a **rectilinear** chunk grid
-  whose chunks are, one to one and in order, the chunks of the archive's chunked layout (for a
-  point archive, the chunks the chunked layout would make with ``chunk_width``; empty mzPeak
-  chunks are dropped, as zarr has no zero-length chunks). A spectrum lacking an array has NaN
-  (floating arrays) or 0 there;
-* per chunk: ``chunk_spectrum_index``, ``chunk_start``, ``chunk_end`` (the first and last
-  decoded main-axis value); per spectrum: ``spectrum_offsets`` (n+1), ``time`` (minutes),
-  ``ms_level`` (0 when unknown) and ``precursor_mz`` (NaN when none);
-* attributes: ``source`` (the archive's path), ``source_sha256``, ``layout``, ``chunk_width``
-  and ``arrays`` (Zarr name -> mzPeak array name).
+  that coarsens the mzPeak chunking: each Zarr chunk is a run of consecutive whole spectra,
+  hence of whole mzPeak chunks (those of the archive's chunked layout; for a point archive,
+  those the chunked layout would make with ``chunk_width``; empty ones dropped), of about
+  ``chunk_points`` points. A spectrum lacking an array has NaN (floating arrays) or 0 there;
+* each Zarr chunk object of a signal array is the concatenation of **one Zstandard frame per
+  mzPeak chunk** (with ``compression="none"``, of their plain bytes): zarr-python reads it as
+  the chunk it is (concatenated frames decode to the concatenated values), and a reader that
+  knows the frames reads only the byte ranges of the mzPeak chunks it needs;
+* per mzPeak chunk: ``chunk_spectrum_index``, ``chunk_start``, ``chunk_end`` (the smallest and
+  largest decoded main-axis value), ``chunk_offsets`` (point offsets, n+1) and
+  ``chunk_frame_bytes`` (per signal array, in the order of the ``arrays`` attribute, the size
+  of each chunk's frame); per spectrum: ``spectrum_offsets`` (n+1), ``time`` (minutes),
+  ``ms_level`` (0 when unknown) and ``precursor_mz`` (NaN when none); per Zarr chunk:
+  ``zarr_chunk_mz_min``/``_max`` and ``zarr_chunk_time_min``/``_max``, the ranges a reader
+  prunes whole Zarr chunks with;
+* attributes: ``format``, ``source`` (the archive's path), ``source_sha256``, ``layout``,
+  ``chunk_width``, ``chunk_points`` and ``arrays`` (Zarr name -> mzPeak array name).
 
-How it runs (all runs side by side on one cluster):
+Why this layout and not Zarr's sharding codec (measured; docs/zarr-layout.md): a shard's inner
+chunks must be regular, so they cannot follow mzPeak chunks or spectra; frames give the same
+partial reads (a byte range per mzPeak chunk) with chunk boundaries that do, and a run of
+65 M points is some 80 files instead of millions.
 
-1. **plan** (one task per run, on a worker): a cheap pass gives every chunk's length and the
-   per-spectrum metadata (:mod:`.plan`);
-2. the coordinator creates the run's group under a temporary name with every array at its full
-   rectilinear grid, and cuts the run into blocks of contiguous spectra (``block_points``);
-3. **write** (one task per block, on a worker): decode the block's spectra with
-   ``SignalReader.read_chunked``, check the chunk lengths against the plan, and write each array
-   as one slice spanning whole chunks (spectra start and end on chunk boundaries), so no two
-   tasks ever touch the same chunk and no lock is needed; return the chunk bounds;
-4. when a run's blocks are in, the coordinator writes ``chunk_start``/``chunk_end`` and the
-   attributes, then renames the group into place (replacing an old one only with
-   ``overwrite``). On failure the temporary group is deleted.
+How it runs (all runs side by side on one executor; the coordinator never decodes):
+
+1. **survey** (one task per run, on a worker): the archive's footers give each spectrum's
+   estimated points, which cut the run into spectrum ranges, one per Zarr chunk
+   (:mod:`.plan`); the archive's SHA-256 is another task;
+2. **write** (one task per range): decode the spectra, cut them into mzPeak chunks, and write
+   one chunk object per signal array straight to the run's destination (:mod:`.publish`);
+   return the chunk lengths, bounds and frame sizes;
+3. as results come back the coordinator gives each chunk its key (a single file appends it to
+   the ZIP at once); when a run's tasks are in, it writes the metadata and the tables and
+   makes the run visible (replacing an old one only with ``overwrite``). On failure or
+   interruption everything the run wrote is deleted.
 """
 
 from __future__ import annotations
@@ -34,8 +47,7 @@ from __future__ import annotations
 import os
 import shutil
 import time
-import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -48,18 +60,19 @@ from ..options import ClusterOptions, ConvertOptions, ZarrOptions
 from ..parallel.executors import Task, open_executor
 from ..read.archive import cached_archive
 from ..storage.urls import check_writable, is_url, local_path
-from ..zarr_runs import FORMAT, PER_SPECTRUM
-from ..zarr_runs.chunks import chunk_files
+from ..zarr_runs import CHUNK_OFFSETS, FORMAT, FRAME_BYTES
+from ..zarr_runs.chunks import ZstdCodec
 from ..zarr_runs.store import (
     create_point_array,
     enable_rectilinear,
     fill_value,
-    open_array,
     open_group,
     write_table_array,
 )
-from .plan import ArraySpec, RunPlan, plan_run
-from .publish import exists, publish, staging_folder, target
+from .plan import ArraySpec, RunSurvey, archive_sha256, survey_run
+from .publish import Sink, exists, open_sink, put_object, staging_folder, target, work_key
+
+ZSTD_LEVEL = 3  # the level the arrays' metadata declare
 
 
 @dataclass
@@ -69,32 +82,42 @@ class ZarrRunResult:
     archive: str
     group: str
     spectra: int
-    chunks: int
+    chunks: int  # mzPeak chunks
+    zarr_chunks: int  # Zarr chunks of each signal array
     points: int
     source_bytes: int
     seconds: float  # from the start of the export to this run's commit
 
 
 @dataclass(frozen=True)
-class BlockJob:
-    """Spectra ``[start, stop)`` of one run, written by one worker task."""
+class ChunkJob:
+    """Spectra ``[start, stop)`` of one run: one Zarr chunk of every signal array, written by
+    one worker task under the work keys of task ``task``."""
 
     source: str
-    group: str  # folder of the (temporary) run group
+    work: str  # the run's work location (a folder or a URL prefix)
+    task: int
     arrays: tuple[ArraySpec, ...]
     start: int
     stop: int
-    point_start: int
-    first_chunk: int  # the run's index of the block's first chunk
-    lengths: np.ndarray  # the planned chunk lengths of these spectra
     width: float
+    compression: str
 
 
 @dataclass
-class BlockResult:
-    start: int
-    chunk_start: np.ndarray
+class ChunkResult:
+    """What a write task hands back: per mzPeak chunk of its spectra, in order."""
+
+    task: int
+    lengths: np.ndarray  # int64 points
+    spectrum: np.ndarray  # int64 spectrum index
+    chunk_start: np.ndarray  # float64 first and last main-axis values
     chunk_end: np.ndarray
+    frames: np.ndarray  # int64 (arrays, chunks): bytes of each frame
+
+    @property
+    def points(self) -> int:
+        return int(self.lengths.sum())
 
 
 def spectrum_chunks(archive: Any, i: int, width: float) -> tuple[dict[str, np.ndarray], np.ndarray]:
@@ -112,170 +135,211 @@ def spectrum_chunks(archive: Any, i: int, width: float) -> tuple[dict[str, np.nd
     return arrays, np.unique(offsets)
 
 
-def _block_values(archive: Any, job: BlockJob) -> tuple[dict[str, list[np.ndarray]], np.ndarray]:
+def _decode(archive: Any, job: ChunkJob) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
+    """The values of every array over the job's spectra, its chunk lengths and their spectra."""
     parts: dict[str, list[np.ndarray]] = {spec.key: [] for spec in job.arrays}
-    lengths = []
+    lengths, owners = [], []
     for i in range(job.start, job.stop):
         arrays, offsets = spectrum_chunks(archive, i, job.width)
         unknown = set(arrays) - set(parts)
         if unknown:
-            raise ArchiveError(f"{job.source}: spectrum {i}: arrays {sorted(unknown)} not planned")
-        lengths.append(np.diff(offsets))
+            raise ArchiveError(f"{job.source}: spectrum {i}: arrays {sorted(unknown)} not listed")
+        chunk = np.diff(offsets)
+        lengths.append(chunk)
+        owners.append(np.full(len(chunk), i, np.int64))
         for spec in job.arrays:
             values = arrays.get(spec.key)
             if values is None:
                 values = np.full(int(offsets[-1]), fill_value(spec.dtype), dtype=spec.dtype)
             parts[spec.key].append(values)
-    return parts, np.concatenate([np.zeros(0, np.int64), *lengths])
+    values = {
+        spec.name: np.concatenate([np.zeros(0, spec.dtype), *parts[spec.key]]).astype(spec.dtype)
+        for spec in job.arrays
+    }
+    empty = np.zeros(0, np.int64)
+    return values, np.concatenate([empty, *lengths]), np.concatenate([empty, *owners])
 
 
-def write_block(job: BlockJob) -> BlockResult:
-    """Decode a block of spectra and write whole chunks of every array (a worker task)."""
-    enable_rectilinear()
-    parts, lengths = _block_values(cached_archive(job.source), job)
-    if not np.array_equal(lengths, job.lengths):
-        raise ArchiveError(
-            f"{job.source}: spectra {job.start}-{job.stop - 1}: decoded chunk lengths differ "
-            "from the planned grid"
-        )
-    stop = job.point_start + int(lengths.sum())
+_CODEC = ZstdCodec(ZSTD_LEVEL, True)  # frames with checksums, as the arrays declare
+
+
+def encode_frames(
+    values: np.ndarray, lengths: np.ndarray, compression: str
+) -> tuple[bytes, np.ndarray]:
+    """A chunk object: one frame per mzPeak chunk of ``values`` (little endian), and the frame
+    sizes."""
+    raw = np.ascontiguousarray(values, dtype=values.dtype.newbyteorder("<")).tobytes()
+    item = values.dtype.itemsize
+    if compression == "none":
+        return raw, lengths * item
+    view = memoryview(raw)
+    bounds = np.concatenate(([0], np.cumsum(lengths))) * item
+    frames = [_CODEC.encode(view[a:b]) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+    return b"".join(frames), np.array([len(f) for f in frames], dtype=np.int64)
+
+
+def write_chunk(job: ChunkJob) -> ChunkResult:
+    """Decode a range of spectra and write its chunk object of every array (a worker task)."""
+    values, lengths, owners = _decode(cached_archive(job.source), job)
+    frames = np.zeros((len(job.arrays), len(lengths)), np.int64)
     main = None
-    for spec in job.arrays:
-        values = np.concatenate([np.zeros(0, spec.dtype), *parts[spec.key]]).astype(spec.dtype)
-        if main is None:
-            main = values
-        if stop > job.point_start:
-            _write_chunks(Path(job.group) / spec.name, job, stop, values)
+    if len(lengths):
+        for k, spec in enumerate(job.arrays):
+            data, frames[k] = encode_frames(values[spec.name], lengths, job.compression)
+            put_object(job.work, work_key(spec.name, job.task), data)
+            if main is None:
+                main = values[spec.name]
     starts = np.concatenate(([0], np.cumsum(lengths)[:-1])).astype(np.int64)
-    if main is None or not len(lengths):
-        empty = np.zeros(0)
-        return BlockResult(job.start, empty, empty)
-    main = main.astype(np.float64)
-    return BlockResult(job.start, np.fmin.reduceat(main, starts), np.fmax.reduceat(main, starts))
-
-
-def _write_chunks(path: Path, job: BlockJob, stop: int, values: np.ndarray) -> None:
-    """Write the block's whole chunks of one array: straight to the chunk objects when the
-    array's codecs allow (the arrays :func:`to_zarr` creates always do), else through zarr."""
-    files = chunk_files(path)
-    if files.direct:
-        files.write(job.first_chunk, values)
+    if main is None:
+        bounds = np.zeros(0), np.zeros(0)
     else:
-        open_array(path, mode="r+")[job.point_start : stop] = values
+        main = main.astype(np.float64)
+        bounds = np.fmin.reduceat(main, starts), np.fmax.reduceat(main, starts)
+    return ChunkResult(job.task, lengths, owners, *bounds, frames)
 
 
+@dataclass
 class RunExport:
-    """One run's export on the coordinator: create, collect block results, commit."""
+    """One run's export on the coordinator: survey, write jobs, results, commit."""
 
-    def __init__(
-        self,
-        archive: Path,
-        store: str,
-        name: str,
-        width: float,
-        overwrite: bool,
-        compression: str,
-        staging: Path | None = None,
-        single_file: bool = False,
-    ):
-        self.archive, self.store, self.name = archive, store, name
-        self.width, self.overwrite, self.compression = width, overwrite, compression
-        self.single_file = single_file
-        # a local folder store: built beside its final name and renamed; a remote store or a
-        # single file: built in ``staging``, then published (export/publish.py)
-        self.published = staging is not None
-        self.final = Path(store) / name if staging is None else target(store, name, single_file)
-        tmp = f".{name}.tmp-{uuid.uuid4().hex[:8]}"
-        self.temporary = (Path(store) if staging is None else staging) / tmp
-        self.started = time.perf_counter()
-        self.plan: RunPlan | None = None
-        self.pending = 0
-        self.chunk_start = self.chunk_end = np.zeros(0)
+    archive: Path
+    store: str
+    name: str
+    width: float
+    compression: str
+    chunk_points: int
+    single_file: bool
+    staging: Path | None
+    started: float = field(default_factory=time.perf_counter)
+    sink: Sink | None = None
+    survey: RunSurvey | None = None
+    sha256: str | None = None
+    results: dict[int, ChunkResult] = field(default_factory=dict)
+    jobs: int = 0
+    placed: int = 0  # results given their final keys (in task order)
+    grid: list[int] = field(default_factory=list)  # points of each Zarr chunk so far
 
-    def create(self, plan: RunPlan, block_points: int) -> list[BlockJob]:
-        """Create the temporary group with every array at its full grid; the write jobs."""
-        self.plan = plan
-        group = zarr.open_group(str(self.temporary), mode="w")
-        for spec in plan.arrays:
-            create_point_array(
-                group, spec.name, np.dtype(spec.dtype), plan.chunk_lengths, self.compression
-            )
-        for name in ("chunk_spectrum_index", *PER_SPECTRUM):  # chunk bounds: at the commit
-            write_table_array(group, name, getattr(plan, name))
-        n_chunks = len(plan.chunk_lengths)
-        self.chunk_start, self.chunk_end = np.full(n_chunks, np.nan), np.full(n_chunks, np.nan)
-        jobs = self._jobs(plan, block_points)
-        self.pending = len(jobs)
-        return jobs
+    @property
+    def final(self) -> str:
+        return target(self.store, self.name, self.single_file)
 
-    def _jobs(self, plan: RunPlan, block_points: int) -> list[BlockJob]:
-        offsets, first = plan.spectrum_offsets, np.concatenate(([0], np.cumsum(plan.chunk_counts)))
-        return [
-            BlockJob(
+    def open(self) -> None:
+        self.sink = open_sink(self.store, self.name, self.single_file, self.staging)
+
+    def surveyed(self, survey: RunSurvey) -> list[ChunkJob]:
+        """The write jobs of the run, one per Zarr chunk."""
+        self.survey = survey
+        jobs = [
+            ChunkJob(
                 source=str(self.archive),
-                group=str(self.temporary),
-                arrays=tuple(plan.arrays),
+                work=self.sink.work,
+                task=k,
+                arrays=tuple(survey.arrays),
                 start=a,
                 stop=b,
-                point_start=int(offsets[a]),
-                first_chunk=int(first[a]),
-                lengths=plan.chunk_lengths[first[a] : first[b]],
                 width=self.width,
+                compression=self.compression,
             )
-            for a, b in plan.blocks(block_points)
+            for k, (a, b) in enumerate(survey.ranges(self.chunk_points))
         ]
+        self.jobs = len(jobs)
+        return jobs
 
-    def add(self, result: BlockResult) -> None:
-        first = int(np.sum(self.plan.chunk_counts[: result.start]))
-        self.chunk_start[first : first + len(result.chunk_start)] = result.chunk_start
-        self.chunk_end[first : first + len(result.chunk_end)] = result.chunk_end
-        self.pending -= 1
+    def add(self, result: ChunkResult) -> None:
+        """A write task's result; the chunks of consecutive finished tasks get their keys."""
+        self.results[result.task] = result
+        while self.placed in self.results:
+            done = self.results[self.placed]
+            if done.points:
+                k = len(self.grid)
+                self.grid.append(done.points)
+                self.sink.arrived(
+                    [(work_key(s.name, done.task), f"{s.name}/c/{k}") for s in self.survey.arrays]
+                )
+            self.placed += 1
 
-    def commit(self) -> ZarrRunResult:
-        plan = self.plan
-        group = zarr.open_group(str(self.temporary), mode="r+")
-        write_table_array(group, "chunk_start", self.chunk_start)
-        write_table_array(group, "chunk_end", self.chunk_end)
-        group.attrs.update(self._attributes(plan))
-        if self.published:
-            publish(self.temporary, self.final, self.single_file, self.overwrite)
-            shutil.rmtree(self.temporary, ignore_errors=True)
-        else:
-            _replace(self.temporary, self.final, self.overwrite)
+    @property
+    def complete(self) -> bool:
+        return self.survey is not None and self.sha256 is not None and self.placed == self.jobs
+
+    def commit(self, overwrite: bool) -> ZarrRunResult:
+        survey = self.survey
+        parts = [self.results[k] for k in range(self.jobs)]
+        lengths = _joined([p.lengths for p in parts], np.int64)
+        owners = _joined([p.spectrum for p in parts], np.int64)
+        frames = np.concatenate(
+            [np.zeros((len(survey.arrays), 0), np.int64), *(p.frames for p in parts)], axis=1
+        )
+        offsets = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
+        per_spectrum = np.bincount(owners, weights=lengths, minlength=survey.spectra)
+        spectrum_offsets = np.concatenate(([0], np.cumsum(per_spectrum))).astype(np.int64)
+        starts = _joined([p.chunk_start for p in parts], np.float64)
+        ends = _joined([p.chunk_end for p in parts], np.float64)
+        group = zarr.open_group(str(self.sink.meta), mode="a")
+        for spec in survey.arrays:
+            create_point_array(group, spec.name, np.dtype(spec.dtype), self.grid, self.compression)
+        tables = {
+            "chunk_spectrum_index": owners,
+            "chunk_start": starts,
+            "chunk_end": ends,
+            CHUNK_OFFSETS: offsets,
+            FRAME_BYTES: frames.ravel(),
+            "spectrum_offsets": spectrum_offsets,
+            "time": survey.time,
+            "ms_level": survey.ms_level,
+            "precursor_mz": survey.precursor_mz,
+            **_zarr_chunk_ranges(parts, survey.time),
+        }
+        for name, values in tables.items():
+            write_table_array(group, name, values)
+        group.attrs.update(self._attributes())
+        self.sink.commit(overwrite)
         return ZarrRunResult(
             archive=str(self.archive),
             group=str(self.final),
-            spectra=plan.spectra,
-            chunks=len(plan.chunk_lengths),
-            points=int(plan.chunk_lengths.sum()),
-            source_bytes=plan.source_bytes,
+            spectra=survey.spectra,
+            chunks=len(lengths),
+            zarr_chunks=len(self.grid),
+            points=int(offsets[-1]),
+            source_bytes=survey.source_bytes,
             seconds=time.perf_counter() - self.started,
         )
 
-    def _attributes(self, plan: RunPlan) -> dict[str, Any]:
+    def _attributes(self) -> dict[str, Any]:
         return {
             "format": FORMAT,
             "source": str(self.archive.resolve()),
-            "source_sha256": plan.sha256,
-            "layout": plan.layout,
+            "source_sha256": self.sha256,
+            "layout": self.survey.layout,
             "chunk_width": self.width,
-            "arrays": {spec.name: spec.key for spec in plan.arrays},
+            "chunk_points": self.chunk_points,
+            "arrays": {spec.name: spec.key for spec in self.survey.arrays},
         }
 
     def abort(self) -> None:
-        shutil.rmtree(self.temporary, ignore_errors=True)
+        if self.sink is not None:
+            self.sink.abort()
 
 
-def _replace(temporary: Path, final: Path, overwrite: bool) -> None:
-    old = None
-    if final.exists():
-        if not overwrite:
-            raise OutputError(f"{final}: appeared during the export; not replaced")
-        old = final.with_name(f".{final.name}.old-{uuid.uuid4().hex[:8]}")
-        os.replace(final, old)
-    os.replace(temporary, final)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
+def _joined(parts: list[np.ndarray], dtype: type) -> np.ndarray:
+    return np.concatenate([np.zeros(0, dtype), *parts]).astype(dtype)
+
+
+def _zarr_chunk_ranges(parts: list[ChunkResult], time: np.ndarray) -> dict[str, np.ndarray]:
+    """Per Zarr chunk (the tasks that wrote points): min and max main-axis value and time."""
+    kept = [p for p in parts if p.points]
+    out = {
+        "zarr_chunk_mz_min": [_nan_extreme(np.fmin, p.chunk_start) for p in kept],
+        "zarr_chunk_mz_max": [_nan_extreme(np.fmax, p.chunk_end) for p in kept],
+        "zarr_chunk_time_min": [_nan_extreme(np.fmin, time[np.unique(p.spectrum)]) for p in kept],
+        "zarr_chunk_time_max": [_nan_extreme(np.fmax, time[np.unique(p.spectrum)]) for p in kept],
+    }
+    return {name: np.asarray(values, dtype=np.float64) for name, values in out.items()}
+
+
+def _nan_extreme(reduce: Any, values: np.ndarray) -> float:
+    """``reduce`` over ``values`` ignoring NaN; NaN when all are."""
+    return float(reduce.reduce(values)) if len(values) else float("nan")
 
 
 def run_names(archives: list[Path]) -> list[str]:
@@ -319,26 +383,27 @@ def to_zarr(
     chunk_width: float = ConvertOptions.chunk_width,
     overwrite: bool = ZarrOptions.overwrite,
     compression: str = ZarrOptions.compression,
-    block_points: int = ZarrOptions.block_points,
+    chunk_points: int = ZarrOptions.zarr_chunk_points,
     single_file: bool = ZarrOptions.single_file,
 ) -> list[ZarrRunResult]:
     """Export archives into ``store`` (a folder, or the URL of a remote store such as
-    ``s3://bucket/runs.zarr``), one group per run, in parallel on Dask; with ``single_file``
-    each run is one file ``STORE/RUN.zarr.zip`` (a ZIP store) instead.
+    ``s3://bucket/runs.zarr``), one group per run, in parallel; with ``single_file`` each run
+    is one file ``STORE/RUN.zarr.zip`` (a ZIP store) instead.
 
     ``client`` is a ``distributed.Client`` to run on; otherwise ``cluster`` says which cluster
     to start (a LocalCluster by default; ``ClusterOptions(cluster="inline")`` runs in this
-    process). ``chunk_width`` sets the chunks of point-layout archives; ``overwrite``,
-    ``compression`` and ``block_points`` are those of :class:`~mzpeak_dask.options.ZarrOptions`.
-    Results are in input order. The first failure stops the export: finished runs
-    stay, unfinished ones leave nothing.
+    process). ``chunk_width`` sets the mzPeak chunks of point-layout archives; ``chunk_points``
+    the points of a Zarr chunk (about; a big run's chunks are bigger, see
+    :func:`~mzpeak_dask.export.plan.chunk_target`); ``overwrite`` and ``compression`` are those
+    of :class:`~mzpeak_dask.options.ZarrOptions`. Results are in input order. The first
+    failure stops the export: finished runs stay, unfinished ones leave nothing.
     """
     if isinstance(archives, (str, os.PathLike)):
         archives = [archives]
     paths = [Path(a) for a in archives]
     if not chunk_width > 0:
         raise OptionsError("chunk_width must be positive")
-    ZarrOptions(compression, overwrite, block_points, single_file)  # checks them
+    ZarrOptions(compression, overwrite, chunk_points, single_file)  # checks them
     store = str(local_path(store))
     names = run_names(paths)
     _check(paths, store, names, overwrite, single_file)
@@ -350,27 +415,26 @@ def to_zarr(
         open_group(store, mode="a")
     staging = staging_folder(store) if staged else None
     runs = [
-        RunExport(p, store, n, chunk_width, overwrite, compression, staging, single_file)
+        RunExport(p, store, n, chunk_width, compression, chunk_points, single_file, staging)
         for p, n in zip(paths, names, strict=True)
     ]
     try:
         with open_executor(cluster or ClusterOptions(), client) as executor:
-            if executor.client is not None:
-                executor.client.run(enable_rectilinear)
-            return _drive(executor, runs, chunk_width, block_points)
+            return _drive(executor, runs, overwrite)
     finally:
         if staging is not None:
             shutil.rmtree(staging, ignore_errors=True)
 
 
-def _drive(executor: Any, runs: list[RunExport], width: float, points: int) -> list[ZarrRunResult]:
-    """Plan every run, write its blocks as soon as its plan is in, commit finished runs."""
-    tasks: list[Task] = [
-        executor.submit(("plan", k), plan_run, str(run.archive), width)
-        for k, run in enumerate(runs)
-    ]
+def _drive(executor: Any, runs: list[RunExport], overwrite: bool) -> list[ZarrRunResult]:
+    """Survey every run, write its chunks as soon as its survey is in, commit finished runs."""
+    tasks: list[Task] = []
     results: dict[int, ZarrRunResult] = {}
     try:
+        for k, run in enumerate(runs):
+            run.open()
+            tasks.append(executor.submit(("survey", k), survey_run, str(run.archive)))
+            tasks.append(executor.submit(("sha256", k), archive_sha256, str(run.archive)))
         while tasks:
             task = executor.next_done(tasks)
             tasks.remove(task)
@@ -378,13 +442,15 @@ def _drive(executor: Any, runs: list[RunExport], width: float, points: int) -> l
             value = executor.result(task)
             executor.release(task)
             run = runs[k]
-            if kind == "plan":
-                jobs = run.create(value, points)
-                tasks += [executor.submit(("write", k), write_block, job) for job in jobs]
+            if kind == "survey":
+                jobs = run.surveyed(value)
+                tasks += [executor.submit(("write", k), write_chunk, job) for job in jobs]
+            elif kind == "sha256":
+                run.sha256 = value
             else:
                 run.add(value)
-            if run.plan is not None and run.pending == 0:
-                results[k] = run.commit()
+            if run.complete:
+                results[k] = run.commit(overwrite)
     except BaseException:
         for task in tasks:
             executor.cancel(task)
@@ -395,4 +461,12 @@ def _drive(executor: Any, runs: list[RunExport], width: float, points: int) -> l
     return [results[k] for k in range(len(runs))]
 
 
-__all__ = ["BlockJob", "ZarrRunResult", "run_names", "spectrum_chunks", "to_zarr", "write_block"]
+__all__ = [
+    "ChunkJob",
+    "ZarrRunResult",
+    "encode_frames",
+    "run_names",
+    "spectrum_chunks",
+    "to_zarr",
+    "write_chunk",
+]

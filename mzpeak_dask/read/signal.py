@@ -116,8 +116,11 @@ class SignalReader:
         parts = []
         for g in groups.tolist():
             struct, index = self._row_group(g)
-            a = int(np.searchsorted(index, item, side="left"))
-            b = int(np.searchsorted(index, item, side="right"))
+            # the item in the index's own type: a Python int against a uint64 index would
+            # make numpy convert the whole index to float64 on every call
+            key = index.dtype.type(item)
+            a = int(np.searchsorted(index, key, side="left"))
+            b = int(np.searchsorted(index, key, side="right"))
             if b > a:
                 parts.append(struct.slice(a, b - a))
         if not parts:

@@ -1,12 +1,12 @@
-"""Direct reads and writes of the chunk objects of a local Zarr v3 array: the fast path for
-the tiny chunks that mirror mzPeak chunks.
+"""Direct reads of the chunk objects of a Zarr v3 array (and writes, in a local folder).
 
 Through zarr-python's codec pipeline one chunk costs about 110 µs to read and 200-400 µs to
-write, whatever its size, and mzPeak chunks hold tens to a few thousand points. The Zarr v3
-specification fixes what a chunk object is: for the codec chain the export writes, ``bytes``
-(little endian) optionally followed by ``zstd``, it is the Zstandard frame (or the plain bytes)
-of the chunk's values, stored under the key the ``default`` chunk key encoding gives
-(``c/<i>``). :class:`ChunkFiles` reads and writes exactly that and nothing else, with
+write, whatever its size. The Zarr v3 specification fixes what a chunk object is: for the codec
+chain the export writes, ``bytes`` (little endian) optionally followed by ``zstd``, it is the
+Zstandard data (or the plain bytes) of the chunk's values, stored under the key the
+``default`` chunk key encoding gives (``c/<i>``); the export writes one Zstandard frame per
+mzPeak chunk, concatenated, which inflates to the chunk's values as one frame would.
+:class:`ChunkFiles` reads and writes exactly that and nothing else, with
 ``zstandard`` contexts kept per thread (numcodecs sets one up per call: 20 µs against 0.4 µs
 for a 40-value chunk) and unbuffered file calls; an array
 with any other codecs, a sharding or storage transformer, or a data type it does not know
@@ -126,15 +126,16 @@ class ZstdCodec:
         return self._contexts()[0].compress(raw)
 
     def decode(self, frame: bytes, size: int) -> bytes:
-        """The content of ``frame``, which must be ``size`` bytes: never more than that is
-        allocated (ValueError or ``zstandard.ZstdError`` otherwise)."""
-        declared = zstandard.frame_content_size(frame)  # from the header; -1: not given
+        """The content of ``frame`` (one Zstandard frame, or several concatenated: a chunk the
+        export writes holds one per mzPeak chunk), which must be ``size`` bytes: never more
+        than that is allocated (ValueError or ``zstandard.ZstdError`` otherwise)."""
+        declared = zstandard.frame_content_size(frame)  # of the first frame; -1: not given
         if declared == size:  # decompress allocates exactly that, and fails on more
             return self._contexts()[1].decompress(frame)
-        if declared != -1:
+        if declared > size:
             raise ValueError(f"declares {declared:,} bytes where its array declares {size:,}")
         parts, have = [], 0
-        with self._contexts()[1].stream_reader(frame) as reader:
+        with self._contexts()[1].stream_reader(frame, read_across_frames=True) as reader:
             while have <= size and (part := reader.read(size + 1 - have)):
                 parts.append(part)
                 have += len(part)
@@ -355,9 +356,13 @@ class ChunkFiles:
 
     def _limit(self, i: int) -> tuple[int, int]:
         """Chunk ``i``'s declared size in bytes, and how many bytes of its object to read: one
-        more than it may hold (a Zstandard frame is at most a little longer than its content)."""
+        more than it may hold (a Zstandard frame is at most a little longer than its content,
+        and a chunk may hold a frame per mzPeak chunk, at most one per value, each with a
+        header and checksum of at most 32 bytes)."""
         size = int(self.lengths[i]) * self.dtype.itemsize
-        return size, (size + size // 64 + 256 if self.zstd is not None else size) + 1
+        if self.zstd is None:
+            return size, size + 1
+        return size, size + size // 64 + 256 + 32 * int(self.lengths[i]) + 1
 
     def _fetch(self, ids: list[int]) -> list[bytes | None | BaseException]:
         """The (bounded) objects of chunks ``ids``: None where there is none, the exception

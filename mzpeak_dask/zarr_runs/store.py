@@ -6,18 +6,16 @@ rectilinear arrays.
   ``array.rectilinear_chunks`` flag, needed to create *and* to open such an array in every
   process. Every function here that opens an array sets it first, so a Dask worker that only
   receives a pickled :class:`ChunkAdapter` still works.
-* mzPeak chunks are small (tens to a few thousand points), so per-chunk overhead dominates.
-  zarr's opt-in ``FusedCodecPipeline`` runs the codec chain synchronously instead of one
-  coroutine per chunk: measured 2.4x faster writes and reads than the default pipeline on 10,000
-  chunks of 5-60 points. The pipeline is picked when an array is opened, so it is set only
-  around our own ``open`` calls (under a lock: zarr's config is process-global). Its thread
-  pool (``codec_pipeline.max_workers``, default: CPU count) makes tiny chunks 3x *slower*
-  (GIL hand-offs cost more than a 1 KB file write), so :func:`enable_rectilinear` sets it to
-  1 when the user has not set it; it is read only by that opt-in pipeline.
-* Faster still, the export's own arrays (``bytes`` + ``zstd`` codecs) are read and written
-  chunk object by chunk object (:mod:`.chunks`), each chunk bounded by the size its array
-  declares (in a folder, a single file or a remote store); zarr is the fallback for other
-  arrays, which the analysis refuses (zarr inflates a chunk whole before checking its size).
+* zarr's opt-in ``FusedCodecPipeline`` runs the codec chain synchronously instead of one
+  coroutine per chunk (measured 2.4x faster on 10,000 small chunks); it is set only around our
+  own ``open`` calls (under a lock: zarr's config is process-global), and
+  :func:`enable_rectilinear` sets its thread pool (``codec_pipeline.max_workers``) to 1 when
+  the user has not set it (GIL hand-offs cost more than small chunks' work).
+* The export's own arrays (``bytes`` + ``zstd`` codecs) are read chunk object by chunk object
+  (:mod:`.chunks`), or mzPeak chunk by mzPeak chunk (:mod:`.frames`), each bounded by the size
+  its array declares (in a folder, a single file or a remote store); zarr is the fallback for
+  other arrays, which the analysis refuses (zarr inflates a chunk whole before checking its
+  size).
 * dask cannot read rectilinear arrays yet (``from_array`` asks for ``.chunks``, which zarr
   refuses): :class:`ChunkAdapter` exposes only shape, dtype, ndim and ``__getitem__``, and
   :func:`dask_array` hands dask the chunk sizes explicitly (toolchain notes 5.3).
@@ -40,7 +38,9 @@ from .locations import open_options
 
 RECTILINEAR = {"array.rectilinear_chunks": True}
 FUSED_PIPELINE = "zarr.core.codec_pipeline.FusedCodecPipeline"
-TABLE_CHUNK = 1 << 16  # chunk length of the per-chunk and per-spectrum arrays
+# chunk length of the per-chunk and per-spectrum arrays: one chunk (one file) for up to 4 M
+# mzPeak chunks, which keeps a run to a few files
+TABLE_CHUNK = 1 << 22
 _LOCK = threading.Lock()
 
 
@@ -79,11 +79,12 @@ def cached_array(path: str) -> zarr.Array:
     return open_array(path, mode="r")
 
 
-def compressors(compression: str = "zstd") -> tuple[Any, ...] | None:
-    """Zstandard (level 3), or None (no compressor; an empty tuple would mean zarr's default):
-    chunks of tens of points compress little and each one costs a decompression call
-    (``none`` reads and writes about 30% faster)."""
-    return (zarr.codecs.ZstdCodec(level=3),) if compression == "zstd" else None
+def compressors(compression: str = "zstd", checksum: bool = False) -> tuple[Any, ...] | None:
+    """Zstandard (level 3; with ``checksum`` each frame carries one), or None (no compressor;
+    an empty tuple would mean zarr's default)."""
+    if compression != "zstd":
+        return None
+    return (zarr.codecs.ZstdCodec(level=3, checksum=checksum),)
 
 
 def fill_value(dtype: np.dtype) -> Any:
@@ -99,7 +100,9 @@ def create_point_array(
     compression: str = "zstd",
 ) -> zarr.Array:
     """A 1-D array whose chunks are exactly ``lengths`` (all positive), in order. An empty run
-    gets a regular grid: zarr has no empty rectilinear grid."""
+    gets a regular grid: zarr has no empty rectilinear grid. Its Zstandard frames carry
+    checksums: a reader of single frames (:mod:`.frames`) checks each one it reads, where a
+    whole-object check (a ZIP member's CRC) is not made."""
     total = int(np.sum(lengths)) if len(lengths) else 0
     chunks: Any = ([int(x) for x in lengths],) if total else (1,)
     return group.create_array(
@@ -107,7 +110,7 @@ def create_point_array(
         shape=(total,),
         dtype=np.dtype(dtype),
         chunks=chunks,
-        compressors=compressors(compression),
+        compressors=compressors(compression, checksum=True),
         fill_value=fill_value(dtype),
         # every chunk is written (and exists), and zarr skips its per-chunk fill-value scan
         config={"write_empty_chunks": True},

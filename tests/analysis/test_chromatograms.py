@@ -7,6 +7,7 @@ import shutil
 from functools import lru_cache
 from pathlib import Path
 
+import dask
 import numpy as np
 import pandas as pd
 import pytest
@@ -16,6 +17,8 @@ from mzpeak_dask import InputError, open_archive
 from mzpeak_dask.analysis import ArchiveRun, ZarrRun, base_peak, open_runs, tic, xic
 from mzpeak_dask.analysis.archive_run import raw_spectrum
 from mzpeak_dask.analysis.kernels import overlapping, ppm_windows
+from mzpeak_dask.errors import ZarrStoreError
+from mzpeak_dask.zarr_runs.frames import READ
 
 from ..export.builds import METABO, SMALL, SOURCES
 
@@ -111,12 +114,24 @@ def test_tic_and_base_peak_agree_with_pyteomics(exported) -> None:
         assert np.array_equal(peak["base_peak_mz"], want_mz), name
 
 
+def _garble_frames(group: Path, run: ZarrRun, name: str, chunks: np.ndarray) -> None:
+    """Overwrite the frames of mzPeak chunks ``chunks`` of array ``name`` with garbage of the
+    same size (the objects keep their sizes)."""
+    frames = run.frames(name)
+    for c in chunks.tolist():
+        path = group / name / "c" / str(int(frames.zarr_chunk[c]))
+        with open(path, "r+b") as f:
+            f.seek(int(frames.byte_start[c]))
+            f.write(b"\xff" * int(frames.frame_bytes[c]))
+
+
 def test_zarr_xic_reads_only_chunks_that_can_hold_targets(exported, tmp_path) -> None:
-    """Every chunk file a pruned XIC must not need is replaced by garbage: the XIC is still
+    """Every frame a pruned XIC must not need is replaced by garbage: the XIC is still
     right, while a TIC (which needs them all) fails."""
     group = tmp_path / "small.chunked"
     shutil.copytree(exported.store / "small.chunked", group)
     run = ZarrRun(group)
+    assert len(run.zarr_lengths) > 5  # the frames of several Zarr chunks
     targets, rt = targets_of(SMALL), (0.1, 0.4)
     low, high = ppm_windows(targets, PPM)
     spectra = run.spectra
@@ -126,13 +141,28 @@ def test_zarr_xic_reads_only_chunks_that_can_hold_targets(exported, tmp_path) ->
     )
     assert 0 < needed.sum() < 0.2 * len(needed)
     for name in ("mz", "intensity"):
-        for c in np.flatnonzero(~needed):
-            (group / name / "c" / str(c)).write_bytes(b"garbage")
+        _garble_frames(group, run, name, np.flatnonzero(~needed))
     got = xic([run], targets, ppm=PPM, rt=rt)[run.name]
     want = xic([ZarrRun(exported.store / "small.chunked")], targets, ppm=PPM, rt=rt)
     pd.testing.assert_frame_equal(got, want["small.chunked"])
-    with pytest.raises(Exception):  # noqa: B017 - whatever the codec raises on garbage
+    with pytest.raises(ZarrStoreError, match="damaged"):
         tic([run])
+
+
+def test_narrow_zarr_xic_reads_a_small_part_of_the_store(exported) -> None:
+    """Bytes of chunk objects read for one target, against the signal arrays' size."""
+    store = exported.store / "small.chunked"
+    run = ZarrRun(store)
+    signal = sum(
+        p.stat().st_size for name in ("mz", "intensity") for p in (store / name).rglob("c/*")
+    )
+    target = float(run.chunk_start[np.argmax(run.chunk_lengths)])
+    before = READ.bytes
+    with dask.config.set(scheduler="sync"):
+        frame = xic([run], [target], ppm=PPM)[run.name]
+    read = READ.bytes - before
+    assert (frame[target] > 0).any()
+    assert 0 < read < 0.25 * signal, (read, signal)
 
 
 def test_chunked_archive_decodes_only_overlapping_rows(exported) -> None:
@@ -154,7 +184,7 @@ def test_lazy_views(exported) -> None:
     zrun = ZarrRun(exported.store / "ref.chunked")
     arun = ArchiveRun(exported.archives["ref.chunked"])
     lazy = zrun.array("mz")
-    assert lazy.chunks == (tuple(zrun.chunk_lengths.tolist()),)
+    assert lazy.chunks == (tuple(zrun.zarr_lengths.tolist()),) and len(lazy.chunks[0]) > 5
     assert np.array_equal(lazy[1000:5000].compute(), zrun.array("mz").compute()[1000:5000])
     chunks = np.array([5, 6, 7, 40, 41, 900])
     selected = zrun.selection("mz", chunks)

@@ -177,8 +177,8 @@ def main() -> None:
         print(
             f"export-zarr of the chunked archives (2-worker LocalCluster): {seconds:.1f} s, "
             f"{size / 1e6 / seconds:.2f} MB/s of archive, {spectra / seconds:,.0f} spectra/s, "
-            f"{chunks / seconds:,.0f} chunks/s ({chunks:,} chunks of {spectra:,} spectra; "
-            "each chunk is one file per array)"
+            f"{chunks / seconds:,.0f} mzPeak chunks/s ({chunks:,} mzPeak chunks of {spectra:,} "
+            "spectra, one frame each in Zarr chunks of whole spectra)"
         )
         for kind, targets in (
             ("spread over the m/z axis", spread_targets(files["mzML"][0], args.targets)),

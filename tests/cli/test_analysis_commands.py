@@ -35,7 +35,12 @@ def test_export_zarr_command(exported, tmp_path, capsys) -> None:
     assert result["spectra"] == 1 and result["chunks"] > 10  # 10 chunks at width 50
     with zarr.config.set({"array.rectilinear_chunks": True}):
         group = zarr.open_group(str(store / "maldi.point"), mode="r")
-        assert group["mz"].compressors == () and group["mz"].nchunks == result["chunks"]
+        assert group["mz"].compressors == () and group["mz"].nchunks == result["zarr_chunks"]
+        assert group["chunk_offsets"].shape == (result["chunks"] + 1,)
+    argv = [*argv, "--compression", "zstd", "--zarr-chunk-points", "5000", "--json"]
+    assert run(argv) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["zarr_chunks"] == 1  # one spectrum: a Zarr chunk never splits a spectrum
 
 
 def test_xic_command(exported, tmp_path, capsys) -> None:

@@ -12,6 +12,7 @@ from mzpeak_dask.export.zarr import to_zarr
 from ..conftest import DATA, INLINE
 
 REFERENCE = DATA / "HUPO-PSI_mzPeak"
+CHUNK_POINTS = 20_000  # small Zarr chunks: the shared runs are cut into several
 SMALL = DATA / "mzdata" / "small.mzML"
 METABO = DATA / "openms" / "FeatureFinderMetaboIdent_1_input.mzML"
 # archive stem -> (source mzML, conversion options); converted in-process (no Dask)
@@ -57,5 +58,5 @@ def built(root: Path) -> Built:
         archives[name] = root / f"{name}.mzpeak"
         archives[name].write_bytes(path.read_bytes())
     store = root / "runs.zarr"
-    to_zarr(list(archives.values()), store, cluster=INLINE)
+    to_zarr(list(archives.values()), store, cluster=INLINE, chunk_points=CHUNK_POINTS)
     return Built(archives, store)

@@ -34,17 +34,20 @@ def _disable() -> None:
 def test_cluster_export_equals_inline_export(exported, client, tmp_path) -> None:
     store = tmp_path / "cluster.zarr"
     archives = [exported.archives[name] for name in NAMES]
-    client.run(_disable)  # as on a cluster started elsewhere: to_zarr must set the flag
+    client.run(_disable)  # as on a cluster started elsewhere: writers need no zarr flag
     with get_task_stream(client) as stream:
-        results = to_zarr(archives, store, client=client, block_points=20_000)
-    assert all(v is True for v in client.run(_flag).values())
-    writers = {t["worker"] for t in stream.data if t["key"].startswith("write_block")}
-    assert len(writers) == 2  # blocks of the runs were written by both workers
+        results = to_zarr(archives, store, client=client, chunk_points=20_000)
+    assert not any(client.run(_flag).values())
+    writers = {t["worker"] for t in stream.data if t["key"].startswith("write_chunk")}
+    assert len(writers) == 2  # Zarr chunks of the runs were written by both workers
     assert [r.group for r in results] == [str(store / name) for name in NAMES]
+    assert max(r.zarr_chunks for r in results) > 5  # a run cut into several Zarr chunks
+    inline = tmp_path / "inline.zarr"
+    to_zarr(archives, inline, cluster=ClusterOptions(cluster="inline"), chunk_points=20_000)
     with zarr.config.set({"array.rectilinear_chunks": True}):
         for name in NAMES:
             got = zarr.open_group(str(store / name), mode="r")
-            want = zarr.open_group(str(exported.store / name), mode="r")
+            want = zarr.open_group(str(inline / name), mode="r")
             assert dict(got.attrs) == dict(want.attrs)
             assert sorted(got.array_keys()) == sorted(want.array_keys())
             for key in want.array_keys():

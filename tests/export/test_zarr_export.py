@@ -1,19 +1,23 @@
-"""The Zarr export: chunk grids mirror the mzPeak chunks, values equal what open_archive
-returns (bit for bit), per-chunk and per-spectrum arrays, attributes, overwrite, atomicity."""
+"""The Zarr export: Zarr chunks are runs of whole spectra (never splitting an mzPeak chunk),
+every mzPeak chunk is one frame of its Zarr chunk, values equal what open_archive returns (bit
+for bit), per-chunk, per-spectrum and per-Zarr-chunk arrays, attributes, the files of a run,
+overwrite, atomicity."""
 
 from __future__ import annotations
 
 import hashlib
+import os
 
 import numpy as np
 import pytest
 import zarr
+import zstandard
 
 from mzpeak_dask import ArchiveError, InputError, OptionsError, OutputError, open_archive
 from mzpeak_dask.export.zarr import to_zarr
 
 from ..conftest import INLINE
-from .builds import CONVERSIONS, COPIED
+from .builds import CHUNK_POINTS, CONVERSIONS, COPIED
 
 pytestmark = pytest.mark.slow  # the shared archives and their export are built first
 
@@ -50,8 +54,19 @@ def _fill(dtype: np.dtype, n: int) -> np.ndarray:
     return np.full(n, np.nan if dtype.kind == "f" else 0, dtype=dtype)
 
 
+def _frames(path, lengths: np.ndarray) -> list[bytes]:
+    """The frames of one Zarr chunk object, cut by the frame sizes ``lengths``."""
+    raw = path.read_bytes()
+    assert len(raw) == lengths.sum()
+    cuts = np.concatenate(([0], np.cumsum(lengths)))
+    return [raw[a:b] for a, b in zip(cuts[:-1], cuts[1:], strict=True)]
+
+
 @pytest.mark.parametrize("name", NAMES)
-def test_every_chunk_holds_its_mzpeak_chunk(exported, name) -> None:
+def test_every_mzpeak_chunk_is_one_frame_of_its_zarr_chunk(exported, name) -> None:
+    """Read without zarr or the package's reader: the Zarr grid cuts only between spectra,
+    ``chunk_offsets`` gives the archive's mzPeak chunks, and each Zarr chunk object is their
+    frames in order, each inflating to its chunk's values."""
     group = zarr.open_group(str(exported.store / name), mode="r")
     keys = group.attrs["arrays"]  # zarr name -> mzPeak array name
     assert list(keys)[:2] == ["mz", "intensity"]
@@ -59,16 +74,28 @@ def test_every_chunk_holds_its_mzpeak_chunk(exported, name) -> None:
         spectra = [expected_chunks(archive, i) for i in range(len(archive))]
     lengths = np.concatenate([np.diff(offsets) for _, offsets in spectra])
     assert len(lengths) and lengths.min() > 0
-    for zname, key in keys.items():
+    offsets = group["chunk_offsets"][:]
+    assert np.array_equal(np.diff(offsets), lengths)
+    grid = np.concatenate(([0], np.cumsum(group["mz"].read_chunk_sizes[0])))
+    assert np.isin(grid, group["spectrum_offsets"][:]).all()  # never inside a spectrum
+    assert np.isin(grid, offsets).all()  # hence never inside an mzPeak chunk
+    frame_bytes = group["chunk_frame_bytes"][:].reshape(len(keys), len(lengths))
+    first = np.searchsorted(offsets, grid)
+    for k, (zname, key) in enumerate(keys.items()):
         array = group[zname]
-        assert array.read_chunk_sizes == (tuple(lengths.tolist()),), zname
+        assert array.read_chunk_sizes == group["mz"].read_chunk_sizes
+        frames = []
+        for z in range(array.nchunks):
+            sizes = frame_bytes[k, first[z] : first[z + 1]]
+            frames += _frames(exported.store / name / zname / "c" / str(z), sizes)
         c = 0
-        for values, offsets in spectra:
-            want = values.get(key, _fill(array.dtype, int(offsets[-1])))
-            for a, b in zip(offsets[:-1], offsets[1:], strict=True):
-                assert _same(array.get_block_selection(c), want[a:b]), (zname, c)
+        for values, bounds in spectra:
+            want = values.get(key, _fill(array.dtype, int(bounds[-1])))
+            for a, b in zip(bounds[:-1], bounds[1:], strict=True):
+                got = np.frombuffer(zstandard.decompress(frames[c]), dtype=array.dtype)
+                assert _same(got, want[a:b]), (zname, c)
                 c += 1
-        assert c == array.nchunks
+        assert c == len(frames) == len(lengths)
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -92,7 +119,7 @@ def test_chunk_and_spectrum_tables(exported, name) -> None:
     path = exported.archives[name]
     group = zarr.open_group(str(exported.store / name), mode="r")
     mz = group["mz"][:]
-    lengths = np.array(group["mz"].read_chunk_sizes[0])
+    lengths = np.diff(group["chunk_offsets"][:])
     starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
     chunk_spectrum = group["chunk_spectrum_index"][:]
     offsets = group["spectrum_offsets"][:]
@@ -111,6 +138,16 @@ def test_chunk_and_spectrum_tables(exported, name) -> None:
     assert group.attrs["source"] == str(path.resolve())
     assert group.attrs["source_sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
     assert group.attrs["layout"] == name.split(".")[1].replace("peaks", "point")
+    assert group.attrs["chunk_points"] == CHUNK_POINTS
+    # per Zarr chunk: the ranges of m/z and time of what it holds
+    grid = np.concatenate(([0], np.cumsum(group["mz"].read_chunk_sizes[0])))
+    times = np.repeat(group["time"][:], np.diff(offsets))
+    for z in range(len(grid) - 1):
+        values, when = mz[grid[z] : grid[z + 1]], times[grid[z] : grid[z + 1]]
+        assert group["zarr_chunk_mz_min"][z] == np.nanmin(values)
+        assert group["zarr_chunk_mz_max"][z] == np.nanmax(values)
+        assert group["zarr_chunk_time_min"][z] == np.nanmin(when)
+        assert group["zarr_chunk_time_max"][z] == np.nanmax(when)
 
 
 def test_reference_chunk_grid_from_raw_rows(exported) -> None:
@@ -123,7 +160,8 @@ def test_reference_chunk_grid_from_raw_rows(exported) -> None:
     lengths = lengths[np.argsort(index, kind="stable")]
     group = zarr.open_group(str(exported.store / "ref.chunked"), mode="r")
     assert len(lengths) == 1311
-    assert group["intensity"].read_chunk_sizes == (tuple(lengths[lengths > 0].tolist()),)
+    assert np.array_equal(np.diff(group["chunk_offsets"][:]), lengths[lengths > 0])
+    assert group["intensity"].nchunks > 5  # 243,054 points in Zarr chunks of about 20,000
     assert np.array_equal(group["chunk_spectrum_index"][:], np.sort(index)[lengths > 0])
 
 
@@ -132,27 +170,56 @@ def test_point_archive_gets_the_chunked_layouts_grid(exported, source) -> None:
     """A point archive's chunks are those our chunked layout writes for the same run."""
     point = zarr.open_group(str(exported.store / f"{source}.point"), mode="r")
     chunked = zarr.open_group(str(exported.store / f"{source}.chunked"), mode="r")
-    assert point["mz"].read_chunk_sizes == chunked["mz"].read_chunk_sizes
+    assert np.array_equal(point["chunk_offsets"][:], chunked["chunk_offsets"][:])
     assert np.array_equal(point["mz"][:], chunked["mz"][:])
+
+
+def _mzpeak_chunks(group) -> np.ndarray:
+    return np.diff(group["chunk_offsets"][:])
 
 
 def test_chunk_width_overwrite_and_atomic_groups(exported, tmp_path) -> None:
     archive = exported.archives["metabo.point"]
     store = tmp_path / "w.zarr"
     (first,) = to_zarr([archive], store, cluster=INLINE)
-    wide = zarr.open_group(str(store / "metabo.point"), mode="r")["mz"].nchunks
-    assert first.chunks == wide and first.spectra == 380
+    wide = len(_mzpeak_chunks(zarr.open_group(str(store / "metabo.point"), mode="r")))
+    assert first.chunks == wide and first.spectra == 380 and first.zarr_chunks == 1
     with pytest.raises(OutputError, match="already exists"):
         to_zarr([archive], store, cluster=INLINE, chunk_width=5.0)
-    assert zarr.open_group(str(store / "metabo.point"), mode="r")["mz"].nchunks == wide
+    assert len(_mzpeak_chunks(zarr.open_group(str(store / "metabo.point"), mode="r"))) == wide
     to_zarr([archive], store, cluster=INLINE, chunk_width=5.0, overwrite=True)
     group = zarr.open_group(str(store / "metabo.point"), mode="r")
     assert group.attrs["chunk_width"] == 5.0
-    assert group["mz"].nchunks > wide
+    assert len(_mzpeak_chunks(group)) > wide
     with open_archive(archive) as a:
         want = [np.diff(expected_chunks(a, i, 5.0)[1]) for i in range(len(a))]
-    assert group["mz"].read_chunk_sizes == (tuple(np.concatenate(want).tolist()),)
+    assert np.array_equal(_mzpeak_chunks(group), np.concatenate(want))
     assert sorted(p.name for p in store.iterdir()) == ["metabo.point", "zarr.json"]
+
+
+def _files(root) -> list[str]:
+    return [os.path.join(d, f) for d, _, files in os.walk(root) for f in files]
+
+
+@pytest.mark.parametrize("name", ["metabo.point", "metabo.chunked"])
+def test_a_run_is_at_most_100_files(exported, tmp_path, name) -> None:
+    """Zarr chunks asked for of one point: they grow until the run fits in 100 files (a
+    folder), and a single-file run is one file."""
+    archive = exported.archives[name]
+    (result,) = to_zarr([archive], tmp_path / "tiny.zarr", cluster=INLINE, chunk_points=1)
+    files = _files(tmp_path / "tiny.zarr" / name)
+    assert 30 < len(files) <= 100 and result.zarr_chunks > 10
+    assert result.chunks > 5 * result.zarr_chunks
+    to_zarr([archive], tmp_path / "single", cluster=INLINE, chunk_points=1, single_file=True)
+    assert _files(tmp_path / "single") == [str(tmp_path / "single" / f"{name}.zarr.zip")]
+    for store in (tmp_path / "tiny.zarr" / name, tmp_path / "single" / f"{name}.zarr.zip"):
+        group = zarr.open_group(
+            zarr.storage.ZipStore(store, mode="r") if store.suffix == ".zip" else str(store),
+            mode="r",
+        )
+        want = zarr.open_group(str(exported.store / name), mode="r")
+        for key in group.attrs["arrays"]:
+            assert _same(group[key][:], want[key][:]), (store, key)
 
 
 def test_failed_run_leaves_nothing(exported, tmp_path) -> None:

@@ -116,3 +116,32 @@ def test_grid_lengths() -> None:
     assert grid_lengths(rle).tolist() == [100, 100, 100, 7]
     other = {"shape": [1], "chunk_grid": {"name": "rectangular", "configuration": {}}}
     assert grid_lengths(other) is None
+
+
+@pytest.mark.parametrize("compression", ["zstd", "none"])
+def test_a_chunk_of_many_frames(tmp_path, compression) -> None:
+    """A chunk object made of one frame per mzPeak chunk (what the export writes), of values
+    that do not compress and frames of 1 to 5 values: zarr and this reader read it whole, and
+    its frames one by one."""
+    from mzpeak_dask.export.zarr import encode_frames
+    from mzpeak_dask.zarr_runs.frames import Frames
+    from mzpeak_dask.zarr_runs.store import create_point_array
+
+    rng = np.random.default_rng(3)
+    frames = rng.integers(1, 6, 400)
+    values = rng.random(int(frames.sum())).astype(np.float32)
+    with zarr.config.set(RECTILINEAR):
+        group = zarr.open_group(str(tmp_path), mode="w")
+        create_point_array(group, "a", values.dtype, [len(values)], compression)
+    data, sizes = encode_frames(values, frames, compression)
+    (tmp_path / "a" / "c").mkdir()
+    (tmp_path / "a" / "c" / "0").write_bytes(data)
+    files = ChunkFiles(tmp_path / "a")
+    assert files.direct and files.read(0).tobytes() == values.tobytes()
+    with zarr.config.set(RECTILINEAR):
+        assert zarr.open_array(str(tmp_path / "a"), mode="r")[:].tobytes() == values.tobytes()
+    offsets = np.concatenate(([0], np.cumsum(frames)))
+    reader = Frames(files, offsets, sizes)
+    ids = np.array([0, 1, 2, 17, 399])
+    want = np.concatenate([values[offsets[i] : offsets[i + 1]] for i in ids])
+    assert reader.read(ids).tobytes() == want.tobytes()

@@ -8,6 +8,7 @@ and in a single-file run alike."""
 from __future__ import annotations
 
 import os
+import struct
 import subprocess
 import sys
 import time
@@ -42,8 +43,9 @@ class Exported:
         self.single = root / "single" / f"{RUN}.zarr.zip"
         with zarr.config.set({"array.rectilinear_chunks": True}):
             group = zarr.open_group(str(self.store / RUN), mode="r")
-            mz, intensity = (group[name].get_block_selection(0) for name in ("mz", "intensity"))
-        self.mz = f"{mz[np.argmax(intensity)]:.6f}"  # a peak of chunk 0 of mz
+            end = group["chunk_offsets"][1]
+            mz, intensity = (group[name][:end] for name in ("mz", "intensity"))
+        self.mz = f"{mz[np.argmax(intensity)]:.6f}"  # a peak of the first mzPeak chunk
 
     def damaged(self, form: str, out: Path, key: str, edit) -> Path:
         """A damaged copy: the store folder, or the single-file run."""
@@ -130,16 +132,19 @@ def test_damaged_single_file_is_one_error_line(exported, tmp_path, capsys, cut) 
     assert_one_error_line(code, capsys.readouterr().err, str(store), "not a ZIP file")
 
 
-def test_single_file_member_failing_its_crc_is_one_error_line(exported, tmp_path, capsys):
-    """A chunk's bytes changed inside the ZIP (its CRC no longer matches)."""
+def test_single_file_member_with_a_flipped_byte_is_one_error_line(exported, tmp_path, capsys):
+    """A chunk's bytes changed inside the ZIP: a reader of single frames does not check the
+    member's CRC, but each frame's own checksum."""
     with zipfile.ZipFile(exported.single) as archive:
         info = archive.getinfo("mz/c/0")
     data = bytearray(exported.single.read_bytes())
-    data[info.header_offset + 30 + len(info.filename) + len(info.extra) + 10] ^= 0xFF
+    at = info.header_offset  # the local header's own name and extra lengths
+    name_length, extra_length = struct.unpack("<HH", data[at + 26 : at + 30])
+    data[at + 30 + name_length + extra_length + 10] ^= 0xFF
     store = tmp_path / exported.single.name
     store.write_bytes(bytes(data))
     code = cli.main(["xic", str(store), "--mz", exported.mz, "--ms-level", "0"])
-    assert_one_error_line(code, capsys.readouterr().err, str(store), "mz", "chunk 0", "CRC")
+    assert_one_error_line(code, capsys.readouterr().err, str(store), "mz", "chunk 0", "damaged")
 
 
 def test_undamaged_copies_read(exported, tmp_path, capsys) -> None:
