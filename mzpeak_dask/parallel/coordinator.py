@@ -265,12 +265,12 @@ class Coordinator:
             return
         self.runs.remove(run)
         paths = run.job.paths
-        if run.plan is None:  # converted whole
-            run.items_total = result.spectra + result.chromatograms + result.wavelength_spectra
-        if self.progress:
-            self.progress(paths.named_source, run.items_total, run.items_total)
         named = {"input": paths.named_source, "output": paths.named_output}
         self._record(run.number, replace(result, inspection=finished.inspection, **named))
+        if run.plan is None:  # converted whole
+            run.items_total = result.spectra + result.chromatograms + result.wavelength_spectra
+        if self.progress:  # once recorded: the output is in place (a display that fails
+            self.progress(paths.named_source, run.items_total, run.items_total)  # loses none)
 
     def _fail(self, run: _Run, error: MzPeakDaskError) -> None:
         self._abort(run)
