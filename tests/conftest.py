@@ -7,6 +7,7 @@ import warnings
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from mzpeak_dask import ClusterOptions
 
@@ -25,6 +26,12 @@ def input_files() -> list[Path]:
 
 
 INLINE = ClusterOptions(cluster="inline")
+
+# One Hypothesis profile for every property test, loaded here and by name in CI
+# (``--hypothesis-profile=mzpeak``): no deadline (a first example pays imports and caches, and
+# the machine may be shared), 200 examples. A test that needs more or fewer examples says why.
+settings.register_profile("mzpeak", deadline=None, max_examples=200)
+settings.load_profile("mzpeak")
 
 
 @pytest.fixture

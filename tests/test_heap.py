@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from .conftest import BUNDLED, DATA
-from .replicate import replicate
+from .helpers.replicate import replicate
 
 RUN = DATA / "openms" / "FeatureFinderMetaboIdent_1_input.mzML"
 

@@ -17,10 +17,10 @@ import pytest
 from mzpeak_dask.read.validate import ERROR, validate
 from mzpeak_dask.readers.binary import MAX_ARRAY_VALUES
 
-from ..batch_inputs import huge_spectrum_mzml
 from ..conftest import BUNDLED, DATA
-from ..helpers import member_digests
-from ..replicate import replicate
+from ..helpers.archives import member_digests
+from ..helpers.batch_inputs import huge_spectrum_mzml
+from ..helpers.replicate import replicate
 from .commands import batch, converted_count, report, wait_for_first
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]

@@ -12,7 +12,7 @@ from mzpeak_dask import ClusterOptions, convert
 from mzpeak_dask.batch.inspect import Inspector
 
 from ..conftest import BUNDLED
-from ..helpers import member_digests
+from ..helpers.archives import member_digests
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 

@@ -13,7 +13,7 @@ from mzpeak_dask.batch.state import BatchState
 from mzpeak_dask.options import ClusterOptions
 
 from ..conftest import BUNDLED
-from ..replicate import replicate
+from ..helpers.replicate import replicate
 
 INLINE = ClusterOptions(cluster="inline")
 

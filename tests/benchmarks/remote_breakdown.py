@@ -18,7 +18,7 @@ from mzpeak_dask.archive import job
 from mzpeak_dask.parallel import scheduler
 from mzpeak_dask.storage import readahead, streaming
 
-from ..servers import cpu_seconds
+from ..helpers.servers import cpu_seconds
 
 # label -> the (owner, name) of each function whose time counts for it
 STEPS = {

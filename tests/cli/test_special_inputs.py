@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from ..conftest import BUNDLED
-from ..helpers import one_line_error, run_cli
+from ..helpers.cli import one_line_error, run_cli
 
 DEADLINE = 180  # a generous bound: the run waiting for a writer would never end
 

@@ -43,7 +43,7 @@ from mzpeak_dask.partition import plan_run
 from mzpeak_dask.tables.file_metadata import file_sha256
 
 from ..conftest import BUNDLED, DATA, INLINE
-from ..helpers import member_digests
+from ..helpers.archives import member_digests
 
 SMALL = BUNDLED / "small.mzML"
 # MS and UV spectra, and chromatograms

@@ -15,7 +15,7 @@ from mzpeak_dask.parallel.executors import InlineExecutor
 from mzpeak_dask.parallel.scheduler import Coordinator
 
 from ..conftest import BUNDLED
-from ..replicate import replicate
+from ..helpers.replicate import replicate
 
 
 class InterruptedProbe(InlineExecutor):

@@ -27,9 +27,9 @@ from mzpeak_dask.parallel.offsets import Offsets
 from mzpeak_dask.partition import plan_run
 from mzpeak_dask.tables.file_metadata import file_sha256
 
-from ..batch_inputs import sparse_uv_mzml
 from ..conftest import INLINE
-from ..helpers import member_digests
+from ..helpers.archives import member_digests
+from ..helpers.batch_inputs import sparse_uv_mzml
 from .test_finish import SMALL, SRM, UV
 
 

@@ -24,8 +24,8 @@ from mzpeak_dask.parallel.cluster import cluster_client
 from mzpeak_dask.parallel.packs import MAX_RUNS, PARTITIONS, Room
 
 from ..conftest import DATA, INLINE
-from ..helpers import member_digests
-from ..hostile_inputs import corrupt_binary
+from ..helpers.archives import member_digests
+from ..helpers.hostile_inputs import corrupt_binary
 from .test_finish import SMALL, THREE, TINY
 
 MIXED = (SMALL, THREE, TINY, DATA / "depthcharge" / "TMT10-Trial-8.mzML")

@@ -19,7 +19,7 @@ from mzpeak_dask.parquet_stitch import Stitcher, ThriftError, dumps, loads, read
 from mzpeak_dask.parquet_stitch.thrift_compact import loads_exactly, loads_spanned
 
 from ..conftest import DATA, INLINE
-from ..helpers import SMALL_MZML
+from ..helpers.real_runs import SMALL_MZML
 
 REFERENCE = sorted(p for p in DATA.rglob("*.mzpeak") if p.is_file())  # ZIPs (parquet-rs)
 

@@ -18,7 +18,7 @@ import pytest
 from mzpeak_dask import open_archive
 
 from ..conftest import DATA
-from ..helpers import run_cli
+from ..helpers.cli import run_cli
 
 SOURCE = DATA / "mzdata" / "small.mzMLb"  # 48 spectra, 1 chromatogram, gzip datasets
 

@@ -9,8 +9,8 @@ import os
 from mzpeak_dask.cli import build_parser
 from mzpeak_dask.cli.args import storage_options
 
-from ..helpers import one_line_error, run_cli
-from ..servers import s3_client
+from ..helpers.cli import one_line_error, run_cli
+from ..helpers.servers import s3_client
 
 
 def test_info_and_validate_read_an_s3_archive(s3_endpoint, bucket, reference_archives):

@@ -22,8 +22,8 @@ import uuid
 import pytest
 
 from ..conftest import BUNDLED
-from ..helpers import one_line_error, run_cli
-from ..servers import s3rver_options
+from ..helpers.cli import one_line_error, run_cli
+from ..helpers.servers import s3rver_options
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="forks a child as Linux can")
 

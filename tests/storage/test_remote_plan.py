@@ -15,8 +15,8 @@ from mzpeak_dask.partition import plan_run
 from mzpeak_dask.storage.origins import mark_origin
 
 from ..conftest import BUNDLED, INLINE
-from ..servers import range_span
-from .test_remote_ranges import assert_same_members
+from ..helpers.archives import assert_same_members
+from ..helpers.servers import range_span
 
 
 def test_the_plan_of_an_indexed_mzml_in_storage_takes_few_requests(served, tmp_path):

@@ -16,8 +16,8 @@ from mzpeak_dask.storage import readahead
 from mzpeak_dask.storage.inputs import read_range
 
 from ..conftest import BUNDLED, INLINE
-from ..servers import range_span
-from .test_remote_ranges import assert_same_members
+from ..helpers.archives import assert_same_members
+from ..helpers.servers import range_span
 
 
 def _gets(server) -> list[str]:

@@ -19,10 +19,10 @@ from mzpeak_dask.errors import SpectrumDecodeError
 from mzpeak_dask.storage import streaming
 
 from ..conftest import BUNDLED, INLINE
-from ..helpers import member_digests
-from ..replicate import replicate
-from ..servers import interrupt_once_a_part_is_in, moto_requests, s3_client
-from .test_remote_convert import keys, uploads
+from ..helpers.archives import member_digests
+from ..helpers.replicate import replicate
+from ..helpers.s3 import keys, uploads
+from ..helpers.servers import interrupt_once_a_part_is_in, moto_requests, s3_client
 
 SMALL_PARTS = ConvertOptions(partition_items=40)
 

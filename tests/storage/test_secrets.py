@@ -20,8 +20,8 @@ import pytest
 from mzpeak_dask import convert
 
 from ..conftest import BUNDLED, DATA, INLINE
-from ..helpers import one_line_error, run_cli
-from ..servers import range_server, s3_client
+from ..helpers.cli import one_line_error, run_cli
+from ..helpers.servers import range_server, s3_client
 
 SECRET = "s3cr3tPASSWORD"
 

@@ -21,11 +21,11 @@ from mzpeak_dask.errors import StorageError
 from mzpeak_dask.storage import filesystem, set_default_options, streaming
 
 from ..conftest import BUNDLED, INLINE
-from ..fault_proxy import fault_proxy
-from ..helpers import one_line_error, run_cli
-from ..replicate import replicate
-from ..servers import S3_ENVIRONMENT, _free_port, _wait_for, s3_client
-from .test_remote_convert import keys, uploads
+from ..helpers.cli import one_line_error, run_cli
+from ..helpers.fault_proxy import fault_proxy
+from ..helpers.replicate import replicate
+from ..helpers.s3 import keys, uploads
+from ..helpers.servers import S3_ENVIRONMENT, _free_port, _wait_for, s3_client
 
 SMALL_PARTS = ConvertOptions(partition_items=40)
 PROGRESS = ("converting ", "done ")  # the lines of a conversion under way (not a terminal)

@@ -16,7 +16,7 @@ from mzpeak_dask.readers import SPECTRA, MzMLFormat
 from mzpeak_dask.readers.base import ItemRange
 from mzpeak_dask.transforms.null_marking import _median, second_median
 
-from ..helpers import PROFILE_RUNS
+from ..helpers.real_runs import PROFILE_RUNS
 
 
 def _numpy_second_median(deltas: np.ndarray) -> float:
