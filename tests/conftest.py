@@ -3,7 +3,6 @@ LocalCluster, and the archives and Zarr export the export and analysis tests sha
 
 from __future__ import annotations
 
-import warnings
 from pathlib import Path
 
 import pytest
@@ -54,11 +53,3 @@ def exported(tmp_path_factory):
     from .export.builds import built
 
     return built(tmp_path_factory.mktemp("zarr-export"))
-
-
-@pytest.fixture(autouse=True)
-def _quiet_psims_handles():
-    # psims leaves a file handle of its bundled ontology open; not ours to fix
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ResourceWarning)
-        yield

@@ -143,6 +143,13 @@ def fit_delta_model(mz: np.ndarray, intensity: np.ndarray | None = None) -> np.n
     pass the intensities as stored, usually float32, to match the reference bit for bit), i.e.
     observation weights ``ln(intensity + 1)``; without intensities every weight is 1.
     """
+    # m/z values no instrument gives (1e155, squared) overflow to inf here; the fit goes on with
+    # the infinities as the batched fit (delta_models.py) does, and numpy's warning is noise
+    with np.errstate(over="ignore", invalid="ignore"):
+        return _select_delta_model(mz, intensity)
+
+
+def _select_delta_model(mz: np.ndarray, intensity: np.ndarray | None) -> np.ndarray:
     mz = np.asarray(mz, dtype=np.float64)
     deltas = np.diff(mz)
     constant = second_median(deltas)
