@@ -49,6 +49,7 @@ print(sum(out.points.values()), faults[-1], keep_freed_blocks(), pool)
 )
 
 
+@pytest.mark.slow  # a fresh process encodes a partition of a real run three times
 def test_encoding_again_reuses_the_freed_heap() -> None:
     done = subprocess.run(
         [sys.executable, "-c", SCRIPT, str(RUN)], capture_output=True, text=True, check=True
@@ -80,6 +81,7 @@ if __name__ == "__main__":
 
 
 @pytest.mark.cluster
+@pytest.mark.slow  # a fresh coordinator starts its own LocalCluster
 def test_a_local_worker_has_its_heap_set_before_its_first_task(tmp_path) -> None:
     """In a fresh coordinator (whose own heap is untouched), a worker that has run no task
     allocates Arrow's buffers from the heap it keeps."""
@@ -121,6 +123,7 @@ if __name__ == "__main__":
 
 
 @pytest.mark.cluster
+@pytest.mark.slow  # each worker of a LocalCluster encodes a partition again
 def test_each_worker_encoding_again_reuses_the_freed_heap(tmp_path) -> None:
     """On every worker of a LocalCluster too: a worker's task thread allocates from a glibc
     thread arena, whose heaps were given back to the kernel as a partition freed them (about

@@ -38,6 +38,7 @@ def _tree(folder: Path, runs: int) -> Path:
     return folder
 
 
+@pytest.mark.slow  # five replicated runs, one converted before the stop
 @pytest.mark.parametrize(
     "error", [RuntimeError("display lost its terminal"), KeyboardInterrupt()], ids=repr
 )
