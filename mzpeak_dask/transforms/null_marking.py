@@ -96,7 +96,9 @@ def _middle_of_smallest(part: np.ndarray, count: int) -> np.float64:
     +0.0), or ``(0 + a + b) / 2`` of the middle pair."""
     if count % 2:
         return _ZERO + part[count // 2]
-    return (_ZERO + part[count // 2 - 1] + part[count // 2]) / np.float64(2)
+    # in Python floats: the same IEEE sums, without numpy's overflow warning when two values
+    # past 8.99e307 sum to inf (as they do in numpy's mean)
+    return np.float64((0.0 + float(part[count // 2 - 1]) + float(part[count // 2])) / 2.0)
 
 
 def predict_delta(model: np.ndarray, mz: np.ndarray | float) -> np.ndarray | float:

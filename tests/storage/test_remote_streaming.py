@@ -105,6 +105,7 @@ def test_an_archive_is_sent_as_it_is_written_and_equals_the_local_one(
     assert uploads(s3_endpoint, bucket) == []
 
 
+@pytest.mark.slow  # a larger run sent in 5 MiB parts until it fails
 def test_a_run_failing_after_parts_were_sent_leaves_nothing(
     s3_endpoint, bucket, tmp_path, larger_run, five_mib_parts
 ):

@@ -148,7 +148,8 @@ def test_storage_options_are_not_on_the_workers_command_lines(tmp_path):
             process.wait()
     assert len(seen) >= 3, seen  # the command and its two workers were looked at
     assert not [line for line in seen.values() if SECRET in line]
-    assert SECRET not in process.stderr.read()
+    with process.stderr:
+        assert SECRET not in process.stderr.read()
 
 
 def test_the_value_is_hidden_however_the_flag_is_spelt():
