@@ -51,7 +51,9 @@ def test_median_is_numpys_on_real_spacings(path: Path) -> None:
 @given(st.lists(st.floats(allow_nan=True, allow_infinity=True, width=64), min_size=1, max_size=40))
 def test_median_is_numpys_on_any_values(values: list[float]) -> None:
     array = np.array(values, dtype=np.float64)
-    want, got = np.median(array), _median(array)
+    with np.errstate(over="ignore"):  # two values past 8.99e307: the mean is inf (ours too)
+        want = np.median(array)
+    got = _median(array)
     assert (np.isnan(want) and np.isnan(got)) or want.tobytes() == got.tobytes()
 
 
