@@ -1,4 +1,5 @@
 # Two commands for a fresh machine: `make demo` and `make test` (both run `make setup`).
+# `make test` runs every test; `make test-fast` leaves out those marked slow (over 5 s each).
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
@@ -7,7 +8,7 @@ S3RVER := s3rver@3.7.1
 AZURITE_STAMP := $(VENV)/node/.installed-stamp
 DEMO   := demo-output
 
-.PHONY: setup demo test docs lint bench clean
+.PHONY: setup demo test test-fast docs lint bench clean
 
 setup: $(STAMP)
 
@@ -37,6 +38,9 @@ demo: setup
 
 test: setup $(AZURITE_STAMP)
 	$(PY) -m pytest -q
+
+test-fast: setup $(AZURITE_STAMP)
+	$(PY) -m pytest -q -m "not slow"
 
 # the documentation site (docs/, mkdocs.yml) into site/; a warning is an error
 docs: setup

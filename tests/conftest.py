@@ -3,10 +3,10 @@ LocalCluster, and the archives and Zarr export the export and analysis tests sha
 
 from __future__ import annotations
 
-import warnings
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from mzpeak_dask import ClusterOptions
 
@@ -25,6 +25,12 @@ def input_files() -> list[Path]:
 
 
 INLINE = ClusterOptions(cluster="inline")
+
+# One Hypothesis profile for every property test, loaded here and by name in CI
+# (``--hypothesis-profile=mzpeak``): no deadline (a first example pays imports and caches, and
+# the machine may be shared), 200 examples. A test that needs more or fewer examples says why.
+settings.register_profile("mzpeak", deadline=None, max_examples=200)
+settings.load_profile("mzpeak")
 
 
 @pytest.fixture
@@ -47,11 +53,3 @@ def exported(tmp_path_factory):
     from .export.builds import built
 
     return built(tmp_path_factory.mktemp("zarr-export"))
-
-
-@pytest.fixture(autouse=True)
-def _quiet_psims_handles():
-    # psims leaves a file handle of its bundled ontology open; not ours to fix
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ResourceWarning)
-        yield

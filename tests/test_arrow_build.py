@@ -43,7 +43,8 @@ def values_of(type: pa.DataType, depth: int = 0) -> st.SearchStrategy:
 
 
 @pytest.mark.parametrize("type", TYPES, ids=lambda t: str(t)[:40])
-@settings(max_examples=40, deadline=None)
+# fewer than the profile's: the test runs once for each of many types
+@settings(max_examples=40)
 @given(data=st.data())
 def test_from_list_equals_pyarrow_array(type, data) -> None:
     values = data.draw(st.lists(values_of(type), max_size=6))

@@ -20,10 +20,10 @@ from mzpeak_dask import (
     open_archive,
 )
 
-from .batch_inputs import huge_spectrum_mzml
 from .conftest import BUNDLED, DATA, INLINE
-from .helpers import assert_clean, one_line_error, run_cli
-from .hostile_inputs import corrupt_binary
+from .helpers.batch_inputs import huge_spectrum_mzml
+from .helpers.cli import assert_clean, one_line_error, run_cli
+from .helpers.hostile_inputs import corrupt_binary
 
 pytestmark = pytest.mark.slow  # each runs the command line in a fresh process
 

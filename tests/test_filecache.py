@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import threading
+from pathlib import Path
 
 from mzpeak_dask.filecache import FileCache, per_file
 
@@ -18,7 +19,7 @@ def test_opened_once_per_file_version(tmp_path) -> None:
     @per_file(4)
     def read(p: str, upper: bool) -> str:
         opened.append(p)
-        text = open(p).read()
+        text = Path(p).read_text()
         return text.upper() if upper else text
 
     assert read(path, False) == "one" and read(str(path), False) == "one"

@@ -8,6 +8,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from .conftest import DATA
 
 RUN = DATA / "openms" / "FeatureFinderMetaboIdent_1_input.mzML"
@@ -43,6 +45,7 @@ print(sum(out.points.values()), faults[-1], keep_freed_blocks())
 )
 
 
+@pytest.mark.slow  # a fresh process encodes a partition of a real run three times
 def test_encoding_again_reuses_the_freed_heap() -> None:
     done = subprocess.run(
         [sys.executable, "-c", SCRIPT, str(RUN)], capture_output=True, text=True, check=True

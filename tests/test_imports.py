@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from .conftest import ROOT
-from .helpers import SMALL_MZML as SMALL
+from .helpers.real_runs import SMALL_MZML as SMALL
 
 PACKAGE = "mzpeak_dask"
 

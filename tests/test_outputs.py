@@ -19,8 +19,8 @@ import pytest
 from mzpeak_dask import ConvertOptions, convert, open_archive
 
 from .conftest import BUNDLED, DATA, INLINE
-from .helpers import assert_clean, one_line_error, run_cli
-from .replicate import replicate
+from .helpers.cli import assert_clean, one_line_error, run_cli
+from .helpers.replicate import replicate
 
 pytestmark = pytest.mark.slow  # each runs conversions to the end, many in fresh processes
 

@@ -6,21 +6,20 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from mzpeak_dask.options import ConvertOptions
 from mzpeak_dask.partition import boundaries, plan_run
 from mzpeak_dask.readers import SPECTRA
 
-from .helpers import DATA
+from .conftest import DATA
 
 
 def _offsets(sizes: list[int], start: int = 1000) -> np.ndarray:
     return np.concatenate(([start], start + np.cumsum(sizes))).astype(np.int64)
 
 
-@settings(max_examples=300, deadline=None)
 @given(
     sizes=st.lists(st.integers(1, 5000), min_size=1, max_size=400),
     items=st.integers(1, 60),

@@ -11,8 +11,8 @@ import pytest
 
 from mzpeak_dask import ConvertOptions, convert, open_archive
 
-from . import oracle
 from .conftest import INLINE, input_files
+from .helpers import oracle
 
 pytestmark = pytest.mark.slow  # every real input converted and read back
 

@@ -17,7 +17,7 @@ import pytest
 
 from .batch.commands import converted_count
 from .conftest import BUNDLED, DATA, ROOT
-from .replicate import replicate
+from .helpers.replicate import replicate
 
 pytestmark = pytest.mark.slow  # the shipped workflows run whole batches
 

@@ -92,8 +92,10 @@ def fit_concatenated(
     """:func:`fit_delta_models` of spectra laid end to end: their m/z values as float64,
     their row weights (:func:`concatenated_weights`), their lengths."""
     # Spacings of the concatenation: spectrum k's are deltas[starts[k] : starts[k] + spans[k]];
-    # the spacing across two spectra sits between them and belongs to neither.
-    deltas = np.diff(mz_all)
+    # the spacing across two spectra sits between them and belongs to neither. Infinite m/z
+    # values give infinite or NaN spacings, taken as the single fit takes them: no warning.
+    with np.errstate(over="ignore", invalid="ignore"):
+        deltas = np.diff(mz_all)
     starts = np.cumsum(lengths) - lengths
     spans = np.maximum(lengths - 1, 0)
     inside = np.ones(deltas.shape[0], dtype=bool)

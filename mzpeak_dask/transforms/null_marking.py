@@ -96,7 +96,9 @@ def _middle_of_smallest(part: np.ndarray, count: int) -> np.float64:
     +0.0), or ``(0 + a + b) / 2`` of the middle pair."""
     if count % 2:
         return _ZERO + part[count // 2]
-    return (_ZERO + part[count // 2 - 1] + part[count // 2]) / np.float64(2)
+    # in Python floats: the same IEEE sums, without numpy's overflow warning when two values
+    # past 8.99e307 sum to inf (as they do in numpy's mean)
+    return np.float64((0.0 + float(part[count // 2 - 1]) + float(part[count // 2])) / 2.0)
 
 
 def predict_delta(model: np.ndarray, mz: np.ndarray | float) -> np.ndarray | float:
@@ -143,6 +145,13 @@ def fit_delta_model(mz: np.ndarray, intensity: np.ndarray | None = None) -> np.n
     pass the intensities as stored, usually float32, to match the reference bit for bit), i.e.
     observation weights ``ln(intensity + 1)``; without intensities every weight is 1.
     """
+    # m/z values no instrument gives (1e155, squared) overflow to inf here; the fit goes on with
+    # the infinities as the batched fit (delta_models.py) does, and numpy's warning is noise
+    with np.errstate(over="ignore", invalid="ignore"):
+        return _select_delta_model(mz, intensity)
+
+
+def _select_delta_model(mz: np.ndarray, intensity: np.ndarray | None) -> np.ndarray:
     mz = np.asarray(mz, dtype=np.float64)
     deltas = np.diff(mz)
     constant = second_median(deltas)

@@ -176,7 +176,8 @@ def test_chromatogram_times_are_stored_in_minutes(tmp_path: Path, layout: str) -
     entries = json.loads(kv[b"chromatogram_array_index"])["entries"]
     time_units = {e["unit"] for e in entries if e["array_type"] == "MS:1000595"}
     assert time_units == {"UO:0000031"}
-    seconds = next(mzml.MzML(str(DATA / "mzdata" / "diaPASEF.mzML")).iterfind("chromatogram"))
+    with mzml.MzML(str(DATA / "mzdata" / "diaPASEF.mzML")) as reader:
+        seconds = next(reader.iterfind("chromatogram"))
     with open_archive(output) as archive:
         times = archive.read_chromatogram(0).time
     assert np.array_equal(times, seconds["time array"] / 60)  # 64.4 to 64.5 minutes

@@ -21,8 +21,8 @@ import pytest
 
 from mzpeak_dask import open_archive
 
-from ..generated_runs import generated_mzml
-from ..helpers import run_cli
+from ..helpers.cli import run_cli
+from ..helpers.generated_runs import generated_mzml
 
 MEMBER = "chromatograms_data.parquet"
 

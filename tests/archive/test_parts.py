@@ -21,7 +21,8 @@ from mzpeak_dask.parquet_stitch import read_footer
 from mzpeak_dask.partition import plan_run
 
 from ..conftest import DATA, INLINE
-from ..helpers import SMALL_MZML, offsets_after
+from ..helpers.archives import offsets_after
+from ..helpers.real_runs import SMALL_MZML
 
 UV = "DADSpectra+UVSignal272"
 RUNS = {

@@ -102,7 +102,7 @@ def test_a_staging_folder_is_locked_on_itself_and_holds_only_what_is_written_in_
         assert sweep(tmp_path) == [] and folder.is_dir()
     finally:
         os.kill(owner.pid, signal.SIGKILL)
-        owner.wait(timeout=60)
+        owner.communicate(timeout=60)  # reaps it and closes its pipes
     assert sweep(tmp_path) == [folder] and list(tmp_path.iterdir()) == []
 
 

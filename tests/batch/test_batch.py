@@ -17,10 +17,10 @@ import pytest
 from mzpeak_dask.read.validate import ERROR, validate
 from mzpeak_dask.readers.binary import MAX_ARRAY_VALUES
 
-from ..batch_inputs import huge_spectrum_mzml
 from ..conftest import BUNDLED, DATA
-from ..helpers import member_digests
-from ..replicate import replicate
+from ..helpers.archives import member_digests
+from ..helpers.batch_inputs import huge_spectrum_mzml
+from ..helpers.replicate import replicate
 from .commands import batch, converted_count, report, wait_for_first
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
@@ -145,7 +145,7 @@ def test_killed_batch_resumes_to_the_same_outputs(tmp_path) -> None:
     process = batch(source, output, "--partition-items", "20", wait=False)
     wait_for_first(process, output)
     os.killpg(process.pid, signal.SIGKILL)  # a wall-time limit: the whole job, workers too
-    process.wait(timeout=60)
+    process.communicate(timeout=60)  # reaps it and closes its pipes
     assert converted_count(output) < 4
     resumed = batch(source, output, "--resume", "--partition-items", "20")
     assert resumed.returncode == 0, resumed.stderr

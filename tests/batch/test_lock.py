@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from ..conftest import BUNDLED, ROOT
-from ..replicate import replicate
+from ..helpers.replicate import replicate
 from .commands import batch, converted_count, report, wait_for_first
 
 pytestmark = pytest.mark.slow  # batches on real clusters

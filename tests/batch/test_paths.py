@@ -20,7 +20,7 @@ from mzpeak_dask.batch.state import BatchState
 from mzpeak_dask.read.validate import ERROR, validate
 
 from ..conftest import BUNDLED, DATA
-from ..helpers import run_cli
+from ..helpers.cli import run_cli
 from .commands import batch
 
 pytestmark = pytest.mark.slow  # whole batches through the command line

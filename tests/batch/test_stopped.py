@@ -13,7 +13,7 @@ from mzpeak_dask.batch.state import BatchState
 from mzpeak_dask.options import ClusterOptions
 
 from ..conftest import BUNDLED
-from ..replicate import replicate
+from ..helpers.replicate import replicate
 
 INLINE = ClusterOptions(cluster="inline")
 
@@ -38,6 +38,7 @@ def _tree(folder: Path, runs: int) -> Path:
     return folder
 
 
+@pytest.mark.slow  # five replicated runs, one converted before the stop
 @pytest.mark.parametrize(
     "error", [RuntimeError("display lost its terminal"), KeyboardInterrupt()], ids=repr
 )

@@ -24,7 +24,7 @@ from mzpeak_dask.encode import prepare_signal
 from mzpeak_dask.partition import plan_run
 from mzpeak_dask.readers import FORMATS
 
-from ..helpers import PROFILE_RUNS
+from ..helpers.real_runs import PROFILE_RUNS
 from .common import DATA, machine, workdir
 
 INLINE = ClusterOptions(cluster="inline")

@@ -38,7 +38,7 @@ from mzpeak_dask.read.summary import summarize
 from mzpeak_dask.storage import filesystem, set_default_options
 from mzpeak_dask.storage.ranges import TOTAL
 
-from ..servers import (
+from ..helpers.servers import (
     SERVER_PIDS,
     new_bucket,
     range_server,

@@ -23,7 +23,7 @@ def workdir() -> Path:
 def replicated(source: Path, copies: int) -> Path:
     """``source`` replicated ``copies`` times (cached in bench-output/: written under another
     name and renamed, so an interrupted benchmark leaves no truncated copy to be reused)."""
-    from ..replicate import replicate
+    from ..helpers.replicate import replicate
 
     target = workdir() / f"{source.name.split('.')[0]}_x{copies}.mzML"
     if not target.exists():

@@ -18,7 +18,7 @@ from mzpeak_dask.archive import digest
 from mzpeak_dask.parallel import tasks
 from mzpeak_dask.storage import streaming
 
-from ..servers import cpu_seconds
+from ..helpers.servers import cpu_seconds
 
 # label -> the (owner, name) of each function whose time counts for it
 STEPS = {

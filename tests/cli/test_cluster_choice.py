@@ -16,7 +16,7 @@ from mzpeak_dask import ClusterOptions
 from mzpeak_dask.parallel.where import cluster_pays, describe, resolve, work_bytes
 
 from ..conftest import BUNDLED, DATA
-from ..helpers import run_cli
+from ..helpers.cli import run_cli
 
 SMALL = BUNDLED / "small.mzML"
 SMALL_GZ = DATA / "mzdata" / "small.mzML.gz"

@@ -14,7 +14,7 @@ import pytest
 from mzpeak_dask import open_archive
 
 from ..conftest import BUNDLED, DATA, ROOT
-from ..helpers import run_cli
+from ..helpers.cli import run_cli
 
 pytestmark = pytest.mark.slow  # each runs the command line in a fresh process
 

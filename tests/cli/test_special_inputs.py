@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from ..conftest import BUNDLED
-from ..helpers import one_line_error, run_cli
+from ..helpers.cli import one_line_error, run_cli
 
 DEADLINE = 180  # a generous bound: the run waiting for a writer would never end
 
@@ -44,6 +44,7 @@ def test_convert_refuses_a_file_that_is_not_regular(tmp_path, kind):
     assert not output.exists()
 
 
+@pytest.mark.slow  # the command asks for a LocalCluster of one worker (--workers 1)
 def test_convert_refuses_a_fifo_on_a_local_cluster(tmp_path):
     source = tmp_path / "run.mzML"
     os.mkfifo(source)
@@ -54,6 +55,7 @@ def test_convert_refuses_a_fifo_on_a_local_cluster(tmp_path):
     one_line_error(result, str(source), "not a regular file")
 
 
+@pytest.mark.slow  # a batch run through the command line
 def test_a_fifo_in_a_batch_is_a_failed_row_and_the_others_convert(tmp_path):
     folder = tmp_path / "repo"
     folder.mkdir()

@@ -10,7 +10,7 @@ from itertools import accumulate
 import numpy as np
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from hypothesis import example, given, settings
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from mzpeak_dask.codecs import basic, delta
@@ -19,7 +19,7 @@ from mzpeak_dask.transforms.null_marking import fill_nulls, null_pair_mask
 from mzpeak_dask.transforms.zero_runs import zero_run_keep_mask
 
 from ..conftest import DATA
-from ..helpers import stripped_small_spectra
+from ..helpers.real_runs import stripped_small_spectra
 
 DELTA, BASIC = "MS:1003089", "MS:1000576"
 N = float("nan")  # marks a null in the examples below
@@ -157,7 +157,6 @@ def same_points(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarra
 
 
 @given(any_chunks)
-@settings(max_examples=300, deadline=None)
 def test_basic_round_trip(chunk: list[float | None]) -> None:
     values, valid = arrays_of(chunk)
     start, out, out_valid = basic.encode(values, valid)
@@ -172,7 +171,6 @@ def _nan_equal(values: list[float | None]) -> list[float | str | None]:
 
 
 @given(any_chunks)
-@settings(max_examples=300, deadline=None)
 # a spacing that overflows: inf, then inf - inf is NaN in both the decoder and the oracle
 @example(chunk=[-9.9792015476736e291, 1.7976931348623157e308, -9.9792015476736e291])
 def test_delta_round_trip_exactly_when_round_trips_says_so(chunk: list[float | None]) -> None:
@@ -187,7 +185,6 @@ def test_delta_round_trip_exactly_when_round_trips_says_so(chunk: list[float | N
 
 
 @given(mz_like_chunks())
-@settings(max_examples=300, deadline=None)
 def test_delta_is_exact_on_mz_axes(chunk: tuple[np.ndarray, np.ndarray]) -> None:
     values, valid = chunk
     assert delta.round_trips(values, valid)
@@ -212,7 +209,6 @@ def profile_or_centroid(draw: st.DrawFn) -> tuple[np.ndarray, np.ndarray]:
 
 
 @given(profile_or_centroid(), st.sampled_from([0.05, 1.0, 50.0]))
-@settings(max_examples=200, deadline=None)
 def test_chunked_spectrum_round_trip_without_size(spectrum, width: float) -> None:
     mz, valid = spectrum
     offsets = chunk_boundaries(mz, valid, width)
@@ -296,7 +292,6 @@ def test_reference_chunks_decode_to_source() -> None:
     assert worst_ppm < 0.02
 
 
-@settings(max_examples=200, deadline=None)
 @given(
     st.lists(
         st.floats(-1e3, 1e3) | st.sampled_from([0.0, -0.0, np.inf, -np.inf, np.nan, 1e308]),

@@ -329,7 +329,6 @@ def assert_linear_close(x: np.ndarray, back: np.ndarray) -> None:
         assert np.all(np.abs(back - x) <= (0.5 + 1e-6) / fp + 4 * np.spacing(x)), fp
 
 
-@settings(deadline=None)
 @given(mz_like)
 def test_linear_round_trip(x):
     encoded = nq.encode_linear(x)
@@ -338,7 +337,6 @@ def test_linear_round_trip(x):
     assert nq.decode_linear(bytes(encoded)).tobytes() == nq.decode_linear(encoded).tobytes()
 
 
-@settings(deadline=None)
 @given(st.lists(st.floats(1e-300, 1e300), max_size=20).map(np.array))
 def test_linear_huge_values_round_trip_or_refuse(x):
     try:
@@ -348,7 +346,6 @@ def test_linear_huge_values_round_trip_or_refuse(x):
     assert_linear_close(x, nq.decode_linear(encoded))
 
 
-@settings(deadline=None)
 @given(counts)
 def test_slof_round_trip(x):
     fp = nq.optimal_slof_fixed_point(x)
@@ -359,7 +356,6 @@ def test_slof_round_trip(x):
     assert np.all(np.abs(back[big] - x[big]) <= 1e-3 * x[big])
 
 
-@settings(deadline=None)
 @given(st.lists(st.floats(-0.5, 2147483646.5), max_size=60).map(np.array))
 def test_pic_round_trip(x):
     back = nq.decode_pic(nq.encode_pic(x))
@@ -383,7 +379,8 @@ def test_zero_one_two_values(values):
     assert nq.decode_pic(pic).tobytes() == pn.decode_pic(pic).tobytes()
 
 
-@settings(deadline=None, max_examples=60)
+# fewer than the profile's: each example also runs pynumpress
+@settings(max_examples=60)
 @given(mz_like, counts)
 def test_small_random_arrays_match_pynumpress(mz, intensity):
     import pynumpress as pn  # these domains never make the C++ throw, so in-process is safe
@@ -428,13 +425,13 @@ def assert_like_reference(data: bytes) -> None:
             assert outcome(nq.decode_linear, F8 + bytes(8) + data) == linear, (kind, data.hex())
 
 
-@settings(deadline=None, max_examples=200)
 @given(st.binary(max_size=80))
 def test_garbage_matches_reference_decoder(data):
     assert_like_reference(data)
 
 
-@settings(deadline=None, max_examples=40)
+# fewer than the profile's: streams of up to 2000 bytes through the reference decoder
+@settings(max_examples=40)
 @given(st.binary(min_size=1, max_size=5), st.integers(1, 400))
 def test_repeating_streams_match_reference_decoder(pattern, repeat):
     assert_like_reference(pattern * repeat)  # periodic streams keep lanes from ever meeting
@@ -445,7 +442,8 @@ def test_long_streams_that_never_synchronise():
         assert_like_reference(data)
 
 
-@settings(deadline=None, max_examples=300)
+# more than the profile's: random bytes reach each decoder's error paths rarely
+@settings(max_examples=300)
 @given(st.binary(max_size=64), st.sampled_from(["linear", "slof", "pic"]))
 def test_random_bytes_decode_or_raise_numpress_error(data, codec):
     decode = {"linear": nq.decode_linear, "slof": nq.decode_slof, "pic": nq.decode_pic}[codec]
@@ -457,7 +455,6 @@ def test_random_bytes_decode_or_raise_numpress_error(data, codec):
         assert result.dtype == np.float64 and result.ndim == 1
 
 
-@settings(deadline=None)
 @given(anything)
 def test_our_encodings_always_decode(x):
     for encode, decode in ((nq.encode_linear, nq.decode_linear), (nq.encode_slof, nq.decode_slof)):

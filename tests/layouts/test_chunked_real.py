@@ -14,7 +14,7 @@ from mzpeak_dask import vocabulary as V
 from mzpeak_dask.codecs import numpress
 
 from ..conftest import DATA, INLINE
-from ..helpers import PROFILE_RUNS
+from ..helpers.real_runs import PROFILE_RUNS
 
 pytestmark = pytest.mark.slow  # real runs converted in every encoding
 

@@ -29,7 +29,8 @@ LOW, HIGH = 600.0, 601.0
 
 @lru_cache(maxsize=1)
 def source() -> list[dict[str, np.ndarray]]:
-    return [{k: s[k].astype(np.float64) for k in ARRAYS} for s in mzml.MzML(str(SOURCE))]
+    with mzml.MzML(str(SOURCE)) as reader:
+        return [{k: s[k].astype(np.float64) for k in ARRAYS} for s in reader]
 
 
 @pytest.fixture(scope="module")

@@ -82,9 +82,9 @@ def _expected(p) -> tuple[np.ndarray, np.ndarray]:
     return mz, intensity
 
 
+# fewer examples than the profile's (tests/conftest.py): each encodes and reads a whole table
 PROFILE = settings(
     max_examples=60,
-    deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 

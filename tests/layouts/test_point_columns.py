@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from mzpeak_dask.layouts import point
@@ -36,7 +36,6 @@ _ITEMS = st.lists(
 )
 
 
-@settings(max_examples=150, deadline=None)
 @given(_ITEMS, st.booleans())
 def test_a_point_column_is_the_items_column_end_to_end(specs, null_marked: bool) -> None:
     column = SignalColumn(

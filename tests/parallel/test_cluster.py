@@ -32,9 +32,9 @@ from mzpeak_dask import (
 from mzpeak_dask.parallel.cluster import cluster_client
 
 from ..conftest import BUNDLED, DATA, INLINE
-from ..helpers import member_digests
-from ..hostile_inputs import corrupt_binary
-from ..replicate import replicate
+from ..helpers.archives import member_digests
+from ..helpers.hostile_inputs import corrupt_binary
+from ..helpers.replicate import replicate
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 SMALL = BUNDLED / "small.mzML"

@@ -16,7 +16,7 @@ from mzpeak_dask.parallel.executors import InlineExecutor
 from mzpeak_dask.run_paths import RunPaths
 
 from ..conftest import BUNDLED
-from ..replicate import replicate
+from ..helpers.replicate import replicate
 
 
 class InterruptedProbe(InlineExecutor):

@@ -25,7 +25,7 @@ from mzpeak_dask.parquet_stitch.thrift_compact import I16
 from mzpeak_dask.partition import plan_run
 
 from ..archive.test_parts import RUNS
-from ..helpers import offsets_after
+from ..helpers.archives import offsets_after
 
 ITEMS = {"profile": 10, "centroid": 4, "uv": 60, "chromatograms": 40}  # several partitions
 KV = {"spectrum_array_index": '{"prefix": "x"}', "spectrum_count": "42"}

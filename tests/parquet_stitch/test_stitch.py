@@ -19,7 +19,7 @@ from mzpeak_dask.parquet_stitch import Stitcher, ThriftError, dumps, loads, read
 from mzpeak_dask.parquet_stitch.thrift_compact import loads_exactly, loads_spanned
 
 from ..conftest import DATA, INLINE
-from ..helpers import SMALL_MZML
+from ..helpers.real_runs import SMALL_MZML
 
 REFERENCE = sorted(p for p in DATA.rglob("*.mzpeak") if p.is_file())  # ZIPs (parquet-rs)
 
@@ -152,6 +152,7 @@ def test_damaged_footers_raise_thrift_errors() -> None:
         Stitcher(io.BytesIO()).close()
 
 
+@pytest.mark.slow  # some 400 prefixes of a footer, each read two ways
 def test_every_truncated_footer_raises_a_thrift_error(ours) -> None:
     """The reader reads past the end of its bytes as a ThriftError, never an IndexError or a
     struct: each prefix of a real footer, read plain and with spans, and from an offset."""

@@ -14,9 +14,9 @@ import pytest
 from mzpeak_dask import ArchiveError, ConvertOptions, convert, open_archive
 from mzpeak_dask.read.validate import ERROR, validate
 
-from .. import archive_damage as D
 from ..conftest import DATA, INLINE
-from ..helpers import one_line_error, run_cli
+from ..helpers import archive_damage as D
+from ..helpers.cli import one_line_error, run_cli
 
 TINY = DATA / "pyteomics" / "tiny.pwiz.1.1.mzML"  # 4 spectra, 2 chromatograms
 INDEX = "mzpeak_index.json"

@@ -17,9 +17,9 @@ from mzpeak_dask import ArchiveError, ConvertOptions, convert, open_archive
 from mzpeak_dask.read.summary import summarize
 from mzpeak_dask.read.validate import ERROR, validate
 
-from .. import archive_damage as D
 from ..conftest import BUNDLED, DATA, INLINE
-from ..helpers import run_cli
+from ..helpers import archive_damage as D
+from ..helpers.cli import run_cli
 
 TINY = DATA / "pyteomics" / "tiny.pwiz.1.1.mzML"  # 4 spectra (profile and centroid), 2 TICs
 INDEX = "mzpeak_index.json"

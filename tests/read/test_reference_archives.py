@@ -25,7 +25,8 @@ POINTS = {0: 13_589, 1: 18_177, 2: 485, 4: 837, 7: 10_329, 41: 22_554, 47: 636}
 
 @pytest.fixture(scope="module")
 def source() -> list[dict]:
-    return list(mzml.MzML(str(DATA / "mzdata" / "small.mzML")))
+    with mzml.MzML(str(DATA / "mzdata" / "small.mzML")) as reader:
+        return list(reader)
 
 
 @pytest.mark.parametrize("path", SMALL, ids=lambda p: f"{p.parent.name}/{p.name}")

@@ -9,7 +9,7 @@ import zlib
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from mzpeak_dask import InputError, convert
@@ -112,7 +112,6 @@ def test_a_header_checksum_only_zlib_ng_checks_is_read_as_the_standard_library_r
     assert fast == standard == ("value", text)
 
 
-@settings(max_examples=150, deadline=None)
 @given(
     change=st.sampled_from(["flip", "cut", "append", "append zeros", "second member"]),
     at=st.floats(0, 1, exclude_max=True),

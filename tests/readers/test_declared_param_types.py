@@ -13,7 +13,7 @@ import pytest
 from mzpeak_dask import ConvertOptions, convert, open_archive
 
 from ..conftest import INLINE
-from ..generated_runs import generated_mzml
+from ..helpers.generated_runs import generated_mzml
 
 # (name, declared type, lexical value, expected value)
 PARAMS = [

@@ -21,7 +21,7 @@ from mzpeak_dask.readers.binary import (
 )
 
 from ..conftest import INLINE
-from ..hostile_inputs import (
+from ..helpers.hostile_inputs import (
     SMALL,
     decoded,
     spectrum_arrays,

@@ -17,8 +17,8 @@ from mzpeak_dask.readers import SPECTRA, MzMLFormat
 from mzpeak_dask.readers.base import ItemRange
 
 from ..conftest import DATA, INLINE, input_files
-from ..helpers import member_digests
-from ..hostile_inputs import SMALL, corrupt_binary, spectrum_span
+from ..helpers.archives import member_digests
+from ..helpers.hostile_inputs import SMALL, corrupt_binary, spectrum_span
 
 PARSERS = ("lean", "pyteomics")
 MZML_INPUTS = [p for p in input_files() if not p.name.endswith((".mzXML", ".mgf"))]

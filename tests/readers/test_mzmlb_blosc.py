@@ -18,7 +18,7 @@ import pytest
 from mzpeak_dask import open_archive
 
 from ..conftest import DATA
-from ..helpers import run_cli
+from ..helpers.cli import run_cli
 
 SOURCE = DATA / "mzdata" / "small.mzMLb"  # 48 spectra, 1 chromatogram, gzip datasets
 
@@ -76,6 +76,7 @@ def _assert_same(archive: Path, expected: list[dict[str, np.ndarray]]) -> None:
             np.testing.assert_array_equal(a[name], b[name], err_msg=name)
 
 
+@pytest.mark.slow  # two conversions in fresh processes (the reference's and its own)
 def test_blosc_mzmlb_converts_inline(reference: tuple[Path, list], tmp_path: Path) -> None:
     blosc, expected = reference
     out = tmp_path / "blosc.mzpeak"

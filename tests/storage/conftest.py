@@ -12,15 +12,23 @@ import uuid
 import pytest
 
 from ..conftest import BUNDLED, DATA, INLINE
-from ..servers import (
+from ..helpers.servers import (
     azurite_server,
     gcs_server,
     new_bucket,
+    node_server_missing,
     range_server,
     s3_server,
     s3rver_options,
     s3rver_server,
 )
+
+
+def _skip_without(package: str, binary: str) -> None:
+    """Skip the test, naming the reason, when the Node server it needs cannot start here."""
+    missing = node_server_missing(package, binary)
+    if missing:
+        pytest.skip(missing)
 
 
 @pytest.fixture(autouse=True)
@@ -111,6 +119,7 @@ def azurite_endpoint(tmp_path_factory):
     """Azurite's blob service on loopback (adlfs is pointed at it)."""
     from mzpeak_dask.storage import set_default_options
 
+    _skip_without("Azurite", "azurite-blob")
     with azurite_server(tmp_path_factory.mktemp("azurite")) as endpoint:
         set_default_options(None)
         yield endpoint
@@ -121,6 +130,7 @@ def azurite_endpoint(tmp_path_factory):
 def s3rver_endpoint(tmp_path_factory):
     """s3rver on loopback, a second S3 implementation beside moto, with one bucket made at its
     start (s3fs is pointed at it by storage options only while a test uses it)."""
+    _skip_without("s3rver", "s3rver")
     with s3rver_server(tmp_path_factory.mktemp("s3rver"), "s3rver-runs") as endpoint:
         yield endpoint
 

@@ -14,9 +14,9 @@ import pytest
 from mzpeak_dask import convert
 
 from ..conftest import BUNDLED, DATA, INLINE
-from ..helpers import run_cli
-from ..servers import moto_requests, s3_client
-from .test_remote_ranges import assert_same_members
+from ..helpers.archives import assert_same_members
+from ..helpers.cli import run_cli
+from ..helpers.servers import moto_requests, s3_client
 
 pytestmark = pytest.mark.slow
 

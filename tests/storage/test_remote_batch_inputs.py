@@ -15,8 +15,8 @@ import pytest
 from mzpeak_dask.storage.keys import shown
 
 from ..conftest import BUNDLED, DATA
-from ..helpers import run_cli
-from ..servers import s3_client
+from ..helpers.cli import run_cli
+from ..helpers.servers import s3_client
 
 pytestmark = pytest.mark.slow
 

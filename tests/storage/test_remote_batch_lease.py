@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from ..conftest import BUNDLED
-from ..helpers import one_line_error, run_cli
-from ..servers import RangeServer, _Handler, s3_client
+from ..helpers.cli import one_line_error, run_cli
+from ..helpers.servers import RangeServer, _Handler, s3_client
 
 pytestmark = pytest.mark.slow
 

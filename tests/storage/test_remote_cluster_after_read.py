@@ -13,7 +13,7 @@ from mzpeak_dask.parallel.cluster import cluster_client
 from mzpeak_dask.storage.inputs import input_size
 
 from ..conftest import BUNDLED, INLINE
-from ..servers import range_server
+from ..helpers.servers import range_server
 
 pytestmark = [
     pytest.mark.cluster,

@@ -6,13 +6,16 @@ from __future__ import annotations
 import json
 import os
 
+import pytest
+
 from mzpeak_dask.cli import build_parser
 from mzpeak_dask.cli.args import storage_options
 
-from ..helpers import one_line_error, run_cli
-from ..servers import s3_client
+from ..helpers.cli import one_line_error, run_cli
+from ..helpers.servers import s3_client
 
 
+@pytest.mark.slow  # four commands in fresh processes
 def test_info_and_validate_read_an_s3_archive(s3_endpoint, bucket, reference_archives):
     s3_client(s3_endpoint).upload_file(
         str(reference_archives / "small.mzpeak"), bucket, "runs/small.mzpeak"

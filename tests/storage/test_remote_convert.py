@@ -14,18 +14,10 @@ from mzpeak_dask.errors import InputError, MzPeakDaskError, StorageError
 from mzpeak_dask.storage.uploads import upload_file
 
 from ..conftest import BUNDLED, DATA, INLINE
-from ..helpers import member_digests, one_line_error, run_cli
-from ..servers import interrupt_once_a_part_is_in, s3_client
-from .test_remote_read import assert_same
-
-
-def keys(endpoint: str, bucket: str) -> list[str]:
-    listed = s3_client(endpoint).list_objects_v2(Bucket=bucket)
-    return sorted(k["Key"] for k in listed.get("Contents", []))
-
-
-def uploads(endpoint: str, bucket: str) -> list:
-    return s3_client(endpoint).list_multipart_uploads(Bucket=bucket).get("Uploads", [])
+from ..helpers.archives import assert_same, member_digests
+from ..helpers.cli import one_line_error, run_cli
+from ..helpers.s3 import keys, uploads
+from ..helpers.servers import interrupt_once_a_part_is_in, s3_client
 
 
 def test_convert_s3_to_s3_equals_the_local_conversion(s3_endpoint, bucket, tmp_path):

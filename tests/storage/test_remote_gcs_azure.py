@@ -13,8 +13,7 @@ from mzpeak_dask.errors import InputError
 from mzpeak_dask.storage import filesystem
 
 from ..conftest import BUNDLED, DATA, INLINE
-from ..helpers import member_digests
-from .test_remote_read import assert_same
+from ..helpers.archives import assert_same, member_digests
 
 
 def put(url: str, source) -> str:

@@ -10,8 +10,8 @@ from mzpeak_dask import convert
 from mzpeak_dask.tables.file_metadata import file_sha256
 
 from ..conftest import BUNDLED, DATA, INLINE
-from ..servers import moto_requests, s3_client
-from .test_remote_ranges import assert_same_members
+from ..helpers.archives import assert_same_members
+from ..helpers.servers import moto_requests, s3_client
 
 
 def test_a_conversion_learns_the_size_of_its_input_with_its_first_bytes(served, tmp_path):

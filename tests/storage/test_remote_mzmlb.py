@@ -10,8 +10,8 @@ from mzpeak_dask import ConvertOptions, convert
 from mzpeak_dask.errors import InputError
 
 from ..conftest import DATA, INLINE
-from ..servers import s3_client
-from .test_remote_ranges import assert_converted_by_ranges
+from ..helpers.s3 import assert_converted_by_ranges
+from ..helpers.servers import s3_client
 
 SOURCE = DATA / "mzdata" / "small.mzMLb"
 

@@ -10,7 +10,7 @@ from mzpeak_dask import ConvertOptions
 from mzpeak_dask.readers.mzxml_ranges import balanced
 
 from ..conftest import DATA
-from .test_remote_ranges import assert_converted_by_ranges
+from ..helpers.s3 import assert_converted_by_ranges
 
 CASES = {
     # Fusion SPS-MS3 with an index, in partitions of 3 scans

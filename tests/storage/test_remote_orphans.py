@@ -18,10 +18,10 @@ import pytest
 from mzpeak_dask.batch.remote import default_state_dir
 
 from ..conftest import BUNDLED
-from ..helpers import run_cli
-from ..replicate import replicate
-from ..servers import s3_client
-from .test_remote_convert import keys
+from ..helpers.cli import run_cli
+from ..helpers.replicate import replicate
+from ..helpers.s3 import keys
+from ..helpers.servers import s3_client
 
 pytestmark = pytest.mark.slow
 

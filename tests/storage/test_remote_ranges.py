@@ -5,9 +5,7 @@ it in the staging folder; the archive equals a local conversion's and names the 
 from __future__ import annotations
 
 import shutil
-import zipfile
 
-import pyarrow.parquet as pq
 import pytest
 
 from mzpeak_dask import ConvertOptions, convert, convert_many, open_archive
@@ -15,8 +13,9 @@ from mzpeak_dask.errors import MzPeakDaskError
 from mzpeak_dask.storage.origins import SUFFIX
 
 from ..conftest import BUNDLED, DATA, INLINE
-from ..servers import moto_requests, range_server, s3_client
-from .test_remote_read import assert_same
+from ..helpers.archives import assert_same, assert_same_members
+from ..helpers.s3 import files_in
+from ..helpers.servers import range_server, s3_client
 
 CORRUPT = DATA / "openms" / "FileFilter_39_input_corrupt.mzML"
 MZMLB = DATA / "mzdata" / "small.mzMLb"  # HDF5: read through a ranged file object
@@ -31,59 +30,6 @@ def inputs(tmp_path_factory):
         shutil.copy(source, root / source.name)
     with range_server(root) as server:
         yield server
-
-
-def tables(archive) -> dict[str, object]:
-    """Every Parquet member's table without its schema metadata (the file-level metadata,
-    which names the source's location, is the only difference allowed)."""
-    with zipfile.ZipFile(archive) as z:
-        out = {}
-        for name in z.namelist():
-            if name.endswith(".parquet"):
-                with z.open(name) as f:
-                    out[name] = pq.read_table(f).replace_schema_metadata(None)
-        return out
-
-
-def assert_same_members(local, remote) -> None:
-    a, b = tables(local), tables(remote)
-    assert a.keys() == b.keys() and a
-    for name in a:
-        assert a[name].equals(b[name]), name
-
-
-def files_in(folder) -> list[str]:
-    return sorted(p.name for p in folder.rglob("*") if p.is_file())
-
-
-def assert_converted_by_ranges(s3_endpoint, bucket, staging, tmp_path, source, options) -> None:
-    """``source`` uploaded to the bucket and converted s3 -> s3 in this process: the same
-    result and Parquet members as its local conversion, staging holding only the URL's note
-    (no copy of the input), and only ranged GETs of the object (never the whole of it)."""
-    name = source.name
-    client = s3_client(s3_endpoint)
-    client.upload_file(str(source), bucket, f"in/{name}")
-    local = tmp_path / "local.mzpeak"
-    expected = convert(source, local, options, cluster=INLINE)
-    seen = []
-    with moto_requests() as requests:
-        [result] = convert_many(
-            [(f"s3://{bucket}/in/{name}", f"s3://{bucket}/out/run.mzpeak")],
-            options,
-            cluster=INLINE,
-            on_result=lambda k, outcome: seen.append(files_in(staging)),
-        )
-    assert not isinstance(result, BaseException), result
-    assert (result.spectra, result.points, result.input_sha256) == (
-        expected.spectra,
-        expected.points,
-        expected.input_sha256,
-    )
-    assert seen == [[name + SUFFIX]]
-    gets = [status for method, path, status in requests if method == "GET" and "/in/" in path]
-    assert gets and set(gets) == {206}, gets
-    client.download_file(bucket, "out/run.mzpeak", str(tmp_path / "back.mzpeak"))
-    assert_same_members(local, tmp_path / "back.mzpeak")
 
 
 @pytest.mark.parametrize("name", ["small.mzML", "small.mgf", "small.mzMLb"])

@@ -9,26 +9,10 @@ import pytest
 from mzpeak_dask import open_archive
 from mzpeak_dask.errors import ArchiveError
 
-from ..servers import s3_client
+from ..helpers.archives import assert_same
+from ..helpers.servers import s3_client
 
 NAMES = ("small.mzpeak", "small.chunked.mzpeak", "ours.mzpeak")
-
-
-def assert_same(local, remote, metadata: bool = True) -> None:
-    assert len(remote) == len(local) and remote.chromatogram_count == local.chromatogram_count
-    assert remote.spectra.equals(local.spectra)
-    for i in range(len(local)):
-        a, b = local[i], remote[i]
-        assert a.id == b.id and a.ms_level == b.ms_level and a.time == b.time
-        assert a.arrays.keys() == b.arrays.keys()
-        for name in a.arrays:
-            np.testing.assert_array_equal(a.arrays[name], b.arrays[name])
-    for i in range(local.chromatogram_count):
-        a, b = local.read_chromatogram(i), remote.read_chromatogram(i)
-        for name in a.arrays:
-            np.testing.assert_array_equal(a.arrays[name], b.arrays[name])
-    if metadata:
-        assert remote.file_metadata == local.file_metadata
 
 
 def upload_tree(endpoint: str, bucket: str, root, name: str) -> str:

@@ -24,7 +24,7 @@ import pytest
 from mzpeak_dask import convert, open_archive
 
 from ..conftest import DATA, INLINE
-from ..servers import S3RVER_KEY, new_bucket, s3_client, s3rver_options
+from ..helpers.servers import S3RVER_KEY, new_bucket, s3_client, s3rver_options
 
 pytestmark = [
     pytest.mark.slow,

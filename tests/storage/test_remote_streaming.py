@@ -19,10 +19,10 @@ from mzpeak_dask.errors import SpectrumDecodeError
 from mzpeak_dask.storage import streaming
 
 from ..conftest import BUNDLED, INLINE
-from ..helpers import member_digests
-from ..replicate import replicate
-from ..servers import interrupt_once_a_part_is_in, moto_requests, s3_client
-from .test_remote_convert import keys, uploads
+from ..helpers.archives import member_digests
+from ..helpers.replicate import replicate
+from ..helpers.s3 import keys, uploads
+from ..helpers.servers import interrupt_once_a_part_is_in, moto_requests, s3_client
 
 SMALL_PARTS = ConvertOptions(partition_items=40)
 
@@ -105,6 +105,7 @@ def test_an_archive_is_sent_as_it_is_written_and_equals_the_local_one(
     assert uploads(s3_endpoint, bucket) == []
 
 
+@pytest.mark.slow  # a larger run
 def test_a_run_failing_in_a_partition_leaves_nothing(
     s3_endpoint, bucket, tmp_path, larger_run, five_mib_parts
 ):

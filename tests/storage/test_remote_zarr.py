@@ -18,8 +18,8 @@ from mzpeak_dask.analysis import open_runs, xic
 from mzpeak_dask.zarr_runs.store import enable_rectilinear
 
 from ..conftest import INLINE
-from ..helpers import run_cli
-from ..servers import s3_client
+from ..helpers.cli import run_cli
+from ..helpers.servers import s3_client
 
 pytestmark = pytest.mark.slow
 

@@ -11,8 +11,8 @@ import os
 import pytest
 
 from ..conftest import BUNDLED
-from ..helpers import one_line_error, run_cli
-from ..servers import s3_client
+from ..helpers.cli import one_line_error, run_cli
+from ..helpers.servers import s3_client
 
 
 def _object(client, bucket: str, key: str) -> tuple[bytes, str]:

@@ -20,8 +20,8 @@ import pytest
 from mzpeak_dask import convert
 
 from ..conftest import BUNDLED, DATA, INLINE
-from ..helpers import one_line_error, run_cli
-from ..servers import range_server, s3_client
+from ..helpers.cli import one_line_error, run_cli
+from ..helpers.servers import range_server, s3_client
 
 SECRET = "s3cr3tPASSWORD"
 
@@ -148,7 +148,8 @@ def test_storage_options_are_not_on_the_workers_command_lines(tmp_path):
             process.wait()
     assert len(seen) >= 3, seen  # the command and its two workers were looked at
     assert not [line for line in seen.values() if SECRET in line]
-    assert SECRET not in process.stderr.read()
+    with process.stderr:
+        assert SECRET not in process.stderr.read()
 
 
 def test_the_value_is_hidden_however_the_flag_is_spelt():

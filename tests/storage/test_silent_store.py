@@ -11,7 +11,7 @@ import subprocess
 import pytest
 
 from ..conftest import BUNDLED
-from ..helpers import one_line_error, run_cli
+from ..helpers.cli import one_line_error, run_cli
 
 
 def text(output: bytes | str | None) -> str:

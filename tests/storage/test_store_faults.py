@@ -21,11 +21,11 @@ from mzpeak_dask.errors import StorageError
 from mzpeak_dask.storage import filesystem, set_default_options, streaming
 
 from ..conftest import BUNDLED, INLINE
-from ..fault_proxy import fault_proxy
-from ..helpers import one_line_error, run_cli
-from ..replicate import replicate
-from ..servers import S3_ENVIRONMENT, _free_port, _wait_for, s3_client
-from .test_remote_convert import keys, uploads
+from ..helpers.cli import one_line_error, run_cli
+from ..helpers.fault_proxy import fault_proxy
+from ..helpers.replicate import replicate
+from ..helpers.s3 import keys, uploads
+from ..helpers.servers import S3_ENVIRONMENT, _free_port, _wait_for, s3_client
 
 SMALL_PARTS = ConvertOptions(partition_items=40)
 PROGRESS = ("converting ", "done ")  # the lines of a conversion under way (not a terminal)
@@ -135,6 +135,7 @@ def test_a_server_gone_for_good_mid_upload_ends_in_one_line_naming_what_is_left(
     )
 
 
+@pytest.mark.slow  # commands in fresh processes against a server that is down
 def test_an_unreachable_endpoint_is_one_line_naming_it(proxy, bucket, tmp_path):
     proxy.go_down(None)
     small = str(BUNDLED / "small.mzML")
@@ -169,6 +170,7 @@ def test_a_missing_output_bucket_is_one_line_before_any_work(s3_endpoint, tmp_pa
     no_progress(result)
 
 
+@pytest.mark.slow  # six commands in fresh processes
 def test_missing_inputs_are_one_line(s3_endpoint, bucket, tmp_path):
     here, env = tmp_path / "small.mzpeak", os.environ.copy()
     for source, cause in (
@@ -235,6 +237,7 @@ def test_an_unreachable_endpoint_in_process_is_a_storage_error(proxy, bucket, tm
         convert(BUNDLED / "small.mzML", f"s3://{bucket}/x.mzpeak", cluster=INLINE)
 
 
+@pytest.mark.slow  # a conversion and a batch in fresh processes
 def test_progress_lines_name_the_input_urls(s3_endpoint, bucket, tmp_path):
     s3_client(s3_endpoint).upload_file(str(BUNDLED / "small.mzML"), bucket, "in/small.mzML")
     source = f"s3://{bucket}/in/small.mzML"

@@ -14,8 +14,8 @@ import psims
 from mzpeak_dask import open_archive
 from mzpeak_dask.tables.file_metadata import PROCESSING_ID
 
-from ..generated_runs import generated_mzml
-from ..helpers import run_cli
+from ..helpers.cli import run_cli
+from ..helpers.generated_runs import generated_mzml
 
 PSI_MS = Path(psims.__file__).parent / "controlled_vocabulary" / "vendor" / "psi-ms.obo.gz"
 

@@ -11,7 +11,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from mzpeak_dask.readers import SPECTRA, MzMLFormat
@@ -25,7 +25,8 @@ from mzpeak_dask.tables.params import (
     param_rows,
 )
 
-from ..helpers import DATA, SMALL_MZML
+from ..conftest import DATA
+from ..helpers.real_runs import SMALL_MZML
 
 HOSTILE = [
     [],
@@ -97,7 +98,6 @@ _VALUES = st.one_of(
 )
 
 
-@settings(max_examples=150, deadline=None)
 @given(st.lists(_VALUES, max_size=30))
 def test_value_slots_are_each_values_own_slots(values) -> None:
     """The four slot columns of many values, filled at once, hold what each value's own

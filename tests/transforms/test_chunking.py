@@ -10,7 +10,7 @@ import numpy as np
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from mzpeak_dask.errors import OptionsError
@@ -23,7 +23,7 @@ from mzpeak_dask.transforms.null_marking import null_pair_mask
 from mzpeak_dask.transforms.zero_runs import zero_run_keep_mask
 
 from ..conftest import DATA
-from ..helpers import stripped_small_spectra
+from ..helpers.real_runs import stripped_small_spectra
 
 
 @st.composite
@@ -72,7 +72,6 @@ def check_min_points(offsets: np.ndarray, valid: np.ndarray, min_points: int) ->
 
 
 @given(marked_spectra(), widths, st.sampled_from([1, 2, 3]))
-@settings(max_examples=300, deadline=None)
 def test_invariants_on_marked_spectra(spectrum, width: float, min_points: int) -> None:
     mz, valid = spectrum
     offsets = chunk_boundaries(mz, valid, width, min_points=min_points)
@@ -87,7 +86,6 @@ def test_invariants_on_marked_spectra(spectrum, width: float, min_points: int) -
 
 
 @given(arbitrary_masks(), widths, st.sampled_from([1, 2]))
-@settings(max_examples=200, deadline=None)
 def test_invariants_on_arbitrary_masks(spectrum, width: float, min_points: int) -> None:
     mz, valid = spectrum
     offsets = chunk_boundaries(mz, valid, width, min_points=min_points)
@@ -96,7 +94,6 @@ def test_invariants_on_arbitrary_masks(spectrum, width: float, min_points: int) 
 
 
 @given(st.lists(st.floats(0.001, 2.0), min_size=1, max_size=300), st.floats(100.0, 900.0))
-@settings(max_examples=150, deadline=None)
 def test_dense_arrays_cut_where_the_bin_changes(spacing: list[float], origin: float) -> None:
     width = 10.0
     mz = origin + np.concatenate(([0.0], np.cumsum(spacing)))
@@ -191,7 +188,6 @@ def test_boundaries_match_reference_archive() -> None:
     widths,
     st.sampled_from([1, 2, 3]),
 )
-@settings(max_examples=200, deadline=None)
 def test_boundaries_of_runs_are_each_runs_boundaries(
     spectra, width: float, min_points: int
 ) -> None:

@@ -16,7 +16,7 @@ from mzpeak_dask.readers import SPECTRA, MzMLFormat
 from mzpeak_dask.readers.base import ItemRange
 from mzpeak_dask.transforms.null_marking import _median, second_median
 
-from ..helpers import PROFILE_RUNS
+from ..helpers.real_runs import PROFILE_RUNS
 
 
 def _numpy_second_median(deltas: np.ndarray) -> float:
@@ -51,7 +51,9 @@ def test_median_is_numpys_on_real_spacings(path: Path) -> None:
 @given(st.lists(st.floats(allow_nan=True, allow_infinity=True, width=64), min_size=1, max_size=40))
 def test_median_is_numpys_on_any_values(values: list[float]) -> None:
     array = np.array(values, dtype=np.float64)
-    want, got = np.median(array), _median(array)
+    with np.errstate(over="ignore"):  # two values past 8.99e307: the mean is inf (ours too)
+        want = np.median(array)
+    got = _median(array)
     assert (np.isnan(want) and np.isnan(got)) or want.tobytes() == got.tobytes()
 
 

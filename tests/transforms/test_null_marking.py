@@ -10,7 +10,7 @@ import numpy as np
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from mzpeak_dask.transforms.null_marking import (
@@ -24,7 +24,7 @@ from mzpeak_dask.transforms.null_marking import (
 from mzpeak_dask.transforms.zero_runs import zero_run_keep_mask
 
 from ..conftest import DATA
-from ..helpers import small_spectra
+from ..helpers.real_runs import small_spectra
 
 MAX_PPM = 0.02
 
@@ -100,7 +100,6 @@ def test_fill_lone_interior_null_takes_the_left_segment() -> None:
     st.lists(st.lists(st.floats(0.001, 3.0), min_size=1, max_size=12), min_size=1, max_size=10),
     st.floats(100.0, 1000.0),
 )
-@settings(max_examples=200, deadline=None)
 def test_fill_uses_each_segments_second_median(segments: list[list[float]], origin: float) -> None:
     """Segments separated by null pairs; each flank is last + second_median(own spacing)."""
     parts, valid_parts, position = [], [], origin
@@ -162,7 +161,6 @@ def grid_spectra(draw: st.DrawFn) -> tuple[np.ndarray, np.ndarray, float]:
 
 
 @given(grid_spectra())
-@settings(max_examples=200, deadline=None)
 def test_strip_mark_fill_round_trip(spectrum: tuple[np.ndarray, np.ndarray, float]) -> None:
     mz, intensity, step = spectrum
     keep = zero_run_keep_mask(intensity)
@@ -175,7 +173,6 @@ def test_strip_mark_fill_round_trip(spectrum: tuple[np.ndarray, np.ndarray, floa
 
 
 @given(st.lists(st.tuples(st.floats(1.0, 1e4), st.booleans()), max_size=40))
-@settings(max_examples=200, deadline=None)
 def test_fill_arbitrary_masks_is_total(points: list[tuple[float, bool]]) -> None:
     values = np.sort(np.array([v for v, _ in points]))
     valid = np.array([ok for _, ok in points], dtype=bool)

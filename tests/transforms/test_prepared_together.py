@@ -24,7 +24,8 @@ from mzpeak_dask.transforms.null_masks import null_pair_masks, verified_null_mas
 from mzpeak_dask.transforms.sorting import is_sorted, runs_sorted
 from mzpeak_dask.transforms.zero_runs import zero_run_keep_mask, zero_run_keep_masks
 
-from ..helpers import DATA, PROFILE_RUNS
+from ..conftest import DATA
+from ..helpers.real_runs import PROFILE_RUNS
 
 CENTROID_RUN = DATA / "openms" / "FeatureFinderMultiplex_9_input.mzML"
 OPTIONS = [
@@ -131,7 +132,8 @@ runs = st.lists(
 )
 
 
-@settings(max_examples=80, deadline=None)
+# fewer than the profile's: each example prepares the runs together and one by one
+@settings(max_examples=80)
 @given(runs, st.floats(0.01, 50.0), st.integers(0, 3))
 def test_masks_of_runs_equal_masks_of_each_run(intensities, ppm: float, seed: int) -> None:
     rng = np.random.default_rng(seed)

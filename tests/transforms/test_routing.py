@@ -9,7 +9,7 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from mzpeak_dask import vocabulary as V
@@ -68,7 +68,6 @@ def _array(kind: int, dtype, n: int, form: str, listed: bool = True) -> SignalAr
     return SignalArray(array_type, name, unit, values.tolist() if listed else values)
 
 
-@settings(max_examples=200, deadline=None)
 @given(st.lists(array, max_size=6), st.lists(array, min_size=1, max_size=6))
 def test_routing_is_the_plain_rule(sample, arrays) -> None:
     schema = SignalSchema.from_sample(V.SPECTRUM, [[_array(*a, listed=False) for a in sample]])

@@ -6,12 +6,12 @@ import itertools
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from mzpeak_dask.transforms.zero_runs import apply_keep_mask, strip_zero_runs, zero_run_keep_mask
 
-from ..helpers import small_spectra
+from ..helpers.real_runs import small_spectra
 
 
 def oracle_keep(intensity: list[float]) -> list[bool]:
@@ -72,13 +72,11 @@ intensities = st.lists(
 
 
 @given(intensities)
-@settings(max_examples=300, deadline=None)
 def test_matches_run_oracle(values: list[float]) -> None:
     assert zero_run_keep_mask(np.array(values)).tolist() == oracle_keep(values)
 
 
 @given(intensities)
-@settings(max_examples=200, deadline=None)
 def test_invariants(values: list[float]) -> None:
     intensity = np.array(values)
     (kept,) = apply_keep_mask(zero_run_keep_mask(intensity), intensity)

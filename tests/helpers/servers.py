@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -305,15 +306,30 @@ S3RVER_KEY = "S3RVER"  # s3rver's fixed access key id and secret
 PORT = "{port}"  # in a Node server's arguments: the port it is given
 
 
+def _node_command(binary: str) -> Path:
+    return Path(sys.prefix) / "node" / "node_modules" / ".bin" / binary
+
+
+def node_server_missing(package: str, binary: str) -> str | None:
+    """Why the Node server ``package`` (its command ``binary``) cannot start here, or None
+    when it can: the tests that need it are skipped with this reason."""
+    if not _node_command(binary).exists():
+        return f"{package} is not installed: `make test` installs it with npm"
+    if shutil.which("node") is None:
+        return f"{package} needs Node.js (node is not on PATH): `make test` installs it with npm"
+    return None
+
+
 @contextmanager
 def _node_server(package: str, binary: str, arguments: list[str]):
     """A Node server that ``make test`` installs from npm under the virtual environment,
     started in a process of its own with ``arguments``, where the argument :data:`PORT`
     stands for a free loopback port; yields the port and the process once it answers, and
     stops it after (a server waits for its clients' idle connections to close: not long)."""
-    command = Path(sys.prefix) / "node" / "node_modules" / ".bin" / binary
-    if not command.exists():
-        raise RuntimeError(f"{command} is missing: `make test` installs {package} (npm)")
+    missing = node_server_missing(package, binary)
+    if missing:
+        raise RuntimeError(missing)
+    command = _node_command(binary)
     port = _free_port()
     process = subprocess.Popen(
         [str(command), *(str(port) if a == PORT else a for a in arguments)],

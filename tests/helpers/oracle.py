@@ -151,14 +151,17 @@ def spectra(path: Path, tmp: Path) -> list[dict[str, Any]]:
     """Every spectrum of ``path`` as decoded by pyteomics, in file order."""
     name = path.name
     if name.endswith(".mzMLb"):
-        return [_mzml_spectrum(s) for s in mzmlb.MzMLb(str(path))]
+        with mzmlb.MzMLb(str(path)) as reader:
+            return [_mzml_spectrum(s) for s in reader]
     if name.endswith(".mzXML"):
-        return [_mzxml_spectrum(s) for s in mzxml.MzXML(str(path))]
+        with mzxml.MzXML(str(path)) as reader:
+            return [_mzxml_spectrum(s) for s in reader]
     if name.endswith(".mgf"):
-        reader = mgf.MGF(str(path), use_header=False)  # not the title-keyed index
-        return [_mgf_spectrum(s, i) for i, s in enumerate(reader)]
+        with mgf.MGF(str(path), use_header=False) as reader:  # not the title-keyed index
+            return [_mgf_spectrum(s, i) for i, s in enumerate(reader)]
     # use_index=False: document order, duplicate ids included (the index keys by id)
-    return [_mzml_spectrum(s) for s in mzml.MzML(str(plain_copy(path, tmp)), use_index=False)]
+    with mzml.MzML(str(plain_copy(path, tmp)), use_index=False) as reader:
+        return [_mzml_spectrum(s) for s in reader]
 
 
 _PER_MINUTE = {"UO:0000010": 60.0, "UO:0000028": 60_000.0}  # second, millisecond
@@ -190,9 +193,11 @@ def chromatograms(path: Path, tmp: Path) -> list[dict[str, Any]]:
     else:
         return []
     out = []
-    for c, unit in zip(reader.iterfind("chromatogram"), _time_units(xml), strict=True):
-        arrays = _arrays(c)
-        if unit in _PER_MINUTE and "time array" in arrays:
-            arrays["time array"] = arrays["time array"].astype(np.float64) / _PER_MINUTE[unit]
-        out.append({"id": c["id"], "arrays": arrays})
+    with reader:
+        for c, unit in zip(reader.iterfind("chromatogram"), _time_units(xml), strict=True):
+            arrays = _arrays(c)
+            if unit in _PER_MINUTE and "time array" in arrays:
+                per_minute = _PER_MINUTE[unit]
+                arrays["time array"] = arrays["time array"].astype(np.float64) / per_minute
+            out.append({"id": c["id"], "arrays": arrays})
     return out

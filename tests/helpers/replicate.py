@@ -5,8 +5,8 @@ Each copy of the run's spectra gets new scan numbers (``scan=N`` in ids and ``sp
 new ``index`` attributes and retention times shifted past the previous copy; the output is an
 indexed mzML with a rebuilt offset index. Chromatograms are kept once, from the original.
 
-    python -m tests.replicate SOURCE.mzML OUTPUT.mzML --copies 30
-    python -m tests.replicate SOURCE.mzML OUTPUT.mzML --target-mb 100
+    python -m tests.helpers.replicate SOURCE.mzML OUTPUT.mzML --copies 30
+    python -m tests.helpers.replicate SOURCE.mzML OUTPUT.mzML --target-mb 100
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A fault-injecting HTTP proxy on loopback, in front of an S3 server (moto's, tests/servers.py),
+"""A fault-injecting HTTP proxy on loopback, in front of an S3 server (moto's, servers.py),
 for the tests of what a conversion does when the store fails: it forwards each request and,
 on command, resets the connection (mid-request or mid-response), answers ``503 SlowDown`` or
 ``500 InternalError`` (S3's XML error bodies; the latter to UploadPart or PutObject requests),

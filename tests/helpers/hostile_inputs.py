@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .conftest import BUNDLED
+from ..conftest import BUNDLED
 
 SMALL = BUNDLED / "small.mzML"
 _ARRAY = re.compile(r"<binaryDataArray .*?</binaryDataArray>", re.S)
