@@ -87,5 +87,9 @@ def test_continued_lines_and_comments_are_one_command(tmp_path) -> None:
         (3, "mzpeak-dask convert a.mzML b.mzpeak --layout chunked   # a comment")
     ]
     assert _argv(documented_commands(page)[0][1]) == [
-        "convert", "a.mzML", "b.mzpeak", "--layout", "chunked"
+        "convert",
+        "a.mzML",
+        "b.mzpeak",
+        "--layout",
+        "chunked",
     ]

@@ -18,7 +18,7 @@ from distributed import Client
 from mzpeak_dask import ConvertOptions, convert_many
 
 from ..conftest import BUNDLED, DATA, INLINE
-from ..servers import new_bucket, s3_server
+from ..helpers.servers import new_bucket, s3_client, s3_server
 from .conftest import ExternalCluster
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
@@ -101,8 +101,6 @@ def test_every_way_writes_the_inline_archive(
         given, output = str(source), str(tmp_path / "out.mzpeak")
     else:
         endpoint, bucket = request.getfixturevalue("s3")
-        from ..storage.test_remote_convert import s3_client
-
         key = f"{where}/{name}/{size}"
         s3_client(endpoint).upload_file(str(source), bucket, f"{key}/{source.name}")
         given, output = f"s3://{bucket}/{key}/{source.name}", f"s3://{bucket}/{key}/out.mzpeak"
