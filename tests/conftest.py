@@ -53,3 +53,25 @@ def exported(tmp_path_factory):
     from .export.builds import built
 
     return built(tmp_path_factory.mktemp("zarr-export"))
+
+
+@pytest.fixture(scope="session")
+def s3_endpoint():
+    """The endpoint of moto's S3 server on loopback, one for the session (the AWS environment
+    points at it)."""
+    from mzpeak_dask.storage import set_default_options
+
+    from .helpers.servers import s3_server
+
+    with s3_server() as endpoint:
+        set_default_options(None)  # filesystems made before the endpoint are dropped
+        yield endpoint
+        set_default_options(None)
+
+
+@pytest.fixture
+def bucket(s3_endpoint) -> str:
+    """A new, empty bucket."""
+    from .helpers.servers import new_bucket
+
+    return new_bucket(s3_endpoint)

@@ -118,16 +118,16 @@ def test_no_import_cycle_between_subpackages() -> None:
 
 
 def readme_tree() -> list[str]:
-    """The modules and packages the README's "How it is built" lists, in its order."""
-    text = (ROOT / "README.md").read_text()
+    """The modules and packages the internals page's "How it is built" lists, in its order."""
+    text = (ROOT / "docs" / "internals.md").read_text()
     section = text[text.index("## How it is built") :].split("\n## ", 1)[0]
     names = re.findall(r"^    (\w+)(?:\.py|/) ", section, re.M)
     return [f"{PACKAGE}.{name}" for name in names]
 
 
-def test_the_readme_lists_the_tree_in_the_order_it_imports() -> None:
-    """The README's layout section names every top-level module and package, each after every
-    one it imports: the data flow reads from the tree."""
+def test_the_documentation_lists_the_tree_in_the_order_it_imports() -> None:
+    """The internals page's layout section names every top-level module and package, each
+    after every one it imports: the data flow reads from the tree."""
     listed = readme_tree()
     graph = package_graph(import_graph())
     entry_points = {PACKAGE, f"{PACKAGE}.__main__", f"{PACKAGE}._version"}

@@ -110,7 +110,8 @@ class DaskExecutor:
         return next(t for t in tasks if t.future.done())
 
     def result(self, task: Task) -> Any:
-        return task.future.result(timeout=self.task_timeout)
+        """The value of a task :meth:`next_done` gave (it is done: no wait)."""
+        return task.future.result()
 
     def failed(self, task: Task) -> bool:
         return task.future.status == "error"

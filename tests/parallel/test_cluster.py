@@ -254,7 +254,7 @@ def test_batch_on_an_external_cluster_survives_a_killed_worker(tmp_path) -> None
         shutil.copy(DATA / "mzdata" / name, source / name)
     shutil.copy(DATA / "depthcharge" / "TMT10-Trial-8.mzML", source / "tmt.mzML")
     replicate(SMALL, source / "small_x3.mzML", copies=3)
-    options = ConvertOptions(partition_items=8)
+    options = ConvertOptions(partition_items=8, partition_bytes=1 << 20)  # the larger in steps
     clean = tmp_path / "clean"
     run_batch(source, clean, options, INLINE)
     cluster = ExternalCluster(workers=3)

@@ -18,7 +18,7 @@ from distributed import Client
 from mzpeak_dask import ConvertOptions, convert_many
 
 from ..conftest import BUNDLED, DATA, INLINE
-from ..helpers.servers import new_bucket, s3_client, s3_server
+from ..helpers.servers import s3_client
 from .conftest import ExternalCluster
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
@@ -40,18 +40,18 @@ SIZES = {
 
 
 @pytest.fixture(scope="module")
-def s3():
-    """moto's S3 server on loopback (the AWS environment points at it), and a bucket."""
-    from mzpeak_dask.storage import set_default_options
+def local(s3_endpoint):
+    """A LocalCluster of 2 workers started once the S3 environment is set (workers take their
+    credentials from it, as those of a conversion started by the command do)."""
+    from mzpeak_dask import ClusterOptions
+    from mzpeak_dask.parallel.cluster import cluster_client
 
-    with s3_server() as endpoint:
-        set_default_options(None)
-        yield endpoint, new_bucket(endpoint)
-        set_default_options(None)
+    with cluster_client(ClusterOptions(workers=2)) as client:
+        yield client
 
 
 @pytest.fixture(scope="module")
-def external():
+def external(s3_endpoint):
     """``dask scheduler`` and two ``dask worker`` processes, each under a nanny that starts
     its worker again when it is killed."""
     cluster = ExternalCluster(workers=2, nanny=True)
@@ -100,14 +100,14 @@ def test_every_way_writes_the_inline_archive(
     if store == "local":
         given, output = str(source), str(tmp_path / "out.mzpeak")
     else:
-        endpoint, bucket = request.getfixturevalue("s3")
+        endpoint, bucket = request.getfixturevalue("s3_endpoint"), request.getfixturevalue("bucket")
         key = f"{where}/{name}/{size}"
         s3_client(endpoint).upload_file(str(source), bucket, f"{key}/{source.name}")
         given, output = f"s3://{bucket}/{key}/{source.name}", f"s3://{bucket}/{key}/out.mzpeak"
     killer = None
     kwargs: dict = {"cluster": INLINE}
     if where == "local-cluster":
-        kwargs = {"client": request.getfixturevalue("local_client")}
+        kwargs = {"client": request.getfixturevalue("local")}
     elif where == "external-killed":
         client = request.getfixturevalue("external")
         killer = Killer(client)

@@ -15,10 +15,8 @@ from ..conftest import BUNDLED, DATA, INLINE
 from ..helpers.servers import (
     azurite_server,
     gcs_server,
-    new_bucket,
     node_server_missing,
     range_server,
-    s3_server,
     s3rver_options,
     s3rver_server,
 )
@@ -59,23 +57,6 @@ def staging(tmp_path, monkeypatch):
     folder.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(folder))
     return folder
-
-
-@pytest.fixture(scope="session")
-def s3_endpoint():
-    """The endpoint of an S3 server on loopback (the AWS environment points at it)."""
-    from mzpeak_dask.storage import set_default_options
-
-    with s3_server() as endpoint:
-        set_default_options(None)  # filesystems made before the endpoint are dropped
-        yield endpoint
-        set_default_options(None)
-
-
-@pytest.fixture
-def bucket(s3_endpoint) -> str:
-    """A new, empty bucket."""
-    return new_bucket(s3_endpoint)
 
 
 @pytest.fixture(scope="session")
