@@ -7,8 +7,8 @@ ratio is below 2 (the two cores are not always two whole cores) and moves from o
 the next, so it is measured in the same run as the conversion (a minute apart from it: the two
 figures can cross), in rounds that alternate one process and two:
 
-* the run is planned once; two processes are started (spawned, with the workers' environment,
-  heap and collector settings) and each encodes every partition once, unmeasured;
+* the run is planned once; two processes are started (spawned, with the workers' environment)
+  and each encodes every partition once, unmeasured;
 * a round hands the partitions, in order, to a queue that one process empties (one round) or
   both (the next), as a Dask worker takes its next task when it is free; each partition is
   encoded and written to a file (:func:`~mzpeak_dask.parallel.tasks.write_partition_file`, the task
@@ -38,12 +38,8 @@ ROUNDS = 5  # round pairs (one process, then two), after one unmeasured pair
 def _work(plan, offsets: list, folder: str, orders, todo, done) -> None:
     """A process's loop: at each order, encode the partitions taken from ``todo`` until it
     gives None, then report its seconds."""
-    from mzpeak_dask import collector
-    from mzpeak_dask.heap import keep_freed_blocks
     from mzpeak_dask.parallel.tasks import write_partition_file
 
-    keep_freed_blocks()
-    collector.own_process()
     while orders.get() is not None:
         start = time.perf_counter()
         while (n := todo.get()) is not None:
