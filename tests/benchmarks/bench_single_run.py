@@ -47,7 +47,6 @@ import time
 from pathlib import Path
 
 import pyarrow.parquet as pq
-from mzpeak_dask.collector import paused as collector_paused
 from pyteomics import mzml
 
 from mzpeak_dask import ClusterOptions, ConvertOptions, convert, open_archive
@@ -221,12 +220,11 @@ def per_core_encoding(source: Path, label: str) -> None:
 
 
 def _parsed_seconds(fmt, parts) -> float:
-    """CPU seconds of one parse of every partition, as a worker reads them: the collector
-    paused, each partition's records dropped before the next is read."""
+    """CPU seconds of one parse of every partition, as a worker reads them: each partition's
+    records dropped before the next is read."""
     start = time.process_time()
     for p in parts:
-        with collector_paused():
-            records = list(fmt.read(p.path, p.items, p.hints))
+        records = list(fmt.read(p.path, p.items, p.hints))
         del records
     return time.process_time() - start
 
@@ -240,8 +238,7 @@ def _encoded_and_written(parts, records, plan, options) -> tuple[float, float, f
     cpu = time.process_time()  # less moved than the wall clock by other work on the machine
     for part, recs in zip(parts, records, strict=True):
         out = EncodedPartition(part.sequence, part.items.kind)
-        with collector_paused():  # as encode_partition encodes
-            seconds, _ = timed(_encode_spectra, recs, plan.spec, out)
+        seconds, _ = timed(_encode_spectra, recs, plan.spec, out)
         encode_seconds += seconds
         table = out.data[V.SPECTRUM]
         stored += out.points[V.SPECTRUM]
