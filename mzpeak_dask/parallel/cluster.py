@@ -1,11 +1,7 @@
 """One way to a Dask cluster: :func:`cluster_client` gives the client every command runs on —
-the one the caller passes, none (``cluster = "inline"``: this process, no Dask), a running
-scheduler (``scheduler = ADDRESS``), or a cluster of one of the registered kinds started here
-and shut down on exit. The same pipeline runs on each; only the cluster object changes.
-
-A kind of cluster is a few class attributes and a ``start`` (as dask-jobqueue's cluster classes
-are): :data:`KINDS` maps the ``cluster`` option's values to them, and their settings are option
-groups of :mod:`mzpeak_dask.options` with commented defaults in ``configs/default.toml``.
+the one the caller passes, none (inline: this process), a running scheduler, or a cluster of
+one of the :data:`KINDS` (option groups of :mod:`mzpeak_dask.options`) started here and shut
+down on exit. The same pipeline runs on each; only the cluster object changes.
 """
 
 from __future__ import annotations

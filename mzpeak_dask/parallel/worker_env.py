@@ -17,16 +17,19 @@ from collections.abc import Iterator
 from typing import Any
 
 WORKER_ENVIRON = {
-    # zarr's variable ("rectilinear") chunk grids are behind a flag, needed in every process
-    # that creates or opens such an array (the Zarr export runs on workers)
+    # zarr's variable ("rectilinear") chunk grids are behind a flag (the export runs on workers)
     "ZARR_ARRAY__RECTILINEAR_CHUNKS": "True",
 }
+# Dask's profiler samples a worker's stacks every 10 ms, taking the GIL from CPU-bound tasks: the
+# 102 MB run on 2 workers 2.35 s without it, 2.91-2.94 s with (tests/benchmarks/bench_scale.py)
+WORKER_CONFIG = {"distributed.worker.profile.enabled": False}
 PRELOAD = __name__  # the Dask preload of the local workers (dask_setup below)
 
 
 def shell_exports() -> list[str]:
     """The same settings as ``export`` lines, for batch-job prologues."""
-    return [f"export {k}={v}" for k, v in WORKER_ENVIRON.items()]
+    lines = [f"export {k}={v}" for k, v in WORKER_ENVIRON.items()]
+    return [*lines, "export DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED=False"]
 
 
 @contextlib.contextmanager
@@ -40,6 +43,7 @@ def worker_settings() -> Iterator[None]:
     settings = {
         "distributed.nanny.pre-spawn-environ": environ,
         "distributed.worker.preload": preload,
+        **WORKER_CONFIG,
     }
     with dask.config.set(settings):
         yield
