@@ -7,6 +7,7 @@ down on exit. The same pipeline runs on each; only the cluster object changes.
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib.util
 import logging
 from collections.abc import Iterator
@@ -19,25 +20,22 @@ from .worker_env import shell_exports, worker_settings
 
 log = logging.getLogger(__name__)
 START_METHOD = "distributed.worker.multiprocessing-method"  # Dask's setting for local workers
-_warned_of_fork = False
+
+
+@functools.cache
+def _warn_spawned() -> None:
+    log.warning("workers are never forked from the coordinator: spawn is used")
 
 
 @contextlib.contextmanager
 def spawned_workers() -> Iterator[None]:
     """Within the block, the local workers Dask starts (a nanny's first worker, or one it
-    starts again after a worker died) are spawned, never forked from this process, even when
-    Dask's configuration asks for ``fork`` (a warning says so, once per process). A fork would
-    copy this process' threads (the event loop's, a storage client's, a batch lease's) with
-    their locks held, and share its connections and lock descriptors."""
+    starts again after a worker died) are spawned, whatever start method Dask's configuration
+    names (a warning says so, once per process): a process with threads is never forked."""
     import dask
 
-    if dask.config.get(START_METHOD, None) != "fork":
-        yield
-        return
-    global _warned_of_fork
-    if not _warned_of_fork:
-        _warned_of_fork = True
-        log.warning("workers are never forked from the coordinator: spawn is used")
+    if dask.config.get(START_METHOD, None) != "spawn":
+        _warn_spawned()
     with dask.config.set({START_METHOD: "spawn"}):
         yield
 
@@ -60,8 +58,7 @@ class LocalKind(ClusterKind):
     ``start_timeout`` seconds stops the start at once (:class:`ClusterError`).
 
     Its workers are spawned (Dask's default start method): each is a new interpreter, never a
-    fork of this process (:func:`spawned_workers`; ``forkserver``, which forks a fresh server
-    process, is kept when configured)."""
+    fork of this process (:func:`spawned_workers`)."""
 
     name = "local"
     description = "embedded LocalCluster"

@@ -49,7 +49,7 @@ def test_a_configured_fork_still_starts_spawned_workers(caplog, monkeypatch) -> 
     anyway, with a warning, and so is one the nanny starts again after a worker died."""
     import dask
 
-    monkeypatch.setattr(cluster, "_warned_of_fork", False)  # warned once per process
+    cluster._warn_spawned.cache_clear()  # warned once per process
     with dask.config.set({START_METHOD_KEY: "fork"}):
         COORDINATOR_STATE["pid"] = os.getpid()
         with cluster_client(ClusterOptions(workers=1, dashboard=False)) as client:
