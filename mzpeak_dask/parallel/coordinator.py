@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -78,6 +79,7 @@ class Coordinator:
         self.results = [None] * len(jobs)
         self.inputs = Inputs(p.source for p in jobs)  # no output may overwrite one
         sweep_outputs(p.output for p in jobs)  # what conversions that died left for them
+        self._probe_common(jobs)
         pending = deque(enumerate(jobs))
         try:
             while pending or self.runs:
@@ -95,6 +97,15 @@ class Coordinator:
                 remove_held(p.output for p in jobs)
             raise
         return self.results
+
+    def _probe_common(self, jobs: list[RunPaths]) -> None:
+        """Whether the workers see the folder holding every output (a batch's output root),
+        asked once: its sub-folders are then known without a probe task each."""
+        parents = {os.path.abspath(p.output.parent) for p in jobs}
+        if len(parents) > 1:
+            common = Path(os.path.commonpath(parents))
+            if common.is_dir():
+                self.executor.workers_see(common)
 
     def _in_flight(self) -> int:
         return sum(len(r.tasks) for r in self.runs)

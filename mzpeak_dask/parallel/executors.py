@@ -78,14 +78,15 @@ class DaskExecutor:
         """Whether every worker sees ``folder`` (probed once per file system: a folder below
         one they see, on the same device, is seen too)."""
         folder = Path(os.path.abspath(folder))
-        device = _device(folder)
-        for known, seen in self._visible.items():
-            if seen and folder.is_relative_to(known) and _device(known) == device:
-                return True
-        if folder not in self._visible:
-            seen = handoff.visible_to_workers(self.client, folder, self.task_timeout)
+        seen = self._visible.get(folder)
+        if seen is None:
+            device = _device(folder)
+            seen = any(
+                known_seen and folder.is_relative_to(known) and _device(known) == device
+                for known, known_seen in self._visible.items()
+            ) or handoff.visible_to_workers(self.client, folder, self.task_timeout)
             self._visible[folder] = seen
-        return self._visible[folder]
+        return seen
 
     def submit(self, tag: Any, fn: Callable, *args: Any) -> Task:
         args = tuple(_each_task(a, lambda t: t.future) for a in args)

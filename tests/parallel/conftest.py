@@ -11,6 +11,20 @@ import time
 import pytest
 from distributed import Client
 
+UNSHARE = ["unshare", "--mount", "--propagation", "private"]
+
+
+def can_hide_folders() -> bool:
+    """Whether this machine lets a process mount over a folder in its own mount namespace
+    (root, or a user namespace; containers may forbid both)."""
+    try:
+        done = subprocess.run(
+            [*UNSHARE, "sh", "-c", "mount -t tmpfs none /mnt"], capture_output=True, timeout=30
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return done.returncode == 0
+
 
 def _free_port() -> int:
     with socket.socket() as s:
@@ -19,9 +33,12 @@ def _free_port() -> int:
 
 
 class ExternalCluster:
-    """``python -m dask scheduler`` and ``python -m dask worker`` processes."""
+    """``python -m dask scheduler`` and ``python -m dask worker`` processes. With ``hidden``,
+    each worker runs in its own mount namespace with an empty file system mounted over that
+    folder: it cannot see what this process writes there, as a worker on another machine."""
 
-    def __init__(self, workers: int, nanny: bool = False):
+    def __init__(self, workers: int, nanny: bool = False, hidden: str | None = None):
+        self.hidden = hidden
         self.port = _free_port()
         self.address = f"tcp://127.0.0.1:{self.port}"
         self.processes = [
@@ -39,16 +56,20 @@ class ExternalCluster:
                 "--no-dashboard",
                 "--host",
                 "127.0.0.1",
+                apart=hidden is not None,
             )
             for _ in range(workers)
         ]
         self.processes += self.workers
         self._wait(workers)
 
-    @staticmethod
-    def _spawn(*args: str) -> subprocess.Popen:
+    def _spawn(self, *args: str, apart: bool = False) -> subprocess.Popen:
+        command = [sys.executable, "-m", "dask", *args]
+        if apart:  # mount, then run the worker in its place (its pid is the worker's)
+            script = 'mount -t tmpfs none "$0" && exec "$@"'
+            command = [*UNSHARE, "sh", "-c", script, self.hidden, *command]
         return subprocess.Popen(
-            [sys.executable, "-m", "dask", *args],
+            command,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )

@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import os
 import signal
+import tempfile
 import zipfile
 from pathlib import Path
 
@@ -19,7 +20,7 @@ from mzpeak_dask import ConvertOptions, convert_many
 
 from ..conftest import BUNDLED, DATA, INLINE
 from ..helpers.servers import s3_client
-from .conftest import ExternalCluster
+from .conftest import ExternalCluster, can_hide_folders
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
@@ -37,6 +38,18 @@ SIZES = {
     "one-partition": ConvertOptions(),
     "many-partitions": ConvertOptions(partition_items=8, partition_bytes=1 << 18),
 }
+
+
+# where the tasks run, and where the input and the output are (workers apart see no output
+# folder of this process: they run the partitions, this process the rest)
+WAYS = [
+    *(
+        (where, store)
+        for where in ("inline", "local-cluster", "external-killed")
+        for store in ("local", "s3")
+    ),
+    ("workers-apart", "local"),
+]
 
 
 @pytest.fixture(scope="module")
@@ -58,6 +71,22 @@ def external(s3_endpoint):
     try:
         with Client(cluster.address) as client:
             yield client
+    finally:
+        cluster.close()
+
+
+@pytest.fixture(scope="module")
+def apart(tmp_path_factory):
+    """``dask scheduler`` and two ``dask worker`` processes that cannot see the folder the
+    outputs are written to (workers on other machines): the plan and the finishing task run
+    in the converting process, and the partitions' parts come back to it."""
+    if not can_hide_folders():
+        pytest.skip("workers apart need mount namespaces (unshare), which this machine forbids")
+    folder = tmp_path_factory.mktemp("apart")
+    cluster = ExternalCluster(workers=2, hidden=str(folder))
+    try:
+        with Client(cluster.address) as client:
+            yield client, folder
     finally:
         cluster.close()
 
@@ -90,13 +119,16 @@ class Killer:
 
 @pytest.mark.parametrize("size", list(SIZES))
 @pytest.mark.parametrize("name", list(INPUTS))
-@pytest.mark.parametrize("store", ["local", "s3"])
-@pytest.mark.parametrize("where", ["inline", "local-cluster", "external-killed"])
+@pytest.mark.parametrize("where,store", WAYS)
 def test_every_way_writes_the_inline_archive(
     where, store, name, size, expected, tmp_path, request
 ) -> None:
     want_result, want_bytes = expected[name, size]
     source, options = INPUTS[name], SIZES[size]
+    if where == "workers-apart":
+        client, folder = request.getfixturevalue("apart")
+        tmp_path = Path(tempfile.mkdtemp(dir=folder))
+        assert not any(client.run(os.path.isdir, str(tmp_path)).values())  # the workers' view
     if store == "local":
         given, output = str(source), str(tmp_path / "out.mzpeak")
     else:
@@ -112,6 +144,8 @@ def test_every_way_writes_the_inline_archive(
         client = request.getfixturevalue("external")
         killer = Killer(client)
         kwargs = {"client": client, "progress": killer}
+    elif where == "workers-apart":
+        kwargs = {"client": client}
     [result] = convert_many([(given, output)], options, **kwargs)
     if store == "local":
         written = Path(output).read_bytes()
