@@ -55,10 +55,8 @@ class LocalKind(ClusterKind):
     """An embedded LocalCluster of worker processes on this machine. One worker that dies
     while the cluster starts (killed, out of memory) makes distributed fail the whole start:
     it is then started again, up to ``attempts`` times. A worker that does not start within
-    ``start_timeout`` seconds stops the start at once (:class:`ClusterError`).
-
-    Its workers are spawned (Dask's default start method): each is a new interpreter, never a
-    fork of this process (:func:`spawned_workers`)."""
+    ``start_timeout`` seconds stops the start at once (:class:`ClusterError`). Its workers
+    are spawned, never forked from this process (:func:`spawned_workers`)."""
 
     name = "local"
     description = "embedded LocalCluster"

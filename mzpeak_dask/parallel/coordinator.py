@@ -99,8 +99,7 @@ class Coordinator:
         return self.results
 
     def _probe_common(self, jobs: list[RunPaths]) -> None:
-        """Whether the workers see the folder holding every output (a batch's output root),
-        asked once: its sub-folders are then known without a probe task each."""
+        """Ask once whether the workers see the folder holding every output (a batch's)."""
         parents = {os.path.abspath(p.output.parent) for p in jobs}
         if len(parents) > 1:
             common = Path(os.path.commonpath(parents))

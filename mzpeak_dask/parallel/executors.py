@@ -78,15 +78,12 @@ class DaskExecutor:
         """Whether every worker sees ``folder`` (probed once per file system: a folder below
         one they see, on the same device, is seen too)."""
         folder = Path(os.path.abspath(folder))
-        seen = self._visible.get(folder)
-        if seen is None:
-            device = _device(folder)
-            seen = any(
-                known_seen and folder.is_relative_to(known) and _device(known) == device
-                for known, known_seen in self._visible.items()
+        if folder not in self._visible:
+            device, known = _device(folder), [k for k, seen in self._visible.items() if seen]
+            self._visible[folder] = any(
+                folder.is_relative_to(k) and _device(k) == device for k in known
             ) or handoff.visible_to_workers(self.client, folder, self.task_timeout)
-            self._visible[folder] = seen
-        return seen
+        return self._visible[folder]
 
     def submit(self, tag: Any, fn: Callable, *args: Any) -> Task:
         args = tuple(_each_task(a, lambda t: t.future) for a in args)

@@ -1,10 +1,7 @@
-"""Handing a worker's result to the coordinator through a file instead of the network.
-
-A partition's result is its finished Parquet parts (its share of the archive's bytes) and its
-metadata rows. When the workers can see the coordinator's staging folder (the same machine, or
-shared cluster storage), each worker writes its result there with pickle protocol 5, buffers
-out of band and 64-byte aligned, and returns only the path; the coordinator memory-maps the
-file and copies the parts from the map. That avoids sending every buffer over TCP.
+"""A partition's written parts, kept in a file of its run's staging folder until the finishing
+task stitches them: pickle protocol 5, buffers out of band and 64-byte aligned, loaded through
+a memory map. A worker that sees the staging folder writes the file and passes on its path
+only; otherwise the parts come to the coordinator, which files them.
 """
 
 from __future__ import annotations
