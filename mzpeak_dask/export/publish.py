@@ -17,24 +17,31 @@ folder (:attr:`Sink.meta`) and gives each chunk its final key (``ARRAY/c/K``):
   then the file is renamed (or, for a bucket, uploaded as one object, which appears only
   complete).
 
-A failure, or an interruption, removes what was written (:meth:`Sink.abort`).
+A failure, or an interruption, removes what was written (:meth:`Sink.abort`). A request to a
+remote store that fails, on a worker or on the coordinator, is one line naming the store, the
+run and the cause (:func:`reported`).
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import tempfile
 import uuid
 import zipfile
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from ..errors import OutputError
+from ..errors import MzPeakDaskError, OutputError, StorageError
+from ..storage.failures import cause
 from ..storage.uploads import upload_file
 from ..storage.urls import filesystem, is_url, join
 from ..zarr_runs.locations import ZIP_SUFFIX
 
+_log = logging.getLogger(__name__)
 COPY_BLOCK = 1 << 20  # bytes copied at a time into a ZIP member
 
 
@@ -59,6 +66,32 @@ def exists(location: str, single_file: bool) -> bool:
     fs, path = filesystem(location)
     fs.invalidate_cache()
     return fs.exists(path if single_file else f"{path}/zarr.json")
+
+
+def store_failure(store: str, names: Sequence[str], exc: BaseException) -> StorageError:
+    """A failed request to ``store`` while exporting the runs ``names``, as one line naming
+    the store, the runs and the cause (a StorageError's own words, without the store again)."""
+    runs = f"run {names[0]}" if len(names) == 1 else f"runs {', '.join(names)}"
+    what = str(exc).removeprefix(f"{store}: ") if isinstance(exc, StorageError) else cause(exc)
+    return StorageError(f"{store}: {runs}: {what}")
+
+
+@contextmanager
+def reported(store: str, names: Sequence[str]) -> Iterator[None]:
+    """Requests to ``store`` made within: when it is remote, any failure of one (a client's
+    error, or a StorageError) is :func:`store_failure`; the package's other errors, an
+    interruption and everything on a local store pass as they are."""
+    if not is_url(store):
+        yield
+        return
+    try:
+        yield
+    except StorageError as exc:
+        raise store_failure(store, names, exc) from None
+    except MzPeakDaskError:
+        raise
+    except Exception as exc:  # every client has its own errors; a user needs one line
+        raise store_failure(store, names, exc) from None
 
 
 def _meta_files(meta: Path) -> list[str]:
@@ -100,7 +133,8 @@ class Sink:
     def commit(self, overwrite: bool) -> None:
         raise NotImplementedError
 
-    def abort(self) -> None:
+    def abort(self) -> list[str]:
+        """Remove what the run wrote; the locations that could not be removed."""
         raise NotImplementedError
 
 
@@ -125,8 +159,9 @@ class FolderSink(Sink):
         os.rmdir(self.work)
         _replace(self.temporary, self.final, overwrite)
 
-    def abort(self) -> None:
+    def abort(self) -> list[str]:
         shutil.rmtree(self.temporary, ignore_errors=True)
+        return []
 
 
 class ZipSink(Sink):
@@ -171,7 +206,7 @@ class ZipSink(Sink):
         shutil.rmtree(self.work, ignore_errors=True)
         shutil.rmtree(self.meta, ignore_errors=True)
 
-    def abort(self) -> None:
+    def abort(self) -> list[str]:
         if self.zip is not None:
             try:
                 self.zip.close()
@@ -180,6 +215,7 @@ class ZipSink(Sink):
             self.zip = None
         self.zipped.unlink(missing_ok=True)
         self._clean()
+        return []
 
 
 class RemoteSink(Sink):
@@ -205,14 +241,22 @@ class RemoteSink(Sink):
         for key in _meta_files(self.meta):  # the group's zarr.json last
             fs.put_file(str(self.meta / key), f"{final}/{key}")
         self.started = False
-        self.abort()  # the work prefix and the local metadata
+        for where in self.abort():  # the work prefix and the local metadata
+            _log.warning("%s: not removed after the run was exported (hidden from readers)", where)
 
-    def abort(self) -> None:
-        fs, work = filesystem(self.work)
-        _remove(fs, work)
-        if self.started:  # a commit that failed half way: what it copied
-            _remove(fs, filesystem(self.final)[1])
+    def abort(self) -> list[str]:
+        """Remove the work prefix (and what a commit that failed half way copied): a store
+        that fails now too leaves them, named in the list returned, not raised (the failure
+        that led here is the one to report)."""
         shutil.rmtree(self.meta, ignore_errors=True)
+        left = []
+        for location in [self.work, *([self.final] if self.started else [])]:
+            try:
+                fs, path = filesystem(location)
+                _remove(fs, path)
+            except Exception:  # noqa: BLE001 - named to the user instead
+                left.append(location)
+        return left
 
 
 def _remove(fs: Any, path: str) -> None:
@@ -247,4 +291,14 @@ def open_sink(store: str, name: str, single_file: bool, staging: Path | None) ->
     return FolderSink(Path(store), name)
 
 
-__all__ = ["Sink", "exists", "open_sink", "put_object", "staging_folder", "target", "work_key"]
+__all__ = [
+    "Sink",
+    "exists",
+    "open_sink",
+    "put_object",
+    "reported",
+    "staging_folder",
+    "store_failure",
+    "target",
+    "work_key",
+]

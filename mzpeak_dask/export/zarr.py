@@ -55,11 +55,12 @@ import numpy as np
 import zarr
 
 from .. import vocabulary as V
-from ..errors import ArchiveError, InputError, OptionsError, OutputError
+from ..errors import ArchiveError, InputError, OptionsError, OutputError, StorageError
 from ..options import ClusterOptions, ConvertOptions, ZarrOptions
 from ..parallel.executors import Task, open_executor
 from ..read.archive import cached_archive
-from ..storage.urls import check_writable, is_url, local_path
+from ..storage.probe import probe_output
+from ..storage.urls import is_url, local_path
 from ..zarr_runs import CHUNK_OFFSETS, FORMAT, FRAME_BYTES
 from ..zarr_runs.chunks import ZstdCodec
 from ..zarr_runs.store import (
@@ -70,7 +71,16 @@ from ..zarr_runs.store import (
     write_table_array,
 )
 from .plan import ArraySpec, RunSurvey, archive_sha256, survey_run
-from .publish import Sink, exists, open_sink, put_object, staging_folder, target, work_key
+from .publish import (
+    Sink,
+    exists,
+    open_sink,
+    put_object,
+    reported,
+    staging_folder,
+    target,
+    work_key,
+)
 
 ZSTD_LEVEL = 3  # the level the arrays' metadata declare
 
@@ -95,6 +105,8 @@ class ChunkJob:
     one worker task under the work keys of task ``task``."""
 
     source: str
+    store: str  # where the run goes, and its name there (what a failure names)
+    name: str
     work: str  # the run's work location (a folder or a URL prefix)
     task: int
     arrays: tuple[ArraySpec, ...]
@@ -186,7 +198,8 @@ def write_chunk(job: ChunkJob) -> ChunkResult:
     if len(lengths):
         for k, spec in enumerate(job.arrays):
             data, frames[k] = encode_frames(values[spec.name], lengths, job.compression)
-            put_object(job.work, work_key(spec.name, job.task), data)
+            with reported(job.store, [job.name]):
+                put_object(job.work, work_key(spec.name, job.task), data)
             if main is None:
                 main = values[spec.name]
     starts = np.concatenate(([0], np.cumsum(lengths)[:-1])).astype(np.int64)
@@ -232,6 +245,8 @@ class RunExport:
         jobs = [
             ChunkJob(
                 source=str(self.archive),
+                store=self.store,
+                name=self.name,
                 work=self.sink.work,
                 task=k,
                 arrays=tuple(survey.arrays),
@@ -293,7 +308,8 @@ class RunExport:
         for name, values in tables.items():
             write_table_array(group, name, values)
         group.attrs.update(self._attributes())
-        self.sink.commit(overwrite)
+        with reported(self.store, [self.name]):
+            self.sink.commit(overwrite)
         return ZarrRunResult(
             archive=str(self.archive),
             group=str(self.final),
@@ -316,9 +332,9 @@ class RunExport:
             "arrays": {spec.name: spec.key for spec in self.survey.arrays},
         }
 
-    def abort(self) -> None:
-        if self.sink is not None:
-            self.sink.abort()
+    def abort(self) -> list[str]:
+        """Remove what the run wrote; the locations that could not be removed."""
+        return self.sink.abort() if self.sink is not None else []
 
 
 def _joined(parts: list[np.ndarray], dtype: type) -> np.ndarray:
@@ -406,13 +422,14 @@ def to_zarr(
     ZarrOptions(compression, overwrite, chunk_points, single_file)  # checks them
     store = str(local_path(store))
     names = run_names(paths)
-    _check(paths, store, names, overwrite, single_file)
-    enable_rectilinear()
+    with reported(store, names):  # before any work: no bucket, refused, no answer
+        if is_url(store):
+            probe_output(store)
+        _check(paths, store, names, overwrite, single_file)
+        enable_rectilinear()
+        if not single_file:
+            open_group(store, mode="a")
     staged = single_file or is_url(store)
-    if is_url(store):
-        check_writable(store)
-    if not single_file:
-        open_group(store, mode="a")
     staging = staging_folder(store) if staged else None
     runs = [
         RunExport(p, store, n, chunk_width, compression, chunk_points, single_file, staging)
@@ -451,12 +468,14 @@ def _drive(executor: Any, runs: list[RunExport], overwrite: bool) -> list[ZarrRu
                 run.add(value)
             if run.complete:
                 results[k] = run.commit(overwrite)
-    except BaseException:
+    except BaseException as exc:
         for task in tasks:
             executor.cancel(task)
-        for k, run in enumerate(runs):
-            if k not in results:
-                run.abort()
+        left = [where for k, run in enumerate(runs) if k not in results for where in run.abort()]
+        if left and isinstance(exc, StorageError):
+            raise StorageError(
+                f"{exc}; left in the store (hidden from readers): {', '.join(left)}"
+            ) from None
         raise
     return [results[k] for k in range(len(runs))]
 

@@ -388,13 +388,20 @@ class ChunkFiles:
             return np.full(int(self.lengths[i]), self.fill, dtype=self.dtype)
         if len(raw) >= limit:
             raise self._damaged(f"more than {limit - 1:,} bytes for {size:,} declared", i)
+        return self.inflate(raw, size, i)
+
+    def inflate(self, raw: bytes, size: int, chunk: int, what: str = "") -> np.ndarray:
+        """The values of ``raw`` (Zstandard frames, or the plain bytes without ``zstd``), which
+        must inflate to ``size`` bytes, a size the caller has bounded: never more than that
+        is allocated. Anything else is damage to Zarr chunk ``chunk`` (``what`` says which
+        part of it, e.g. the frame of one mzPeak chunk)."""
         if self.zstd is not None:
             try:
                 raw = self.zstd.decode(raw, size)
             except (ValueError, zstandard.ZstdError) as exc:
-                raise self._damaged(f"zstd frame: {_reason(exc)}", i) from None
+                raise self._damaged(f"{what}zstd frame: {_reason(exc)}", chunk) from None
         if len(raw) != size:
-            raise self._damaged(f"{len(raw):,} bytes where its array declares {size:,}", i)
+            raise self._damaged(f"{what}{len(raw):,} bytes where it declares {size:,}", chunk)
         return np.frombuffer(raw, dtype=self.stored).astype(self.dtype, copy=False)
 
     def read(self, i: int, complete: bool = False) -> np.ndarray:

@@ -27,7 +27,6 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 import numpy as np
-import zstandard
 
 from ..errors import ZarrStoreError
 from .chunks import READ_ERRORS, ChunkFiles, _reason
@@ -109,23 +108,12 @@ class Frames:
             at = 0
             for i in ids[h:t].tolist():
                 size = int(self.frame_bytes[i])
-                parts.append(self._inflate(zchunk, i, raw[at : at + size]))
+                frame = raw[at : at + size]
+                parts.append(
+                    files.inflate(frame, int(self.sizes[i]), zchunk, f"frame of mzPeak chunk {i}: ")
+                )
                 at += size
         return np.concatenate(parts)
-
-    def _inflate(self, zchunk: int, i: int, frame: bytes) -> np.ndarray:
-        files, size = self.files, int(self.sizes[i])
-        if files.zstd is not None:
-            try:
-                frame = files.zstd.decode(frame, size)
-            except (ValueError, zstandard.ZstdError) as exc:
-                raise files._damaged(f"frame of mzPeak chunk {i}: {_reason(exc)}", zchunk) from None
-        if len(frame) != size:
-            raise files._damaged(
-                f"frame of mzPeak chunk {i}: {len(frame):,} bytes where it declares {size:,}",
-                zchunk,
-            )
-        return np.frombuffer(frame, dtype=files.stored).astype(files.dtype, copy=False)
 
     def _fetch(self, spans: list[tuple[int, int, int]]) -> list[bytes]:
         """The bytes ``[start, stop)`` of Zarr chunk objects: ``(zarr chunk, start, stop)``."""

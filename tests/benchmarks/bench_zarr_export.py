@@ -42,13 +42,12 @@ from pyteomics import mzml
 
 from mzpeak_dask import ClusterOptions
 from mzpeak_dask.analysis import open_runs, xic
-from mzpeak_dask.analysis.kernels import ppm_windows, window_sums
 from mzpeak_dask.parallel.cluster import cluster_client
 from mzpeak_dask.zarr_runs.frames import READ
 
+from .bench_xic import PPM, mzml_xic
 from .common import DATA, ROOT, machine, replicated, workdir
 
-PPM = 10.0
 MB = 1e6
 
 
@@ -143,19 +142,6 @@ def measured(*argv: str) -> tuple[float, int, str]:
     return seconds, peak, out
 
 
-def pyteomics_xic(path: Path, target: float) -> np.ndarray:
-    """The baseline: pyteomics reads every spectrum; MS1 ones go through the same kernel."""
-    low, high = ppm_windows(np.array([target]), PPM)
-    rows = []
-    with mzml.MzML(str(path)) as reader:
-        for s in reader:
-            if s["ms level"] != 1:
-                continue
-            mz, intensity = s["m/z array"], s["intensity array"]
-            rows.append(window_sums(mz, intensity, np.zeros(len(mz), np.int64), 1, low, high)[0])
-    return np.array(rows)
-
-
 def narrow_target(path: Path) -> float:
     """The base peak of the first MS1 spectrum of ``path``."""
     with mzml.MzML(str(path)) as reader:
@@ -233,7 +219,8 @@ def main() -> None:
         )
     sample = replicated(source, args.pyteomics_copies)
     start = time.perf_counter()
-    want = pyteomics_xic(sample, target)
+    # bench_xic's baseline: one row per MS1 spectrum, one column per target (here one)
+    want = mzml_xic([sample], np.array([target]))[0]
     base = (time.perf_counter() - start) * args.copies / args.pyteomics_copies
     print(
         f"the same XIC on one thread in this process; pyteomics loop: {base:.1f} s "

@@ -79,6 +79,8 @@ class FaultProxy:
         self._stop = threading.Event()
         self._faults: Counter[str] = Counter()  # fault -> requests it is still due for
         self._parts_fail_always = False
+        self._put_filter = ""  # the PUTs fail_puts fails hold this in their path
+        self._puts_spared = 0  # such PUTs still to forward before failing them
         self._down_until = 0.0  # refuses connections until then (inf: for good)
         self._down_on_part: float | None = None  # goes down this long at the next UploadPart
         self._threads: list[threading.Thread] = []
@@ -112,9 +114,12 @@ class FaultProxy:
             self._parts_fail_always = n is None
             self._faults["part-error"] = 0 if n is None else n
 
-    def fail_puts(self, n: int) -> None:
-        """Answer the next ``n`` PutObject requests (``PUT`` of a whole object, not a part)
-        ``500 InternalError``."""
+    def fail_puts(self, n: int, containing: str = "", after: int = 0) -> None:
+        """Answer the next ``n`` PutObject requests (``PUT`` of a whole object, not a part;
+        a server-side copy too) whose path holds ``containing`` ``500 InternalError``, once
+        ``after`` such requests have been forwarded."""
+        with self._lock:
+            self._put_filter, self._puts_spared = containing, after
         self._due("put-error", n)
 
     def go_down(self, seconds: float | None, at_next_part: bool = False) -> None:
@@ -257,9 +262,12 @@ class FaultProxy:
         if request.upload_part and self._take("part-error"):
             conn.sendall(s3_error(*INTERNAL, head_only=False))
             return
-        if method == "PUT" and "?" not in target and self._take("put-error"):
-            conn.sendall(s3_error(*INTERNAL, head_only=False))
-            return
+        if method == "PUT" and "?" not in target and self._put_filter in target:
+            with self._lock:
+                spared, self._puts_spared = self._puts_spared > 0, self._puts_spared - 1
+            if not spared and self._take("put-error"):
+                conn.sendall(s3_error(*INTERNAL, head_only=False))
+                return
         answer = self._forward(request)
         if self._take("reset-response"):
             conn.sendall(answer[: max(1, len(answer) // 2)])

@@ -227,6 +227,24 @@ def _moto_process():
     return stop, endpoint
 
 
+@contextmanager
+def refusing_s3_server():
+    """moto's S3 server (its own process) checking every request's credentials, which it
+    knows none of: each request is refused ``403``, as with wrong credentials."""
+    port = _free_port()
+    command = [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)]
+    env = {**os.environ, "INITIAL_NO_AUTH_ACTION_COUNT": "0"}
+    process = subprocess.Popen(
+        command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env
+    )
+    try:
+        _wait_for(port, process, "moto's server")
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
 def new_bucket(endpoint: str) -> str:
     """A new, empty bucket on the server at ``endpoint``."""
     import boto3

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
-from contextlib import contextmanager
 
 import pytest
 
@@ -25,7 +23,7 @@ from ..helpers.cli import one_line_error, run_cli
 from ..helpers.fault_proxy import fault_proxy
 from ..helpers.replicate import replicate
 from ..helpers.s3 import keys, uploads
-from ..helpers.servers import S3_ENVIRONMENT, _free_port, _wait_for, s3_client
+from ..helpers.servers import S3_ENVIRONMENT, _free_port, refusing_s3_server, s3_client
 
 SMALL_PARTS = ConvertOptions(partition_items=40)
 PROGRESS = ("converting ", "done ")  # the lines of a conversion under way (not a terminal)
@@ -197,24 +195,6 @@ def test_missing_inputs_are_one_line(s3_endpoint, bucket, tmp_path):
     assert result.returncode == 1 and "Traceback" not in result.stderr
     assert result.stderr.splitlines() == [f"failed: s3://{bucket}/in/nothing.mzML: no such object"]
     assert keys(s3_endpoint, bucket) == sorted(f"out/{name}" for name in REPORTS)
-
-
-@contextmanager
-def refusing_s3_server():
-    """moto's S3 server (its own process) checking every request's credentials, which it
-    knows none of: each request is refused ``403``, as with wrong credentials."""
-    port = _free_port()
-    command = [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)]
-    env = {**os.environ, "INITIAL_NO_AUTH_ACTION_COUNT": "0"}
-    process = subprocess.Popen(
-        command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env
-    )
-    try:
-        _wait_for(port, process, "moto's server")
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
 
 
 def test_refused_credentials_are_one_line_before_any_work(tmp_path):

@@ -1,0 +1,99 @@
+"""What ``export-zarr`` into a bucket does when the store fails: no such bucket, credentials
+refused, an endpoint that refuses connections, a worker's chunk write failing part way
+through the run, the commit's copy to the run's keys failing. Each ends the command with one
+line naming the store and the run, a non-zero exit, and no run in the store (the store's own
+group, and nothing else, as after a failed local export). Real servers on loopback: moto's,
+behind the fault-injecting proxy (tests/helpers/fault_proxy.py)."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from ..helpers.cli import one_line_error, run_cli
+from ..helpers.fault_proxy import fault_proxy
+from ..helpers.s3 import keys
+from ..helpers.servers import S3_ENVIRONMENT, refusing_s3_server
+
+pytestmark = pytest.mark.slow
+
+EVERY = 1 << 30  # fail every matching request from then on
+
+
+@pytest.fixture(scope="module")
+def archive(reference_archives):
+    return reference_archives / "small.mzpeak"
+
+
+@pytest.fixture
+def proxy(s3_endpoint):
+    with fault_proxy(s3_endpoint) as proxy:
+        yield proxy
+
+
+def through(proxy) -> dict[str, str]:
+    """The environment of a command whose S3 requests go through ``proxy``."""
+    env = {k: v for k, v in os.environ.items() if k != "MZPEAK_DASK_STORAGE_OPTIONS"}
+    return {**env, "AWS_ENDPOINT_URL": proxy.url}
+
+
+def export(archive, store: str, env: dict[str, str], *more: str):
+    return run_cli(
+        "export-zarr", str(archive), store, "--zarr-chunk-points", "2000", *more, env=env
+    )
+
+
+def test_a_missing_bucket_is_one_line_naming_the_store_and_run(s3_endpoint, archive):
+    store = "s3://no-such-bucket-here/runs.zarr"
+    result = export(archive, store, os.environ.copy(), "--cluster", "inline")
+    one_line_error(result, f"{store}: run small: bucket does not exist")
+
+
+def test_refused_credentials_are_one_line_naming_the_store_and_run(archive):
+    with refusing_s3_server() as endpoint:
+        env = {**os.environ, **S3_ENVIRONMENT, "AWS_ENDPOINT_URL": endpoint}
+        env.pop("MZPEAK_DASK_STORAGE_OPTIONS", None)
+        store = "s3://runs/runs.zarr"
+        result = export(archive, store, env, "--cluster", "inline")
+    one_line_error(result, f"{store}: run small: access denied (check credentials)")
+
+
+def test_a_refused_connection_is_one_line_naming_the_store_and_run(
+    proxy, s3_endpoint, bucket, archive
+):
+    proxy.go_down(None)
+    store = f"s3://{bucket}/runs.zarr"
+    result = export(archive, store, through(proxy), "--cluster", "inline")
+    one_line_error(
+        result, f"{store}: run small: cannot connect to {proxy.url} (connection refused)"
+    )
+    assert keys(s3_endpoint, bucket) == []
+
+
+@pytest.mark.parametrize(
+    "cluster", [["--cluster", "inline"], ["--workers", "1"]], ids=["inline", "worker"]
+)
+def test_a_chunk_write_failing_mid_export_leaves_no_run(
+    proxy, s3_endpoint, bucket, archive, cluster
+):
+    """The worker's writes of the run's chunks (under its hidden work prefix) succeed three
+    times, then fail for good: the worker's error comes back as one line, and the chunks
+    written are removed."""
+    proxy.fail_puts(EVERY, containing="/runs.zarr/.small.tmp-", after=3)
+    store = f"s3://{bucket}/runs.zarr"
+    result = export(archive, store, through(proxy), *cluster)
+    one_line_error(result, f"{store}: run small: server error (500 InternalError)")
+    assert proxy.injected["put-error"] >= 1
+    assert keys(s3_endpoint, bucket) == ["runs.zarr/zarr.json"]  # the store's group alone
+
+
+def test_a_commit_failing_half_way_leaves_no_run(proxy, s3_endpoint, bucket, archive):
+    """The copies of the chunks to the run's keys succeed twice, then fail for good: what
+    was copied is removed with the work prefix."""
+    proxy.fail_puts(EVERY, containing="/runs.zarr/small/", after=2)
+    store = f"s3://{bucket}/runs.zarr"
+    result = export(archive, store, through(proxy), "--cluster", "inline")
+    one_line_error(result, f"{store}: run small: server error (500 InternalError)")
+    assert proxy.injected["put-error"] >= 1
+    assert keys(s3_endpoint, bucket) == ["runs.zarr/zarr.json"]
