@@ -72,8 +72,10 @@ if TYPE_CHECKING:
     from pyteomics import mzxml
 
 
-@per_file(4)
+@per_file(4, per_thread=True, close=lambda reader: reader.close())
 def _reader(path: str) -> mzxml.MzXML:
+    """A pyteomics reader of ``path`` for this thread: it seeks in its file to read a scan, so
+    threads of a worker never share one (and one dropped from the cache is closed)."""
     from pyteomics import mzxml  # imported when an mzXML input is read (half a second)
 
     # lxml takes a file's name as its base URL and fails on a name that is not UTF-8: such a
