@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 import psutil
@@ -71,29 +72,36 @@ def test_a_configured_fork_still_starts_spawned_workers(caplog, monkeypatch) -> 
     assert "workers are never forked from the coordinator: spawn is used" in caplog.text
 
 
-def _processes_naming(text: str) -> list[int]:
+def _processes_marked(mark: str) -> list[int]:
+    """Processes whose environment holds ``MZPEAK_TEST_MARK=mark``: the command started with
+    it and every process it started (spawned workers inherit the environment)."""
     found = []
-    for process in psutil.process_iter(["pid", "cmdline"]):
-        with_text = any(text in part for part in process.info["cmdline"] or ())
-        if with_text and process.info["pid"] != os.getpid():
+    for process in psutil.process_iter(["pid"]):
+        try:
+            marked = process.environ().get("MZPEAK_TEST_MARK") == mark
+        except (psutil.Error, OSError):  # gone meanwhile, or not ours to read
+            continue
+        if marked and process.info["pid"] != os.getpid():
             found.append(process.info["pid"])
     return found
 
 
 def test_a_cold_convert_on_a_local_cluster_leaves_no_process_behind(tmp_path: Path) -> None:
-    """Once ``convert`` has exited, no process naming its output may remain (the coordinator's
-    command line names it)."""
+    """Once ``convert`` has exited, no process it started may remain: not its workers, nor
+    their nannies (each inherits the command's environment, which marks them)."""
     output = tmp_path / "left-behind-probe.mzpeak"
+    mark = uuid.uuid4().hex
     done = subprocess.run(
         [sys.executable, "-m", "mzpeak_dask", "convert", str(BUNDLED / "small.mzML"), str(output)]
         + ["--workers", "2", "--no-dashboard", "-q", "--partition-items", "5"],
         capture_output=True,
         text=True,
         check=False,
+        env={**os.environ, "MZPEAK_TEST_MARK": mark},
     )
     assert done.returncode == 0, done.stderr
     assert output.is_file()
     deadline = time.monotonic() + 5  # a process being reaped may linger an instant
-    while (left := _processes_naming(str(output))) and time.monotonic() < deadline:
+    while (left := _processes_marked(mark)) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert left == []
