@@ -31,10 +31,6 @@ class RunPaths:
         """Paths the user gave as they are (nothing staged)."""
         return cls(Path(source), Path(output), str(source), str(output))
 
-    @property
-    def staged(self) -> bool:
-        return (str(self.source), str(self.output)) != (self.named_source, self.named_output)
-
     def foreign(self, message: str, *places: str | os.PathLike) -> str:
         """The text of another library's exception (an ``OSError`` naming a decompressed copy
         of the input, say: its words are not this package's) with the run's local paths told
