@@ -45,10 +45,15 @@ class Partition:
     """A unit of work: plain data, cheap to pickle."""
 
     sequence: int
-    path: str
+    path: str  # what the worker reads
     format: str
     items: ItemRange
     hints: dict[str, object] = field(default_factory=dict)
+    name: str = ""  # what errors call the input: the path or URL the user gave (else path)
+
+    @property
+    def named(self) -> str:
+        return self.name or self.path
 
 
 @dataclass
@@ -62,6 +67,7 @@ class RunPlan:
     spec: EncodeSpec
     partitions: list[Partition]
     sampled: frozenset[str] = frozenset()  # the entities of the items the plan sampled
+    name: str = ""  # what errors call the input: the path or URL the user gave (else source)
 
     @property
     def spectrum_count(self) -> int:

@@ -11,7 +11,7 @@ pays for itself (:mod:`.parallel.where`).
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -79,6 +79,7 @@ def convert_many(
     on_result: Callable[[int, ConversionResult | MzPeakDaskError], None] | None = None,
     check: bool = False,
     announce: Callable[[str], None] | None = None,
+    names: Sequence[tuple[str, str]] | None = None,
 ) -> list[ConversionResult | MzPeakDaskError]:
     """Convert several runs side by side on one cluster; inputs and outputs are paths or
     URLs (``s3://``, ``gs://``, ``az://``; ``https://`` inputs), see :mod:`.staged`.
@@ -90,15 +91,18 @@ def convert_many(
     stopped that job — one bad input then does not stop the others. ``on_result(k, outcome)``
     is called as each job ends. With ``check``, the task finishing each run also checks its
     archive (validation, member digests, TIC thumbnail: the result's ``inspection``), as a
-    batch records it.
+    batch records it. ``names``: what the results, errors and progress call each job's input
+    and output (default: the paths or URLs given).
     """
     options = options or ConvertOptions()
     run = partial(_run_local, check=check, announce=announce)
     if not any(is_url(i) or is_url(o) for i, o in jobs):  # file:// URLs too
-        paths = [RunPaths.of(Path(local_path(i)), Path(local_path(o))) for i, o in jobs]
+        local = [(Path(local_path(i)), Path(local_path(o))) for i, o in jobs]
+        named = names or [(str(i), str(o)) for i, o in local]
+        paths = [RunPaths(*pair, *name) for pair, name in zip(local, named, strict=True)]
         return run(paths, options, cluster, client, progress, fail_fast, on_result)
     refuse_overwriting_objects(jobs)
-    with StagedJobs(jobs, options) as staged:  # URLs: staged locally, uploaded at the end
+    with StagedJobs(jobs, options, names) as staged:  # URLs: staged locally, uploaded at the end
         return staged.run(run, cluster, client, progress, fail_fast, on_result)
 
 

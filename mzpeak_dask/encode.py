@@ -345,7 +345,7 @@ def encode_partition(partition: Partition, spec: EncodeSpec) -> EncodedPartition
 
 def _read_and_encode(partition: Partition, spec: EncodeSpec) -> EncodedPartition:
     fmt = FORMATS[partition.format]
-    records = list(fmt.read(partition.path, partition.items, partition.hints))
+    records = list(fmt.read(partition.path, partition.items, partition.hints, partition.named))
     out = EncodedPartition(partition.sequence, partition.items.kind)
     try:
         if partition.items.kind == CHROMATOGRAMS:
@@ -355,7 +355,7 @@ def _read_and_encode(partition: Partition, spec: EncodeSpec) -> EncodedPartition
     except NumpressEncodeError as exc:  # lossy encodings the user asked for, on values they reject
         items = partition.items
         raise InputError(
-            f"{partition.path}: {items.kind} {items.start}-{items.stop - 1} "
+            f"{partition.named}: {items.kind} {items.start}-{items.stop - 1} "
             f"(0-based): cannot encode with MS-Numpress ({exc})"
         ) from None
     return out

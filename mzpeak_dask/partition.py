@@ -119,7 +119,7 @@ def _at_most(stops: np.ndarray, items: int) -> np.ndarray:
     return np.concatenate(pieces)
 
 
-def _sample(fmt: type[InputFormat], path: str, survey: Survey, kind: str) -> list:
+def _sample(fmt: type[InputFormat], path: str, name: str, survey: Survey, kind: str) -> list:
     """Read the sampled items; consecutive positions are read as one range."""
     positions = sample_positions(survey.count(kind))
     runs: list[list[int]] = []
@@ -132,7 +132,7 @@ def _sample(fmt: type[InputFormat], path: str, survey: Survey, kind: str) -> lis
     records = []
     with _ahead(path, ranges):
         for items in ranges:
-            records.extend(fmt.read(path, items, survey.hints))
+            records.extend(fmt.read(path, items, survey.hints, name))
     return records
 
 
@@ -146,14 +146,14 @@ def _ahead(path: str, ranges: list[ItemRange]):  # noqa: ANN202
 
 
 def _schemas(
-    fmt: type[InputFormat], path: str, survey: Survey, options: ConvertOptions
+    fmt: type[InputFormat], path: str, name: str, survey: Survey, options: ConvertOptions
 ) -> tuple[dict[str, SignalSchema], frozenset[str]]:
     """The data columns of each entity, from the sampled items, and the entities sampled."""
-    spectra = _sample(fmt, path, survey, SPECTRA)
+    spectra = _sample(fmt, path, name, survey, SPECTRA)
     by_entity: dict[str, list[list[SignalArray]]] = {V.SPECTRUM: [], V.WAVELENGTH_SPECTRUM: []}
     for r in spectra:
         by_entity[r.entity].append(in_minutes(r.arrays))
-    chromatograms = [in_minutes(r.arrays) for r in _sample(fmt, path, survey, CHROMATOGRAMS)]
+    chromatograms = [in_minutes(r.arrays) for r in _sample(fmt, path, name, survey, CHROMATOGRAMS)]
     sampled = {entity for entity, items in by_entity.items() if items}
     if chromatograms:
         sampled.add(V.CHROMATOGRAM)
@@ -171,25 +171,33 @@ def _schemas(
     return schemas, frozenset(sampled)
 
 
-def plan_run(source: Path, staging_dir: Path, options: ConvertOptions) -> RunPlan:
-    """Everything decided before the partitions are written (the plan task)."""
+def plan_run(
+    source: Path, staging_dir: Path, options: ConvertOptions, name: str | None = None
+) -> RunPlan:
+    """Everything decided before the partitions are written (the plan task). ``name``: what
+    errors call the input, the path or URL the user gave (default: ``source``); the plan's
+    partitions carry it to the workers."""
     url = remote_input(source)  # an object read where it lies, by ranges
     with surveying(url):  # one cache for its reads: the survey's bytes serve the sample
-        return _plan(source, url, staging_dir, options)
+        return _plan(source, url, staging_dir, options, name or url or str(source))
 
 
-def _plan(source: Path, url: str | None, staging_dir: Path, options: ConvertOptions) -> RunPlan:
-    fmt = detect_format(url or str(source))
-    readable = url or decompress_to(str(source), str(staging_dir))
-    survey = fmt.survey(readable)
+def _plan(
+    source: Path, url: str | None, staging_dir: Path, options: ConvertOptions, name: str
+) -> RunPlan:
+    fmt = detect_format(url or str(source), name)
+    readable = url or decompress_to(str(source), str(staging_dir), name)
+    survey = fmt.survey(readable, name)
     survey.hints["parser"] = options.parser
     run = survey.run_metadata
-    schemas, sampled = _schemas(fmt, readable, survey, options)
+    schemas, sampled = _schemas(fmt, readable, name, survey, options)
     spec = EncodeSpec(
         options, schemas, dict(run.instrument_ids), run.run.get("default_data_processing_id")
     )
     partitions = []
     for kind in (SPECTRA, CHROMATOGRAMS):
         for items in cut(survey, kind, options):
-            partitions.append(Partition(len(partitions), readable, fmt.name, items, survey.hints))
-    return RunPlan(source, readable, fmt, survey, spec, partitions, sampled)
+            partitions.append(
+                Partition(len(partitions), readable, fmt.name, items, survey.hints, name)
+            )
+    return RunPlan(source, readable, fmt, survey, spec, partitions, sampled, name)

@@ -1,6 +1,11 @@
 """A run's paths: where this process reads and writes (local paths, or the staged stand-ins
-of URLs) and what the user named (the paths or URLs given). Every message and result about a
-run is built with the names, in one place (:meth:`RunPaths.shown`, :meth:`RunPaths.error`).
+of URLs) and what the user named (the paths or URLs given).
+
+Every message and result about a run is built with the names: the run's job, its tasks and
+the readers receive them beside the local paths (a plan's partitions carry the input's name to
+the workers) and word their errors with them, so no message is rewritten afterwards. The one
+exception is the text of another library's exception (:meth:`RunPaths.foreign`), which this
+package does not word.
 """
 
 from __future__ import annotations
@@ -9,8 +14,6 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-
-from .errors import MzPeakDaskError
 
 
 @dataclass(frozen=True)
@@ -28,30 +31,18 @@ class RunPaths:
         """Paths the user gave as they are (nothing staged)."""
         return cls(Path(source), Path(output), str(source), str(output))
 
-    @property
-    def staged(self) -> bool:
-        return (str(self.source), str(self.output)) != (self.named_source, self.named_output)
-
-    def shown(self, message: str, *places: str | os.PathLike) -> str:
-        """``message`` naming the input and the output as the user did, where it names a
-        staged path (the input's or output's, or one of ``places`` of the run's, such as its
-        staging folder, standing for the input)."""
-        for place in places:  # a file in it (a decompressed copy of the input), or itself
-            message = re.sub(re.escape(str(place)) + r"(/[^\s:]+)?", self.named_source, message)
+    def foreign(self, message: str, *places: str | os.PathLike) -> str:
+        """The text of another library's exception (an ``OSError`` naming a decompressed copy
+        of the input, say: its words are not this package's) with the run's local paths told
+        by the user's names: the input's and the output's, and ``places`` of the run's (its
+        staging folder), with any file in them, standing for the input. Never used on this
+        package's own errors, which are worded with the names to begin with."""
+        for place in places:
+            message = re.sub(re.escape(str(place)) + r"(/[^\s:'\"]+)?", self.named_source, message)
         for path, name in ((self.source, self.named_source), (self.output, self.named_output)):
             if str(path) != name:
                 message = message.replace(str(path), name)
         return message
-
-    def error(self, exc: MzPeakDaskError, *places: str | os.PathLike) -> MzPeakDaskError:
-        """``exc`` naming the input and the output as the user did."""
-        message = self.shown(str(exc), *places)
-        if message == str(exc):
-            return exc
-        try:
-            return type(exc)(message)
-        except TypeError:  # an error class that takes other arguments: as it is
-            return exc
 
 
 __all__ = ["RunPaths"]

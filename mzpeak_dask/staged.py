@@ -27,6 +27,7 @@ import logging
 import os
 import shutil
 import tempfile
+from collections.abc import Sequence
 from contextlib import ExitStack
 from pathlib import Path
 
@@ -50,10 +51,17 @@ TEMPORARY = "mzpeak-dask-staging"  # the staging folders in the temporary folder
 
 
 class StagedJobs:
-    """The jobs of a conversion with their URLs replaced by staged local paths."""
+    """The jobs of a conversion with their URLs replaced by staged local paths; their runs
+    are named as ``names`` says (default: the paths and URLs given)."""
 
-    def __init__(self, jobs: list[tuple[str | os.PathLike, str | os.PathLike]], options):
+    def __init__(
+        self,
+        jobs: list[tuple[str | os.PathLike, str | os.PathLike]],
+        options,  # noqa: ANN001 - ConvertOptions
+        names: Sequence[tuple[str, str]] | None = None,
+    ):
         self.jobs = [(local_path(i), local_path(o)) for i, o in jobs]
+        self.names = names or [(str(i), str(o)) for i, o in self.jobs]
         self.remote = any(is_url(i) or is_url(o) for i, o in self.jobs)
         self.options = options
         self.folder: Path | None = None
@@ -150,7 +158,7 @@ class StagedJobs:
         if on_result is not None:
             for k, error in self.errors.items():
                 on_result(k, error)
-        local = [RunPaths(*self.local[k], *map(str, self.jobs[k])) for k in todo]
+        local = [RunPaths(*self.local[k], *self.names[k]) for k in todo]
         if local:
             run_jobs(local, self.options, cluster, client, progress, fail_fast, finished)
         return [results[k] for k in range(len(self.jobs))]

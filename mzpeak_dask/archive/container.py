@@ -29,19 +29,23 @@ ARCHIVE_FILE = "archive.mzpeak"  # names of the archive being written, in its fo
 ARCHIVE_FOLDER = "archive"
 
 
-def check_output(output: Path, overwrite: bool, inputs: Inputs | None = None) -> None:
+def check_output(
+    output: Path, overwrite: bool, inputs: Inputs | None = None, name: str | None = None
+) -> None:
     """Fail early when the output is one of ``inputs`` (or a link to one, or a folder that
-    holds one), exists (without ``overwrite``), or its folder is unwritable."""
+    holds one), exists (without ``overwrite``), or its folder is unwritable (errors call it
+    ``name``, what the user named it; default ``output``)."""
+    shown = output if name is None else name
     conflict = inputs.conflict(output) if inputs is not None else None
     if conflict:
-        raise OutputError(f"{output}: {conflict}; choose another output")
+        raise OutputError(f"{shown}: {conflict}; choose another output")
     if output.exists() and not overwrite:
-        raise OutputError(f"{output}: already exists (use --overwrite to replace it)")
+        raise OutputError(f"{shown}: already exists (use --overwrite to replace it)")
     parent = output.parent if str(output.parent) else Path(".")
     if not parent.is_dir():
-        raise OutputError(f"{output}: the folder {parent} does not exist")
+        raise OutputError(f"{shown}: the folder {parent} does not exist")
     if not os.access(parent, os.W_OK | os.X_OK):
-        raise OutputError(f"{output}: the folder {parent} is not writable")
+        raise OutputError(f"{shown}: the folder {parent} is not writable")
 
 
 class Inputs:
@@ -177,11 +181,13 @@ def _entry(name: str) -> zipfile.ZipInfo:
     return info
 
 
-def put_in_place(archive: Path, output: Path, overwrite: bool) -> None:
-    """Rename a finished ``archive`` to ``output`` (replacing it if allowed)."""
+def put_in_place(archive: Path, output: Path, overwrite: bool, name: str | None = None) -> None:
+    """Rename a finished ``archive`` to ``output`` (replacing it if allowed; errors call it
+    ``name``, default ``output``)."""
     if output.exists():
         if not overwrite:
-            raise OutputError(f"{output}: appeared during the conversion; not replaced")
+            shown = output if name is None else name
+            raise OutputError(f"{shown}: appeared during the conversion; not replaced")
         _remove(output)
     os.replace(archive, output)
 

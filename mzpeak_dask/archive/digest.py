@@ -18,10 +18,12 @@ HASH_SECONDS = 3600  # a terabyte read at 300 MB/s; storage calls have their own
 
 
 class InputDigest:
-    """The SHA-256 of ``source`` (a path, or a URL read by ranges), begun now."""
+    """The SHA-256 of ``source`` (a path, or a URL read by ranges), begun now; errors call it
+    ``name`` (what the user named it; default ``source``)."""
 
-    def __init__(self, source: str):
+    def __init__(self, source: str, name: str | None = None):
         self.source = source
+        self.name = source if name is None else name
         self._value: str | None = None
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name="mzpeak-digest", daemon=True)
@@ -37,7 +39,7 @@ class InputDigest:
         """The digest; raises what hashing raised, or an error after :data:`HASH_SECONDS`."""
         self._thread.join(HASH_SECONDS)
         if self._thread.is_alive():
-            raise InputError(f"{self.source}: not hashed in {HASH_SECONDS} s")
+            raise InputError(f"{self.name}: not hashed in {HASH_SECONDS} s")
         if self._error is not None:
             raise self._error
         assert self._value is not None

@@ -19,31 +19,32 @@ from .container import Inputs, check_output, put_in_place
 from .staging import Staging
 
 
-def check_input(source: Path) -> None:
+def check_input(source: Path, name: str | None = None) -> None:
+    """Refuse an input that cannot be read (errors call it ``name``, default ``source``)."""
     if remote_input(source):
         return  # read by ranges from storage, where it was found
-    check_regular_file(source)  # before anything opens it (a FIFO, a device)
+    check_regular_file(source, name)  # before anything opens it (a FIFO, a device)
     if not os.access(source, os.R_OK):
-        raise InputError(f"{source}: permission denied")
+        raise InputError(f"{source if name is None else name}: permission denied")
 
 
 class RunJob:
     """A run being converted (:class:`~mzpeak_dask.run_paths.RunPaths`), staged in
-    :attr:`staging`."""
+    :attr:`staging`; its errors name the input and the output as the user did."""
 
     def __init__(self, paths: RunPaths, options: ConvertOptions, inputs: Inputs | None = None):
         """``inputs``: every input of the call, none of which the output may overwrite."""
         self.paths, self.options = paths, options
         self.source, self.output = source, output = paths.source, paths.output
         self.started = time.perf_counter()
-        check_input(source)
-        check_output(output, options.overwrite, inputs or Inputs([source]))
-        self.staging = Staging(output)
+        check_input(source, paths.named_source)
+        check_output(output, options.overwrite, inputs or Inputs([source]), paths.named_output)
+        self.staging = Staging(output, paths.named_output)
 
     def put_in_place(self, result: ConversionResult, archive: Path) -> ConversionResult:
         """Rename the finished ``archive`` (in the staging folder) to the output."""
         try:
-            put_in_place(archive, self.output, self.options.overwrite)
+            put_in_place(archive, self.output, self.options.overwrite, self.paths.named_output)
         except BaseException:
             self.abort()
             raise

@@ -51,10 +51,10 @@ def prefix_for(output: Path) -> str:
     return f".{text(output.name)}."
 
 
-def folder_for(output: Path) -> Path:
+def folder_for(output: Path, name: str | None = None) -> Path:
     """Beside the output; but Arrow opens files by UTF-8 path only, so when the output's
     folder has a name that is not UTF-8, the nearest folder above it, on the same file
-    system, whose path is."""
+    system, whose path is (``name``: what errors call the output, default ``output``)."""
     parent = output.parent if str(output.parent) else Path(".")
     if is_utf8(str(parent)):
         return parent
@@ -65,7 +65,8 @@ def folder_for(output: Path) -> Path:
     for folder in Path(os.path.abspath(parent)).parents:
         if is_utf8(str(folder)) and _usable(folder, device):
             return folder
-    raise OutputError(f"{text(output)}: no writable folder with a UTF-8 path for temporary files")
+    shown = text(name if name is not None else output)
+    raise OutputError(f"{shown}: no writable folder with a UTF-8 path for temporary files")
 
 
 def _usable(folder: Path, device: int) -> bool:
@@ -87,20 +88,20 @@ class Folder:
 
 
 class Staging(Folder):
-    """A private scratch folder for one conversion, locked by this process until cleaned up."""
+    """A private scratch folder for one conversion, locked by this process until cleaned up;
+    its errors call the output ``name`` (what the user named it; default ``output``)."""
 
-    def __init__(self, output: Path):
+    def __init__(self, output: Path, name: str | None = None):
         self.output = output
+        shown = text(name if name is not None else output)
+        folder = folder_for(output, name)  # (its own error, not one of mkdtemp's)
         try:
-            born = Path(
-                tempfile.mkdtemp(prefix=prefix_for(output), suffix=BORN, dir=folder_for(output))
-            )
+            born = Path(tempfile.mkdtemp(prefix=prefix_for(output), suffix=BORN, dir=folder))
         except OSError as exc:
-            raise OutputError(
-                f"{text(output)}: cannot create a temporary folder ({exc.strerror})"
-            ) from None
-        self._lock = _owner_lock(born, output)
-        self.path = _named(born, output, self._lock)
+            why = f"cannot create a temporary folder ({exc.strerror})"
+            raise OutputError(f"{shown}: {why}") from None
+        self._lock = _owner_lock(born, shown)
+        self.path = _named(born, shown, self._lock)
         _LIVE[str(self.path)] = self
         self.cleaned = False
 
@@ -157,8 +158,9 @@ class Staging(Folder):
         return True
 
 
-def _owner_lock(folder: Path, output: Path) -> HeldLock | None:
-    """The lock on ``folder`` (new: nobody else has it), else on a lock file in it."""
+def _owner_lock(folder: Path, shown: str) -> HeldLock | None:
+    """The lock on ``folder`` (new: nobody else has it), else on a lock file in it (errors
+    call the output ``shown``)."""
     try:
         return lock_folder(folder)
     except OSError:  # a file system that locks only files
@@ -170,12 +172,13 @@ def _owner_lock(folder: Path, output: Path) -> HeldLock | None:
             log.debug("%s: no lock (%s)", folder, exc.strerror)
             return None
         shutil.rmtree(folder, ignore_errors=True)
-        message = f"{text(output)}: cannot lock its temporary folder ({exc.strerror})"
+        message = f"{shown}: cannot lock its temporary folder ({exc.strerror})"
         raise OutputError(message) from None
 
 
-def _named(born: Path, output: Path, lock: HeldLock | None) -> Path:
-    """``born`` renamed to its ``.tmp`` name, which a sweep looks at, once it is locked."""
+def _named(born: Path, shown: str, lock: HeldLock | None) -> Path:
+    """``born`` renamed to its ``.tmp`` name, which a sweep looks at, once it is locked
+    (errors call the output ``shown``)."""
     path = born.with_name(born.name[: -len(BORN)] + ".tmp")
     try:
         if os.path.lexists(path):  # the same random name: never replace another's folder
@@ -185,9 +188,7 @@ def _named(born: Path, output: Path, lock: HeldLock | None) -> Path:
         shutil.rmtree(born, ignore_errors=True)
         if lock is not None:
             lock.release()
-        raise OutputError(
-            f"{text(output)}: cannot create a temporary folder ({exc.strerror})"
-        ) from None
+        raise OutputError(f"{shown}: cannot create a temporary folder ({exc.strerror})") from None
     if lock is not None and lock.path == born:
         lock.path = path
     return path

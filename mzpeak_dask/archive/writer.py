@@ -68,7 +68,7 @@ class ArchiveWriter:
             counts,
             digest(),
             self.container.members,
-            self.ids.warning(self.source),
+            self.ids.warning(self.plan.name or self.source),
             self.path,
         )
 

@@ -201,31 +201,26 @@ def _resume(listing, state, output) -> tuple[dict, list]:
     return keep, todo
 
 
-class Renamed:
-    """A progress callback ``(input, done, total)`` that is shown each staged input by the name
-    it was given (its URL), not its path in the staging folder; any other attribute is the
-    callback's own (``announce``, ``files``)."""
+class _Names:
+    """What the local batch calls each staged input (its URL) and archive (its key under the
+    output prefix), so that its records, errors and progress name them so from the start;
+    the local archive of each key is kept for the upload."""
 
-    def __init__(self, progress, names: dict[str, str]):  # noqa: ANN001 - any callback
-        object.__setattr__(self, "_progress", progress)
-        object.__setattr__(self, "_names", names)
+    def __init__(self, urls: dict[str, str], local_out: Path, output: str):
+        self.urls, self.local_out, self.output = urls, local_out, output
+        self.archives: dict[str, Path] = {}  # output key -> the local archive
 
-    def __call__(self, source: str, done: int, total: int) -> None:
-        self._progress(self._names.get(str(source), source), done, total)
-
-    def __getattr__(self, name: str):  # noqa: ANN204 - the callback's attribute
-        if name.startswith("__") or name in ("_progress", "_names"):
-            raise AttributeError(name)
-        return getattr(self._progress, name)
-
-    def __setattr__(self, name: str, value: object) -> None:
-        setattr(self._progress, name, value)
+    def __call__(self, source: Path, archive: Path) -> tuple[str, str]:
+        url = self.urls.get(str(source.resolve()), str(source))
+        key = join(self.output, archive.relative_to(self.local_out).as_posix())
+        self.archives[key] = archive
+        return url, key
 
 
 def _convert(
     todo, staging, output, options, cluster, batch, client, progress, finished
 ) -> BatchOutcome:
-    """The local batch of the inputs to do, its archives uploaded, its records naming URLs.
+    """The local batch of the inputs to do, its records naming URLs, its archives uploaded.
     A batch stopped early (Ctrl-C, SIGTERM at a wall-time limit) still uploads the archives
     finished before the stop and hands every record to ``finished`` (kept, so a resume skips
     them, and reported, the others as pending)."""
@@ -238,8 +233,7 @@ def _convert(
 
     if not urls:
         return BatchOutcome(records=failed)
-    if progress is not None:  # the inputs' URLs, not their staged paths
-        progress = Renamed(progress, urls)
+    names = _Names(urls, local_out, output)
     try:
         outcome = run_batch(
             mirror,
@@ -249,17 +243,18 @@ def _convert(
             batch.updated(resume=False),
             client=client,
             progress=progress,
+            names=names,
         )
     except BaseException as exc:
-        _keep_finished(local_out, urls, output, kept, isinstance(exc, KeyboardInterrupt))
+        _keep_finished(local_out, names, output, kept, isinstance(exc, KeyboardInterrupt))
         raise
-    _publish(outcome.records, urls, local_out, output)
+    _publish(outcome.records, names)
     outcome.records = failed + outcome.records
     return outcome
 
 
 def _keep_finished(
-    local_out: Path, urls: dict[str, str], output: str, finished, interrupted: bool
+    local_out: Path, names: _Names, output: str, finished, interrupted: bool
 ) -> None:
     """After a stop: the archives the local batch recorded as converted are uploaded, and
     every record it left (the others pending) is kept and reported by ``finished``. A
@@ -272,30 +267,25 @@ def _keep_finished(
             records = local.all()
         finally:
             local.close()
-        _publish(records, urls, local_out, output)
+        _publish(records, names)
         finished(records, interrupted)
     except Exception as exc:  # noqa: BLE001 - see above
         log.warning("%s: the archives finished before the stop were not kept (%s)", output, exc)
 
 
-def _publish(
-    records: list[dict[str, Any]], urls: dict[str, str], local_out: Path, output: str
-) -> None:
-    """Rewrite ``records`` to name URLs, uploading each converted archive to its key."""
+def _publish(records: list[dict[str, Any]], names: _Names) -> None:
+    """Upload each converted archive of ``records`` (which name URLs) to its key; a key that
+    cannot be one (a name too long for it) fails its input."""
     for record in records:
-        local_archive, local_input = Path(record["output"]), record["input"]
-        record["input"] = urls.get(str(Path(local_input).resolve()), local_input)
-        try:  # a key under the output prefix (the staged names are checked already)
-            key = safe_relative(local_archive.relative_to(local_out).as_posix(), record["input"])
-        except (InputError, ValueError) as exc:
-            record.update(status=FAILED, output=output, error=str(exc))
+        if record["status"] != CONVERTED:
             continue
-        record["output"] = join(output, key.as_posix())
-        if record["status"] == CONVERTED:
-            upload_file(local_archive, record["output"])
-        if record.get("error"):  # the URLs, not the staged copies
-            error = record["error"].replace(local_input, record["input"])
-            record["error"] = error.replace(str(local_archive), record["output"])
+        key = record["output"]
+        try:  # a key under the output prefix (the staged names are checked already)
+            safe_relative(key[len(names.output) + 1 :], record["input"])
+        except InputError as exc:
+            record.update(status=FAILED, output=names.output, error=str(exc))
+            continue
+        upload_file(names.archives[key], key)
 
 
 def _reports(local_out: Path, output: str, outcome: BatchOutcome, batch: BatchOptions) -> None:

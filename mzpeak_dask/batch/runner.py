@@ -1,10 +1,12 @@
 """Running a batch: decide what needs converting, convert it on one cluster with failures
 isolated per input, validate and record every output as it lands, retry, and report.
 
-Resuming skips an input whose output exists, validates, and was made from an input with the
-same SHA-256 as now; everything else is converted again. Ctrl-C (or any interruption) leaves
-finished outputs in place, removes partial ones (the conversion layer does), and records what
-is left as pending.
+Records and messages call each input and archive by their names: their paths, unless the
+caller names them otherwise (a batch of URLs, :mod:`.remote`, names the staged inputs by their
+URLs and the archives by their keys). Resuming skips an input whose output exists, validates,
+and was made from an input with the same SHA-256 as now; everything else is converted again.
+Ctrl-C (or any interruption) leaves finished outputs in place, removes partial ones (the
+conversion layer does), and records what is left as pending.
 """
 
 from __future__ import annotations
@@ -35,6 +37,8 @@ from . import report
 from .lock import output_lock
 from .sources import discover, outputs_for
 from .state import CONVERTED, FAILED, PENDING, SKIPPED, BatchState
+
+Names = Callable[[Path, Path], tuple[str, str]]  # (input, archive) -> what records call them
 
 
 @dataclass
@@ -70,12 +74,14 @@ class BatchRun:
         options: ConvertOptions,
         cluster: ClusterOptions,
         batch: BatchOptions,
+        names: Names | None = None,
     ):
         self.output_dir = output_dir
         self.options = options.updated(overwrite=True)  # outputs of this batch are its own
         self.cluster = cluster
         self.batch = batch
         self.pairs = pairs
+        self.names = {s: names(s, o) if names else (str(s), str(o)) for s, o in pairs}
         for folder in sorted({o.parent for _, o in self.pairs}):
             folder.mkdir(parents=True, exist_ok=True)
         self.state = BatchState(output_dir)
@@ -97,8 +103,9 @@ class BatchRun:
             if conflict is None:
                 kept.append((source, output))
                 continue
-            record = {"input": str(source), "output": str(output), "status": FAILED}
-            record["error"] = f"{output}: {conflict}; not overwritten"
+            named, named_output = self.names[source]
+            record = {"input": named, "output": named_output, "status": FAILED}
+            record["error"] = f"{named_output}: {conflict}; not overwritten"
             self._store(source, record, attempts=0)
         return kept
 
@@ -106,7 +113,7 @@ class BatchRun:
         """The inputs a resume must still convert; the others are recorded as skipped."""
         candidates = []
         for source, output in self.pairs:
-            previous = self.state.get(str(source))
+            previous = self.state.get(self.names[source][0])
             if previous and previous["status"] in (CONVERTED, SKIPPED) and output.exists():
                 candidates.append((source, output, previous))
         with concurrent.futures.ThreadPoolExecutor(self.batch.hash_threads) as pool:
@@ -131,15 +138,17 @@ class BatchRun:
             self.died.add(source)
         else:
             self.died.discard(source)
+        named, named_output = self.names[source]
         if isinstance(outcome, ConversionResult):
-            inspection = outcome.inspection or inspect_output(str(output))
-            self._store(source, self._converted(source, output, outcome, inspection), attempts)
+            inspection = outcome.inspection or inspect_output(str(output), named=named_output)
+            record = self._converted(named, named_output, output, outcome, inspection)
+            self._store(source, record, attempts)
             return
         self._store(
             source,
             {
-                "input": str(source),
-                "output": str(output),
+                "input": named,
+                "output": named_output,
                 "status": FAILED,
                 "error": str(outcome).splitlines()[0] if str(outcome) else type(outcome).__name__,
                 "input_sha256": _safe_sha256(source),
@@ -164,6 +173,7 @@ class BatchRun:
         convert_many(
             jobs,
             self.options,
+            names=[self.names[source] for source, _ in jobs],
             cluster=self.cluster,
             client=client,
             progress=progress,
@@ -183,11 +193,11 @@ class BatchRun:
 
     @staticmethod
     def _converted(
-        source: Path, output: Path, result: ConversionResult, inspection: dict[str, Any]
+        named: str, named_output: str, output: Path, result: ConversionResult, inspection: dict
     ) -> dict:
         base = {
-            "input": str(source),
-            "output": str(output),
+            "input": named,
+            "output": named_output,
             "input_sha256": result.input_sha256,
             "input_bytes": result.input_bytes,
             "seconds": result.seconds,
@@ -216,11 +226,12 @@ class BatchRun:
     def stopped(self, reason: str) -> None:
         """After the batch stopped early: every input without an outcome of this batch is
         recorded as pending (``reason`` says why), so the report and the state list them all."""
-        for source, output in self.pairs:
+        for source, _ in self.pairs:
             if source not in self.records or self.records[source]["status"] == PENDING:
+                named, named_output = self.names[source]
                 record = {
-                    "input": str(source),
-                    "output": str(output),
+                    "input": named,
+                    "output": named_output,
                     "status": PENDING,
                     "error": text(reason).splitlines()[0],
                 }
@@ -248,9 +259,12 @@ def run_batch(
     *,
     client: Any = None,
     progress: Progress | None = None,
+    names: Names | None = None,
 ) -> BatchOutcome:
-    """Convert every input under ``source`` (a folder or a manifest) into ``output_dir``.
-    Raises :class:`~mzpeak_dask.errors.OutputBusyError` while another batch writes there."""
+    """Convert every input under ``source`` (a folder or a manifest) into ``output_dir``;
+    ``names(input, archive)`` gives what the records, messages and progress call them
+    (default: their paths). Raises :class:`~mzpeak_dask.errors.OutputBusyError` while another
+    batch writes there."""
     started = time.perf_counter()
     output_dir = Path(os.path.abspath(output_dir))
     batch = batch or BatchOptions()
@@ -262,7 +276,12 @@ def run_batch(
         raise OutputError(f"{output_dir}: cannot create the folder ({exc.strerror})") from None
     with output_lock(output_dir):
         run = BatchRun(
-            pairs, output_dir, options or ConvertOptions(), cluster or ClusterOptions(), batch
+            pairs,
+            output_dir,
+            options or ConvertOptions(),
+            cluster or ClusterOptions(),
+            batch,
+            names,
         )
         return _run(run, client, progress, started)
 

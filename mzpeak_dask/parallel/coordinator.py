@@ -114,7 +114,12 @@ class Coordinator:
         pack = self._pack(pending)
         if pack:
             whole = [
-                (*self._finish_args(run)[:2], str(run.job.staging.path), self._check(run))
+                (
+                    *self._finish_args(run)[:2],
+                    str(run.job.staging.path),
+                    self._check(run),
+                    run.job.paths.named_source,
+                )
                 for run in pack
             ]
             pack[0].tasks.append(
@@ -129,7 +134,8 @@ class Coordinator:
         """The run's plan task (here when the workers cannot see its staging folder)."""
         where = self.executor if run.shared else self.here
         staging = str(run.job.staging.path)
-        self._submit(run, where, PLAN, tasks.plan, str(run.job.source), staging, self.options)
+        source, name = str(run.job.source), run.job.paths.named_source
+        self._submit(run, where, PLAN, tasks.plan, source, staging, self.options, name)
 
     def _pack(self, pending: deque) -> list[_Run]:
         """Consecutive small local runs (a partition's bytes at most) converted whole by one
@@ -163,7 +169,7 @@ class Coordinator:
         try:
             run_job = RunJob(paths, self.options, self.inputs)
         except MzPeakDaskError as exc:
-            self._record(number, paths.error(exc))
+            self._record(number, exc)  # its errors name the input and output as the user did
             return None
         try:
             shared = self.executor.workers_see(run_job.staging.path.parent)

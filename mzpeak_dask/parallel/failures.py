@@ -3,9 +3,14 @@ spectra of the partition, or the step), whatever failed where.
 
 A task's number says where: a partition's (0, 1, ...), the plan's or the finishing one's. A
 failure to write the output names the output and its cause rather than a temporary file; a
-message naming a staged path names what the user named (:class:`~mzpeak_dask.run_paths.
-RunPaths`); a worker that died each time it ran a task becomes a
+worker that died each time it ran a task becomes a
 :class:`~mzpeak_dask.errors.WorkerDiedError`, which a batch recognises.
+
+The package's own errors (:class:`~mzpeak_dask.errors.MzPeakDaskError`) are built with the
+names the user gave (:class:`~mzpeak_dask.run_paths.RunPaths`: the tasks receive them beside
+the local paths) and pass as they are. Only another library's exception, whose text this
+package does not word, has the run's local paths in it told by those names
+(:meth:`~mzpeak_dask.run_paths.RunPaths.foreign`).
 """
 
 from __future__ import annotations
@@ -59,7 +64,7 @@ def describe_failure(
     if output is not None:
         return output
     if isinstance(exc, MzPeakDaskError):
-        return job.paths.error(exc, job.staging.path)
+        return exc  # worded with the user's names
     if n == PLAN:
         where = "planning the conversion"
     elif n == WHOLE:
@@ -75,7 +80,7 @@ def describe_failure(
             f"{job.paths.named_source}: {where}: the worker process died each time it "
             "tried (the input may exhaust the worker's memory or crash it)"
         )
-    detail = job.paths.shown(str(exc), job.staging.path)
+    detail = job.paths.foreign(str(exc), job.staging.path)
     return MzPeakDaskError(f"{job.paths.named_source}: {where}: {type(exc).__name__}: {detail}")
 
 

@@ -48,8 +48,9 @@ FINISHED = "finished.pkl"  # a finished run's outcome, once its parts are remove
 Written = tuple[str | EncodedPartition, dict[str, int], dict[str, int]]
 
 
-def plan(source: str, staging: str, options: ConvertOptions) -> RunPlan:
-    return plan_run(Path(source), Path(staging), options)
+def plan(source: str, staging: str, options: ConvertOptions, name: str | None = None) -> RunPlan:
+    """The run's plan (``name``: what errors call the input, the path or URL the user gave)."""
+    return plan_run(Path(source), Path(staging), options, name)
 
 
 def planned_offsets(run: RunPlan) -> list[dict[str, int]]:
@@ -98,7 +99,7 @@ def finish(
     kept = Path(staging) / FINISHED
     if kept.exists():  # a rerun after an attempt finished (and removed the parts)
         return pickle.loads(kept.read_bytes())
-    digest = InputDigest(remote_input(source) or source)
+    digest = InputDigest(remote_input(source) or source, run.name or None)
     files = _corrected(run, staging, written)
     folder = Folder(Path(staging) / FINISH_FOLDER)
     shutil.rmtree(folder.path, ignore_errors=True)  # what an earlier attempt left
@@ -127,10 +128,16 @@ def finish(
 
 
 def convert_whole(
-    source: str, output: str, options: ConvertOptions, staging: str, check: str | None
+    source: str,
+    output: str,
+    options: ConvertOptions,
+    staging: str,
+    check: str | None,
+    name: str | None = None,
 ) -> Finished:
-    """The three steps of a run one after another, in this task."""
-    run = plan(source, staging, options)
+    """The three steps of a run one after another, in this task (``name``: what errors call
+    the input)."""
+    run = plan(source, staging, options, name)
     offsets = planned_offsets(run)
     written = [
         write_partition_file(staging, partition, run.spec, offsets[n])
@@ -140,14 +147,15 @@ def convert_whole(
 
 
 def convert_each(
-    runs: list[tuple[str, str, str, str | None]], options: ConvertOptions
+    runs: list[tuple[str, str, str, str | None, str]], options: ConvertOptions
 ) -> list[Finished | Exception]:
-    """:func:`convert_whole` for each of ``runs`` (source, output, staging folder, check) in
-    turn; a run that fails gives its exception in its place, and the others go on."""
+    """:func:`convert_whole` for each of ``runs`` (source, output, staging folder, check, the
+    input's name) in turn; a run that fails gives its exception in its place, and the others
+    go on."""
     out: list[Finished | Exception] = []
-    for source, output, staging, check in runs:
+    for source, output, staging, check, name in runs:
         try:
-            out.append(convert_whole(source, output, options, staging, check))
+            out.append(convert_whole(source, output, options, staging, check, name))
         except Exception as exc:  # noqa: BLE001 - one run's failure, never the others'
             out.append(exc)
     return out

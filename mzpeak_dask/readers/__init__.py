@@ -20,9 +20,10 @@ FORMATS: dict[str, type[InputFormat]] = {
 }
 
 
-def detect_format(path: str) -> type[InputFormat]:
-    """The format of ``path``, from its content (gzip/bzip2 are looked through)."""
-    return _detect(path, list(FORMATS.values()))
+def detect_format(path: str, name: str | None = None) -> type[InputFormat]:
+    """The format of ``path``, from its content (gzip/bzip2 are looked through); errors call
+    it ``name`` (default: ``path``)."""
+    return _detect(path, list(FORMATS.values()), name)
 
 
 __all__ = [

@@ -67,7 +67,11 @@ class Survey:
 
 
 class InputFormat(ABC):
-    """One input format (mzML, mzXML, MGF, mzMLb)."""
+    """One input format (mzML, mzXML, MGF, mzMLb).
+
+    ``path`` is what a reader opens (a local file, a decompressed copy in a staging folder,
+    or the URL of an object read by ranges); ``name`` is what its errors call the input, the
+    path or URL the user gave (default: ``path``)."""
 
     name: ClassVar[str]
     file_format: ClassVar[Param]  # the PSI-MS file format term of the source file
@@ -80,20 +84,22 @@ class InputFormat(ABC):
 
     @classmethod
     @abstractmethod
-    def survey(cls, path: str) -> Survey:
+    def survey(cls, path: str, name: str | None = None) -> Survey:
         """Counts, offsets and file-level metadata (run on the coordinator)."""
 
     @classmethod
     @abstractmethod
     def read(
-        cls, path: str, items: ItemRange, hints: dict[str, object]
+        cls, path: str, items: ItemRange, hints: dict[str, object], name: str | None = None
     ) -> Iterator[SpectrumRecord | ChromatogramRecord]:
         """Yield the records of ``items`` in order (run on workers)."""
 
 
-def spectrum_error(path: str, item: str, message: str) -> SpectrumDecodeError:
-    return SpectrumDecodeError(f"{path}: {item}: {message}")
+def spectrum_error(name: str, item: str, message: str) -> SpectrumDecodeError:
+    """One item's error, naming the input as the user did (``name``) and the item."""
+    return SpectrumDecodeError(f"{name}: {item}: {message}")
 
 
-def input_error(path: str, message: str) -> InputError:
-    return InputError(f"{path}: {message}")
+def input_error(name: str, message: str) -> InputError:
+    """The input's error, naming it as the user did (``name``)."""
+    return InputError(f"{name}: {message}")

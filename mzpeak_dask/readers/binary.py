@@ -278,7 +278,7 @@ FetchExternal = Callable[[str, int, int], np.ndarray] | None
 
 
 def decode_arrays(
-    raws: list[RawArray], default_length: int | None, path: str, item: str, fetch: FetchExternal
+    raws: list[RawArray], default_length: int | None, name: str, item: str, fetch: FetchExternal
 ) -> list[SignalArray]:
     """Decode the raw arrays of one spectrum or chromatogram (``item``, as errors name it).
 
@@ -291,11 +291,11 @@ def decode_arrays(
         try:
             out.append(to_signal_array(raw, fetch))
         except BinaryDecodeError as exc:
-            raise spectrum_error(path, item, str(exc)) from None
+            raise spectrum_error(name, item, str(exc)) from None
         except (ValueError, OverflowError) as exc:  # numpress and numpy conversion errors
-            raise spectrum_error(path, item, f"cannot decode binary data ({exc})") from None
+            raise spectrum_error(name, item, f"cannot decode binary data ({exc})") from None
     try:
         check_paired(out)
     except BinaryDecodeError as exc:
-        raise spectrum_error(path, item, str(exc)) from None
+        raise spectrum_error(name, item, str(exc)) from None
     return out

@@ -1,5 +1,8 @@
 """Recognising an input by its content (magic bytes first, the suffix never decides), and
-decompressing gzip/bzip2 inputs into a staging file that workers can seek in."""
+decompressing gzip/bzip2 inputs into a staging file that workers can seek in.
+
+Each function reads ``path`` and words its errors with ``name``, what the user called the
+input (default: ``path``): never the staged path a URL or a compressed input is read from."""
 
 from __future__ import annotations
 
@@ -31,25 +34,25 @@ MAX_DECOMPRESSION_RATIO = 100
 MIN_DECOMPRESSED_LIMIT = 64 << 20
 
 
-def _head(path: str, n: int = _SNIFF_BYTES) -> bytes:
+def _head(path: str, name: str, n: int = _SNIFF_BYTES) -> bytes:
     if is_url(path):  # an object in storage: its first bytes
         return object_head(path)[:n]
     try:
         with open(path, "rb") as f:
             return f.read(n)
     except FileNotFoundError:
-        raise InputError(f"{path}: no such file") from None
+        raise InputError(f"{name}: no such file") from None
     except IsADirectoryError:
-        raise InputError(f"{path}: is a directory, not an MS data file") from None
+        raise InputError(f"{name}: is a directory, not an MS data file") from None
     except PermissionError:
-        raise InputError(f"{path}: permission denied") from None
+        raise InputError(f"{name}: permission denied") from None
     except OSError as exc:
-        raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
+        raise InputError(f"{name}: cannot read ({exc.strerror or exc})") from None
 
 
-def compression_of(path: str) -> str | None:
+def compression_of(path: str, name: str | None = None) -> str | None:
     """``"gzip"``, ``"bzip2"`` or None, from the magic bytes."""
-    head = _head(path, 4)
+    head = _head(path, name or path, 4)
     if head.startswith(GZIP_MAGIC):
         return "gzip"
     if head.startswith(BZIP2_MAGIC):
@@ -57,42 +60,48 @@ def compression_of(path: str) -> str | None:
     return None
 
 
-def _decompressed_head(path: str, compression: str) -> bytes:
+def _decompressed_head(path: str, name: str, compression: str) -> bytes:
     opener = gzip.open if compression == "gzip" else bz2.open
     try:
         with opener(path, "rb") as f:
             return f.read(_SNIFF_BYTES)
     except (OSError, EOFError, ValueError) as exc:
-        raise InputError(f"{path}: corrupt {compression} data ({exc})") from None
+        raise InputError(f"{name}: corrupt {compression} data ({exc})") from None
 
 
-def detect_format(path: str, formats: list[type[InputFormat]]) -> type[InputFormat]:
+def detect_format(
+    path: str, formats: list[type[InputFormat]], name: str | None = None
+) -> type[InputFormat]:
     """The input format of ``path`` (decompressing gzip/bzip2 on the fly to look inside)."""
-    head = _head(path)
-    compression = compression_of(path)
+    name = name or path
+    head = _head(path, name)
+    compression = compression_of(path, name)
     if compression is not None:
-        head = _decompressed_head(path, compression)
+        head = _decompressed_head(path, name, compression)
     for fmt in formats:
         if fmt.sniff(head):
             if compression is not None and fmt.name == "mzMLb":
                 break
             return fmt
     raise UnsupportedFormatError(
-        f"{path}: not a recognised MS data file (expected mzML, mzXML, MGF or mzMLb)"
+        f"{name}: not a recognised MS data file (expected mzML, mzXML, MGF or mzMLb)"
     )
 
 
-def decompress_to(path: str, staging_dir: str) -> str:
-    """Decompress a gzip/bzip2 input into ``staging_dir``; returns the new path."""
-    compression = compression_of(path)
+def decompress_to(path: str, staging_dir: str, name: str | None = None) -> str:
+    """Decompress a gzip/bzip2 input into ``staging_dir``; returns the new path. A staging
+    file that cannot be written is told as the input's failure to decompress there (its
+    path, in a temporary folder, is nothing the user named)."""
+    name = name or path
+    compression = compression_of(path, name)
     if compression is None:
         return path
     opener = gzip.open if compression == "gzip" else bz2.open
-    name = Path(path).name
+    copy = Path(path).name
     for suffix in (".gz", ".bz2", ".gzip"):
-        if name.lower().endswith(suffix):
-            name = name[: -len(suffix)]
-    target = os.path.join(staging_dir, "input-" + name)
+        if copy.lower().endswith(suffix):
+            copy = copy[: -len(suffix)]
+    target = os.path.join(staging_dir, "input-" + copy)
     limit = decompressed_limit(os.path.getsize(path))
     whole = _fast_copy(path, target, limit) if compression == "gzip" else None
     try:
@@ -101,14 +110,17 @@ def decompress_to(path: str, staging_dir: str) -> str:
                 whole = _copy_at_most(src, dst, limit)
     except OSError as exc:
         if exc.errno is not None:  # the staging file could not be written
-            raise OutputError(f"{target}: cannot write ({exc.strerror})") from None
-        raise InputError(f"{path}: corrupt {compression} data ({exc})") from None
+            why = f"cannot decompress into a temporary folder ({exc.strerror})"
+            error = OutputError(f"{name}: {why}")
+            error.errno = exc.errno  # a full disk is told as the output's (parallel.failures)
+            raise error from None
+        raise InputError(f"{name}: corrupt {compression} data ({exc})") from None
     except (EOFError, ValueError, zlib.error) as exc:
-        raise InputError(f"{path}: corrupt {compression} data ({exc})") from None
+        raise InputError(f"{name}: corrupt {compression} data ({exc})") from None
     if not whole:
         os.unlink(target)
         raise InputError(
-            f"{path}: {compression} data decompresses to more than {limit:,} bytes "
+            f"{name}: {compression} data decompresses to more than {limit:,} bytes "
             f"({MAX_DECOMPRESSION_RATIO} times its size): refused as a decompression bomb"
         )
     return target

@@ -34,7 +34,7 @@ _END = re.compile(rb"^[ \t]*END IONS[^\n]*\n?", re.M)
 _HANDLED = {"title", "pepmass", "charge", "rtinseconds", "mslevel"}
 
 
-def _offsets(path: str) -> np.ndarray:
+def _offsets(path: str, name: str) -> np.ndarray:
     with ByteSource(path) as source:
         starts = list(source.starts(_BEGIN))
         end = source.size
@@ -42,7 +42,7 @@ def _offsets(path: str) -> np.ndarray:
             last_end = _END.search(source.read(starts[-1], source.size))
             if last_end is None:
                 raise input_error(
-                    path, "the MGF file is truncated (no END IONS after the last BEGIN IONS)"
+                    name, "the MGF file is truncated (no END IONS after the last BEGIN IONS)"
                 )
             end = starts[-1] + last_end.end()
     return np.array([*starts, end], dtype=np.int64)
@@ -112,15 +112,15 @@ class MGFFormat(InputFormat):
         return _BEGIN.search(head) is not None and not head.lstrip().startswith(b"<")
 
     @classmethod
-    def survey(cls, path: str) -> Survey:
-        offsets = _offsets(path)
+    def survey(cls, path: str, name: str | None = None) -> Survey:
+        offsets = _offsets(path, name or path)
         with ByteSource(path) as source:
             header = source.read(0, int(offsets[0]))
         return Survey(len(offsets) - 1, 0, _run_metadata(path, header), spectrum_offsets=offsets)
 
     @classmethod
     def read(
-        cls, path: str, items: ItemRange, hints: dict[str, object]
+        cls, path: str, items: ItemRange, hints: dict[str, object], name: str | None = None
     ) -> Iterator[SpectrumRecord]:
         from pyteomics import mgf  # imported when an MGF input is read (half a second)
         from pyteomics.auxiliary import PyteomicsError
@@ -137,7 +137,7 @@ class MGFFormat(InputFormat):
                 position += 1
         except (PyteomicsError, ValueError, IndexError) as exc:
             raise spectrum_error(
-                path, f"spectrum index={position}", f"malformed MGF ({exc})"
+                name or path, f"spectrum index={position}", f"malformed MGF ({exc})"
             ) from None
         finally:
             text.close()  # pyteomics' reader sits in cycles: free the text now, not at a full gc

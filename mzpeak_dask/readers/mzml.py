@@ -61,7 +61,7 @@ def _listed_offsets(source: ByteSource, kind: str) -> np.ndarray | None:
     return None
 
 
-def _item_offsets(path: str, source: ByteSource, kind: str, header_stop: int) -> np.ndarray:
+def _item_offsets(name: str, source: ByteSource, kind: str, header_stop: int) -> np.ndarray:
     """Item start offsets: the index's when every one points at its element, else a scan.
 
     A coherent index (its ``<indexListOffset>`` right) that lists more items than the
@@ -73,7 +73,7 @@ def _item_offsets(path: str, source: ByteSource, kind: str, header_stop: int) ->
     starts = _scanned_offsets(source, kind, header_stop)
     if listed is not None and len(starts) < len(listed):
         raise input_error(
-            path,
+            name,
             f"its offset index lists {len(listed):,} {_PLURAL[kind]}, the document holds "
             f"{len(starts):,} (a truncated or broken file)",
         )
@@ -153,21 +153,22 @@ class MzMLFormat(InputFormat):
         return b"<mzML" in head or b"<indexedmzML" in head
 
     @classmethod
-    def survey(cls, path: str) -> Survey:
+    def survey(cls, path: str, name: str | None = None) -> Survey:
         with ByteSource(path) as source:
-            return cls.survey_source(path, source)
+            return cls.survey_source(name or path, source)
 
     @classmethod
-    def survey_source(cls, path: str, source: ByteSource) -> Survey:
+    def survey_source(cls, name: str, source: ByteSource) -> Survey:
+        """The survey of the document ``source`` holds (``name``: what errors call it)."""
         tail = source.read(source.size - 4096, source.size).rstrip()
         closed = _CLOSED_ROOT.search(tail)
         if not closed:
-            raise input_error(path, "the mzML document is truncated (no closing </mzML>)")
+            raise input_error(name, "the mzML document is truncated (no closing </mzML>)")
         opened = _ROOT.search(source.read(0, 1 << 16))
         if opened is None or opened.group(1) != closed.group(1):
             root = opened.group(1).decode() if opened else "no mzML element"
             raise input_error(
-                path,
+                name,
                 f"malformed mzML: the document opens <{root}> but ends with "
                 f"</{closed.group(1).decode()}> (content after its root element)",
             )
@@ -175,7 +176,7 @@ class MzMLFormat(InputFormat):
         prefix = source.read(0, header_stop)
         offsets = {}
         for kind in (SPECTRA, CHROMATOGRAMS):
-            starts = _item_offsets(path, source, kind, header_stop)
+            starts = _item_offsets(name, source, kind, header_stop)
             end = _list_end(source, kind, int(starts[-1]) if len(starts) else header_stop)
             offsets[kind] = np.append(starts, end).astype(np.int64)
         list_tags = source.read(header_stop, header_stop + 512)
@@ -194,11 +195,11 @@ class MzMLFormat(InputFormat):
 
     @classmethod
     def read(
-        cls, path: str, items: ItemRange, hints: dict[str, object]
+        cls, path: str, items: ItemRange, hints: dict[str, object], name: str | None = None
     ) -> Iterator[SpectrumRecord | ChromatogramRecord]:
         prefix = _prefix(path, int(hints["header_stop"]))
         document = range_document(prefix, items, lambda a, b: read_bytes(path, a, b))
-        yield from parser(hints)(document, items.kind, items.start, path)
+        yield from parser(hints)(document, items.kind, items.start, name or path)
 
 
 def range_document(prefix: bytes, items: ItemRange, read_bytes) -> bytes:  # noqa: ANN001

@@ -230,7 +230,7 @@ def _default_length(element: Any) -> int | None:
 
 
 def _item(
-    walker: _Walker, element: Any, kind: str, position: int, path: str, fetch: FetchExternal
+    walker: _Walker, element: Any, kind: str, position: int, name: str, fetch: FetchExternal
 ) -> tuple[str, list[Param], dict[str, list[Any]], list[SignalArray]]:
     """A spectrum's or chromatogram's id (its position when it has none), params, other
     children and decoded arrays (decoding errors name it ``{kind} {id}``)."""
@@ -238,15 +238,15 @@ def _item(
     ident = str(found if found is not None else position)
     params, children = walker.walk(element)
     arrays = decode_arrays(
-        _raw_arrays(walker, children), _default_length(element), path, f"{kind} {ident}", fetch
+        _raw_arrays(walker, children), _default_length(element), name, f"{kind} {ident}", fetch
     )
     return ident, params, children, arrays
 
 
 def spectrum_record(
-    walker: _Walker, element: Any, position: int, path: str, fetch: FetchExternal
+    walker: _Walker, element: Any, position: int, name: str, fetch: FetchExternal
 ) -> SpectrumRecord:
-    ident, params, children, arrays = _item(walker, element, "spectrum", position, path, fetch)
+    ident, params, children, arrays = _item(walker, element, "spectrum", position, name, fetch)
     scans, scan_list_params = _scans(walker, children)
     precursors = [
         _precursor(walker, p) for p in _all(walker, children, "precursorList", "precursor")
@@ -263,9 +263,9 @@ def spectrum_record(
 
 
 def chromatogram_record(
-    walker: _Walker, element: Any, position: int, path: str, fetch: FetchExternal
+    walker: _Walker, element: Any, position: int, name: str, fetch: FetchExternal
 ) -> ChromatogramRecord:
-    ident, params, children, arrays = _item(walker, element, "chromatogram", position, path, fetch)
+    ident, params, children, arrays = _item(walker, element, "chromatogram", position, name, fetch)
     products = children.get("product", [])
     product = (
         walker.params(_last(walker.walk(products[0])[1], "isolationWindow")) if products else []
@@ -282,9 +282,10 @@ def chromatogram_record(
 
 
 def parse_records(
-    document: bytes, kind: str, first_position: int, path: str, fetch: FetchExternal = None
+    document: bytes, kind: str, first_position: int, name: str, fetch: FetchExternal = None
 ) -> Iterator[SpectrumRecord | ChromatogramRecord]:
-    """Parse a self-contained mzML document and yield its spectra or chromatograms."""
+    """Parse a self-contained mzML document and yield its spectra or chromatograms (errors
+    call the input ``name``, as the user named it)."""
     tag = "chromatogram" if kind == CHROMATOGRAMS else "spectrum"
     build = chromatogram_record if kind == CHROMATOGRAMS else spectrum_record
     position = first_position
@@ -298,23 +299,23 @@ def parse_records(
     )
     try:
         for _, element in events:
-            name = element.tag.rpartition("}")[2]
+            local = element.tag.rpartition("}")[2]
             if walker is None:
-                walker = _Walker(element.tag[: len(element.tag) - len(name)])
-            if name == "referenceableParamGroup":
+                walker = _Walker(element.tag[: len(element.tag) - len(local)])
+            if local == "referenceableParamGroup":
                 walker.group(element)
                 continue
             try:
-                record = build(walker, element, position, path, fetch)
+                record = build(walker, element, position, name, fetch)
             except MzPeakDaskError:
                 raise
             except ValueError as exc:  # an attribute or a param that does not parse
                 ident = element.get("id", position)
-                raise spectrum_error(path, f"{tag} {ident}", f"malformed mzML ({exc})") from None
+                raise spectrum_error(name, f"{tag} {ident}", f"malformed mzML ({exc})") from None
             element.clear(keep_tail=True)
             while element.getprevious() is not None:
                 del element.getparent()[0]
             yield record
             position += 1
     except etree.XMLSyntaxError as exc:
-        raise input_error(path, f"malformed XML in {tag} {position} (0-based): {exc}") from None
+        raise input_error(name, f"malformed XML in {tag} {position} (0-based): {exc}") from None

@@ -90,19 +90,19 @@ def _raw_array(info: dict) -> RawArray:
     )
 
 
-def _arrays(info: dict, path: str, item: str, fetch: FetchExternal) -> list:
+def _arrays(info: dict, name: str, item: str, fetch: FetchExternal) -> list:
     default_length = info.get("defaultArrayLength")
     raws = info.pop(RAW_ARRAYS, [])
     return decode_arrays(
-        raws, int(default_length) if default_length is not None else None, path, item, fetch
+        raws, int(default_length) if default_length is not None else None, name, item, fetch
     )
 
 
 def spectrum_record(
-    info: dict, position: int, path: str, fetch: FetchExternal = None
+    info: dict, position: int, name: str, fetch: FetchExternal = None
 ) -> SpectrumRecord:
     item = f"spectrum {info.get('id', position)!s}"
-    arrays = _arrays(info, path, item, fetch)
+    arrays = _arrays(info, name, item, fetch)
     scans, scan_list_params = scans_of(info)
     return SpectrumRecord(
         position=position,
@@ -116,10 +116,10 @@ def spectrum_record(
 
 
 def chromatogram_record(
-    info: dict, position: int, path: str, fetch: FetchExternal = None
+    info: dict, position: int, name: str, fetch: FetchExternal = None
 ) -> ChromatogramRecord:
     item = f"chromatogram {info.get('id', position)!s}"
-    arrays = _arrays(info, path, item, fetch)
+    arrays = _arrays(info, name, item, fetch)
     precursor = info.get("precursor")
     precursors = [
         precursor_of(p)
@@ -143,9 +143,10 @@ def chromatogram_record(
 
 
 def parse_records(
-    document: bytes, kind: str, first_position: int, path: str, fetch: FetchExternal = None
+    document: bytes, kind: str, first_position: int, name: str, fetch: FetchExternal = None
 ) -> Iterator[SpectrumRecord | ChromatogramRecord]:
-    """Parse a self-contained mzML document and yield its spectra or chromatograms."""
+    """Parse a self-contained mzML document and yield its spectra or chromatograms (errors
+    call the input ``name``, as the user named it)."""
     tag = "chromatogram" if kind == CHROMATOGRAMS else "spectrum"
     convert = chromatogram_record if kind == CHROMATOGRAMS else spectrum_record
     position = first_position
@@ -155,9 +156,9 @@ def parse_records(
     buffer = io.BytesIO(document)
     try:
         for info in RecordMzML(buffer).iterfind(tag):
-            yield convert(info, position, path, fetch)
+            yield convert(info, position, name, fetch)
             position += 1
     except etree.XMLSyntaxError as exc:
-        raise input_error(path, f"malformed XML in {tag} {position} (0-based): {exc}") from None
+        raise input_error(name, f"malformed XML in {tag} {position} (0-based): {exc}") from None
     finally:
         buffer.close()

@@ -28,9 +28,10 @@ if TYPE_CHECKING:
 _INDEX = {SPECTRA: "mzML_spectrumIndex", CHROMATOGRAMS: "mzML_chromatogramIndex"}
 
 
-def _open(path: str) -> h5py.File:
-    """The HDF5 file at ``path``; an input read by ranges is opened over its object, so HDF5
-    reads its structure and each partition the chunks it needs by ranged GETs."""
+def _open(path: str, name: str | None = None) -> h5py.File:
+    """The HDF5 file at ``path`` (``name``: what errors call it); an input read by ranges is
+    opened over its object, so HDF5 reads its structure and each partition the chunks it
+    needs by ranged GETs."""
     import h5py  # only mzMLb inputs pay for importing it (a tenth of the command's imports)
     import hdf5plugin  # noqa: F401  registers Blosc, Zstd, LZ4, ... with this process's HDF5
 
@@ -42,7 +43,7 @@ def _open(path: str) -> h5py.File:
     try:
         return h5py.File(range_file(url) if url else path, "r")
     except OSError as exc:
-        raise input_error(url or path, f"cannot open as HDF5 ({exc})") from None
+        raise input_error(name or url or path, f"cannot open as HDF5 ({exc})") from None
 
 
 @per_file(4)
@@ -60,13 +61,14 @@ class MzMLbFormat(InputFormat):
         return head.startswith(HDF5_MAGIC)
 
     @classmethod
-    def survey(cls, path: str) -> Survey:
-        h5 = _open(path)
+    def survey(cls, path: str, name: str | None = None) -> Survey:
+        name = name or path
+        h5 = _open(path, name)
         try:
             if "mzML" not in h5:
-                raise input_error(path, "HDF5 file without an 'mzML' dataset is not mzMLb")
+                raise input_error(name, "HDF5 file without an 'mzML' dataset is not mzMLb")
             text = h5["mzML"][:].tobytes()
-            survey = MzMLFormat.survey_source(path, ByteSource(data=text))
+            survey = MzMLFormat.survey_source(name, ByteSource(data=text))
             for kind in (SPECTRA, CHROMATOGRAMS):
                 if _INDEX[kind] in h5:
                     offsets = np.asarray(h5[_INDEX[kind]][:], dtype=np.int64)
@@ -81,7 +83,7 @@ class MzMLbFormat(InputFormat):
 
     @classmethod
     def read(
-        cls, path: str, items: ItemRange, hints: dict[str, object]
+        cls, path: str, items: ItemRange, hints: dict[str, object], name: str | None = None
     ) -> Iterator[SpectrumRecord | ChromatogramRecord]:
         h5 = _file(path)
         text = h5["mzML"]
@@ -93,4 +95,4 @@ class MzMLbFormat(InputFormat):
                 raise ValueError(f"external dataset {dataset!r} is missing")
             return np.asarray(h5[dataset][offset : offset + length])
 
-        yield from parser(hints)(document, items.kind, items.start, path, fetch)
+        yield from parser(hints)(document, items.kind, items.start, name or path, fetch)

@@ -159,22 +159,22 @@ class MzXMLFormat(InputFormat):
         return b"<mzXML" in head or b"<msRun" in head
 
     @classmethod
-    def survey(cls, path: str) -> Survey:
+    def survey(cls, path: str, name: str | None = None) -> Survey:
         if is_url(path):  # an object in storage, read by ranges (:mod:`.mzxml_ranges`)
-            return mzxml_ranges.survey(path, _metadata_from)
+            return mzxml_ranges.survey(path, name or path, _metadata_from)
         try:
             reader = _reader(path)
             count = len(reader)
         except (etree.XMLSyntaxError, ValueError, KeyError) as exc:
-            raise input_error(path, f"malformed mzXML ({exc})") from None
+            raise input_error(name or path, f"malformed mzXML ({exc})") from None
         return Survey(count, 0, _run_metadata(path))
 
     @classmethod
     def read(
-        cls, path: str, items: ItemRange, hints: dict[str, object]
+        cls, path: str, items: ItemRange, hints: dict[str, object], name: str | None = None
     ) -> Iterator[SpectrumRecord]:
         if is_url(path):
-            infos = mzxml_ranges.read_scans(path, items, hints)
+            infos = mzxml_ranges.read_scans(path, items, hints, name or path)
             for position, info in zip(range(items.start, items.stop), infos, strict=True):
                 yield _spectrum(info, position)
             return
@@ -184,7 +184,7 @@ class MzXMLFormat(InputFormat):
                 info = reader.get_by_index(position)
             except (etree.XMLSyntaxError, ValueError, KeyError, OSError) as exc:
                 raise spectrum_error(
-                    path, f"scan {position} (0-based)", f"cannot parse ({exc})"
+                    name or path, f"scan {position} (0-based)", f"cannot parse ({exc})"
                 ) from None
             yield _spectrum(info, position)
 

@@ -50,23 +50,25 @@ def _listed_offsets(source: ByteSource) -> np.ndarray | None:
     return np.sort(np.array([int(o) for o in _OFFSET.findall(found.group(1))], dtype=np.int64))
 
 
-def scan_offsets(path: str, source: ByteSource) -> np.ndarray:
-    """The n + 1 offsets of the run's scans: each scan's start, then the end of the last."""
+def scan_offsets(name: str, source: ByteSource) -> np.ndarray:
+    """The n + 1 offsets of the run's scans: each scan's start, then the end of the last
+    (``name``: what errors call the input)."""
     listed = _listed_offsets(source)
     if listed is None or not len(listed) or not _points_at(source, listed, b"<scan"):
         listed = np.fromiter(source.starts(_SCAN_START), dtype=np.int64)
     if not len(listed):
-        raise input_error(path, "malformed mzXML (no <scan> element)")
+        raise input_error(name, "malformed mzXML (no <scan> element)")
     end = source.find(_RUN_END, int(listed[-1]))
     if end < 0:
-        raise input_error(path, "the mzXML document is truncated (no closing </msRun>)")
+        raise input_error(name, "the mzXML document is truncated (no closing </msRun>)")
     return np.append(listed, end)
 
 
-def survey(path: str, metadata) -> Survey:  # noqa: ANN001 - the run metadata from its header
-    """The survey of an mzXML object; ``metadata(head)`` reads the run's from its first bytes."""
+def survey(path: str, name: str, metadata) -> Survey:  # noqa: ANN001 - see below
+    """The survey of an mzXML object (``name``: what errors call it); ``metadata(head)`` reads
+    the run's from its first bytes."""
     with ByteSource(path) as source:
-        offsets = scan_offsets(path, source)
+        offsets = scan_offsets(name, source)
         meta = metadata(source.read(0, HEADER_BYTES))
     hints = {"header_stop": int(offsets[0]), "cut_by_bytes": False}
     return Survey(len(offsets) - 1, 0, meta, spectrum_offsets=offsets, hints=hints)
@@ -91,8 +93,9 @@ def balanced(body: bytes) -> tuple[bytes, int]:
     return opened + body + b"</scan>" * (depth + lead), lead
 
 
-def read_scans(path: str, items: ItemRange, hints: dict[str, object]) -> Iterator[dict]:
-    """pyteomics' dict of each scan of ``items``, from their span of the object."""
+def read_scans(path: str, items: ItemRange, hints: dict[str, object], name: str) -> Iterator[dict]:
+    """pyteomics' dict of each scan of ``items``, from their span of the object (``name``:
+    what errors call it)."""
     from pyteomics import mzxml  # imported when an mzXML input is read (half a second)
 
     body, lead = balanced(read_bytes(path, items.byte_start, items.byte_stop))
@@ -105,13 +108,13 @@ def read_scans(path: str, items: ItemRange, hints: dict[str, object]) -> Iterato
             raise ValueError(f"its span holds {len(reader) - lead} scans, not {len(items)}")
     except (etree.XMLSyntaxError, ValueError, KeyError) as exc:
         where = f"scans {items.start}-{items.stop - 1} (0-based)"
-        raise spectrum_error(path, where, f"cannot parse ({exc})") from None
+        raise spectrum_error(name, where, f"cannot parse ({exc})") from None
     for position in range(items.start, items.stop):
         try:
             yield reader.get_by_index(lead + position - items.start)
         except (etree.XMLSyntaxError, ValueError, KeyError, OSError) as exc:
             raise spectrum_error(
-                path, f"scan {position} (0-based)", f"cannot parse ({exc})"
+                name, f"scan {position} (0-based)", f"cannot parse ({exc})"
             ) from None
 
 

@@ -50,22 +50,23 @@ _KINDS = (  # the files that are not regular, as a message names them
 )
 
 
-def check_regular_file(path: str | os.PathLike) -> None:
+def check_regular_file(path: str | os.PathLike, name: str | None = None) -> None:
     """Refuse a local input that is not a regular file, by its ``stat`` (links followed),
     before anything opens it: opening a FIFO for reading waits for a writer forever, and a
-    device like ``/dev/zero`` never ends."""
+    device like ``/dev/zero`` never ends. Errors call it ``name`` (default ``path``)."""
+    shown = path if name is None else name
     try:
         mode = os.stat(path).st_mode
     except FileNotFoundError:
-        raise InputError(f"{path}: no such file") from None
+        raise InputError(f"{shown}: no such file") from None
     except OSError as exc:
-        raise InputError(f"{path}: cannot read ({exc.strerror})") from None
+        raise InputError(f"{shown}: cannot read ({exc.strerror})") from None
     if stat.S_ISREG(mode):
         return
     if stat.S_ISDIR(mode):
-        raise InputError(f"{path}: is a directory, not an MS data file")
-    kind = next((name for test, name in _KINDS if test(mode)), "a special file")
-    raise InputError(f"{path}: not a regular file ({kind}), not an MS data file")
+        raise InputError(f"{shown}: is a directory, not an MS data file")
+    kind = next((what for test, what in _KINDS if test(mode)), "a special file")
+    raise InputError(f"{shown}: not a regular file ({kind}), not an MS data file")
 
 
 _sizes: dict[str, int] = {}  # the sizes asked while a conversion holds them
