@@ -113,15 +113,7 @@ class Coordinator:
         """Start the next run in steps, or the next small runs whole (:meth:`_pack`)."""
         pack = self._pack(pending)
         if pack:
-            whole = [
-                (
-                    *self._finish_args(run)[:2],
-                    str(run.job.staging.path),
-                    self._check(run),
-                    run.job.paths.named_source,
-                )
-                for run in pack
-            ]
+            whole = [(run.job.paths, str(run.job.staging.path), self._check(run)) for run in pack]
             pack[0].tasks.append(
                 self.executor.submit((pack, WHOLE), tasks.convert_each, whole, self.options)
             )
@@ -134,8 +126,7 @@ class Coordinator:
         """The run's plan task (here when the workers cannot see its staging folder)."""
         where = self.executor if run.shared else self.here
         staging = str(run.job.staging.path)
-        source, name = str(run.job.source), run.job.paths.named_source
-        self._submit(run, where, PLAN, tasks.plan, source, staging, self.options, name)
+        self._submit(run, where, PLAN, tasks.plan, run.job.paths, staging, self.options)
 
     def _pack(self, pending: deque) -> list[_Run]:
         """Consecutive small local runs (a partition's bytes at most) converted whole by one
@@ -251,11 +242,8 @@ class Coordinator:
             self._finish(run, self.executor, run.parts)
 
     def _finish(self, run: _Run, where: Any, written: list) -> None:
-        args = (*self._finish_args(run), str(run.job.staging.path), written, self._check(run))
-        self._submit(run, where, FINISH, tasks.finish, *args)
-
-    def _finish_args(self, run: _Run) -> tuple:
-        return str(run.job.source), str(run.job.output), self.options, run.plan
+        args = (run.job.paths, self.options, run.plan, str(run.job.staging.path), written)
+        self._submit(run, where, FINISH, tasks.finish, *args, self._check(run))
 
     def _check(self, run: _Run) -> str | None:
         """What a finished archive's inspection calls it (None: not checked)."""

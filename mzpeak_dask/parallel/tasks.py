@@ -36,6 +36,7 @@ from ..encode import encode_partition
 from ..options import ConvertOptions
 from ..partition import plan_run
 from ..readers.base import CHROMATOGRAMS, SPECTRA
+from ..run_paths import RunPaths
 from ..storage.inputs import remote_input
 from . import handoff
 
@@ -48,9 +49,8 @@ FINISHED = "finished.pkl"  # a finished run's outcome, once its parts are remove
 Written = tuple[str | EncodedPartition, dict[str, int], dict[str, int]]
 
 
-def plan(source: str, staging: str, options: ConvertOptions, name: str | None = None) -> RunPlan:
-    """The run's plan (``name``: what errors call the input, the path or URL the user gave)."""
-    return plan_run(Path(source), Path(staging), options, name)
+def plan(paths: RunPaths, staging: str, options: ConvertOptions) -> RunPlan:
+    return plan_run(paths.source, Path(staging), options, paths.named_source)
 
 
 def planned_offsets(run: RunPlan) -> list[dict[str, int]]:
@@ -86,8 +86,7 @@ class Finished:
 
 
 def finish(
-    source: str,
-    output: str,
+    paths: RunPaths,
     options: ConvertOptions,
     run: RunPlan,
     staging: str,
@@ -99,14 +98,15 @@ def finish(
     kept = Path(staging) / FINISHED
     if kept.exists():  # a rerun after an attempt finished (and removed the parts)
         return pickle.loads(kept.read_bytes())
-    digest = InputDigest(remote_input(source) or source, run.name or None)
+    source = str(paths.source)
+    digest = InputDigest(remote_input(source) or source, paths.named_source)
     files = _corrected(run, staging, written)
     folder = Folder(Path(staging) / FINISH_FOLDER)
     shutil.rmtree(folder.path, ignore_errors=True)  # what an earlier attempt left
     folder.path.mkdir()
     at = Path(staging) / (ARCHIVE_FOLDER if options.unpacked else ARCHIVE_FILE)
     _remove(at)
-    writer = ArchiveWriter(Path(source), Path(output), options, run, folder, at)
+    writer = ArchiveWriter(paths.source, paths.output, options, run, folder, at)
     try:
         for path in files:
             writer.add(handoff.load(path))
@@ -128,34 +128,27 @@ def finish(
 
 
 def convert_whole(
-    source: str,
-    output: str,
-    options: ConvertOptions,
-    staging: str,
-    check: str | None,
-    name: str | None = None,
+    paths: RunPaths, options: ConvertOptions, staging: str, check: str | None
 ) -> Finished:
-    """The three steps of a run one after another, in this task (``name``: what errors call
-    the input)."""
-    run = plan(source, staging, options, name)
+    """The three steps of a run one after another, in this task."""
+    run = plan(paths, staging, options)
     offsets = planned_offsets(run)
     written = [
         write_partition_file(staging, partition, run.spec, offsets[n])
         for n, partition in enumerate(run.partitions)
     ]
-    return finish(source, output, options, run, staging, written, check)
+    return finish(paths, options, run, staging, written, check)
 
 
 def convert_each(
-    runs: list[tuple[str, str, str, str | None, str]], options: ConvertOptions
+    runs: list[tuple[RunPaths, str, str | None]], options: ConvertOptions
 ) -> list[Finished | Exception]:
-    """:func:`convert_whole` for each of ``runs`` (source, output, staging folder, check, the
-    input's name) in turn; a run that fails gives its exception in its place, and the others
-    go on."""
+    """:func:`convert_whole` for each of ``runs`` (paths, staging folder, check) in turn; a run
+    that fails gives its exception in its place, and the others go on."""
     out: list[Finished | Exception] = []
-    for source, output, staging, check, name in runs:
+    for paths, staging, check in runs:
         try:
-            out.append(convert_whole(source, output, options, staging, check, name))
+            out.append(convert_whole(paths, options, staging, check))
         except Exception as exc:  # noqa: BLE001 - one run's failure, never the others'
             out.append(exc)
     return out
