@@ -294,7 +294,13 @@ def main() -> None:
     )
 
     print(package_bytecode())
-    rounds: dict[str, list[float]] = {"parse": [], "lean": [], "cold": [], "cold2": []}
+    rounds: dict[str, list[float]] = {
+        "parse": [],
+        "lean": [],
+        "cold": [],
+        "cold2": [],
+        "inline": [],
+    }
     for _ in range(ROUNDS):  # interleaved, so that a machine's drift touches each alike
         t, n = timed(pyteomics_iterate, source)
         rounds["parse"].append(t)
@@ -302,7 +308,12 @@ def main() -> None:
         t, choice = cold_convert(source, out / "cold.mzpeak")
         rounds["cold"].append(t)
         rounds["cold2"].append(cold_convert(source, out / "cold2.mzpeak", "--workers", "2")[0])
-    t_parse, t_lean, t_cold, t_cold_cluster = (statistics.median(v) for v in rounds.values())
+        rounds["inline"].append(
+            cold_convert(source, out / "cold3.mzpeak", "--cluster", "inline")[0]
+        )
+    t_parse, t_lean, t_cold, t_cold_cluster, t_cold_inline = (
+        statistics.median(v) for v in rounds.values()
+    )
     with cluster_client(ClusterOptions(workers=2, dashboard=False)) as client:
         t_running, _ = timed(
             convert, source, out / "running.mzpeak", ConvertOptions(overwrite=True), client=client
@@ -324,12 +335,16 @@ def main() -> None:
         f"ratio {t_cold_cluster / t_parse:.2f}  (starts the cluster)"
     )
     print(
+        f"cold convert, --cluster inline  {t_cold_inline:6.2f} s  "
+        f"ratio {t_cold_inline / t_parse:.2f}  (this process, no cluster)"
+    )
+    print(
         f"convert, running 2-worker cluster {t_running:4.2f} s  ratio {t_running / t_parse:.2f}"
         "  (cluster started beforehand)"
     )
     print(f"convert, inline (this process)  {t_inline:6.2f} s  ratio {t_inline / t_parse:.2f}")
     print("goal: cold convert with defaults <= 0.6x the bare pyteomics parse (moonshot 0.3x)")
-    print(f"  (the first four lines: medians of {ROUNDS} interleaved rounds, in seconds:")
+    print(f"  (the first five lines: medians of {ROUNDS} interleaved rounds, in seconds:")
     for name, values in rounds.items():
         print(f"   {name:6s} " + ", ".join(f"{v:.2f}" for v in values))
     shown = ", ".join(f"{c / p:.2f}" for c, p in zip(rounds["cold"], rounds["parse"], strict=True))
