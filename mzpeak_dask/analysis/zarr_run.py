@@ -197,7 +197,7 @@ class ZarrRun(Run):
         values = {name: self._table_frames(k).read(zs) for k, name in enumerate(CHUNK_TABLES)}
         counts = self.first[zs + 1] - self.first[zs]
         n = int(counts.sum())
-        heads = np.concatenate(([0], np.cumsum(counts)[:-1])).astype(np.int64)
+        heads = np.cumsum(counts) - counts  # first row of each Zarr chunk
         local = np.arange(n) - np.repeat(heads, counts)
         ids = np.repeat(self.first[zs], counts) + local
         zarr_chunk = np.repeat(zs, counts)

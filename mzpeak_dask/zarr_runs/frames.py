@@ -298,7 +298,7 @@ def tiled(
         raise files._damaged("no frames", int(zchunks[j]))
     if not n:
         return Frames(files, *(np.zeros(0, np.int64),) * 5, {}, what, ids)
-    heads = np.concatenate(([0], np.cumsum(counts)[:-1])).astype(np.int64)
+    heads = np.cumsum(counts) - counts
     zarr_chunk = np.repeat(zchunks, counts)
     bad = np.flatnonzero(np.minimum.reduceat(lengths, heads) < 1)
     if not len(bad):

@@ -178,6 +178,11 @@ def test_zarr_queries_read_only_the_chunk_tables_of_their_zarr_chunks(
     want = xic([ZarrRun(exported.store / "small.chunked")], targets, ppm=PPM, rt=rt)
     pd.testing.assert_frame_equal(got, want["small.chunked"])
     assert len(got) and (got.to_numpy() > 0).any()
+    late = (1e6, 2e6)  # no spectra: no Zarr chunk read
+    none = xic([run], targets, ppm=PPM, rt=late)[run.name]
+    want = xic([ZarrRun(exported.store / "small.chunked")], targets, ppm=PPM, rt=late)
+    pd.testing.assert_frame_equal(none, want["small.chunked"])
+    assert len(none) == 0
     with pytest.raises(ZarrStoreError, match=f"Zarr chunk {last}"):
         tic([run])
     assert cli.main(["xic", str(group), "--mz", f"{targets[0]:.6f}"]) != 0
