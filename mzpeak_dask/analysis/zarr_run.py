@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import zipfile
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -23,18 +24,19 @@ import zarr
 from dask import delayed
 
 from ..errors import InputError, ZarrStoreError
-from ..filecache import per_file
 from ..zarr_runs import (
-    CHUNK_OFFSETS,
+    CHUNK_LENGTHS,
+    CHUNK_TABLES,
     FORMAT,
+    FORMAT_FAMILY,
     FRAME_BYTES,
-    PER_CHUNK,
     PER_SPECTRUM,
     PER_ZARR_CHUNK,
-    TABLES,
+    TABLE_BYTES,
+    ZARR_CHUNK_FIRST,
 )
 from ..zarr_runs.chunks import ChunkFiles, chunk_files
-from ..zarr_runs.frames import Frames
+from ..zarr_runs.frames import Frames, over, tiled
 from ..zarr_runs.locations import child, describe, run_name
 from ..zarr_runs.store import (
     ChunkAdapter,
@@ -71,29 +73,64 @@ def _frame_kernel(mz, intensity, spectrum, lengths):
     )
 
 
+@dataclass
+class ChunkTable:
+    """The per-mzPeak-chunk entries of some Zarr chunks of a run (``zarr_ids``, sorted), in
+    order: per mzPeak chunk its number in the run (``ids``), Zarr chunk, first point and
+    points, spectrum, smallest and largest m/z, and per signal array its frame's byte size."""
+
+    zarr_ids: np.ndarray
+    counts: np.ndarray  # mzPeak chunks of each of those Zarr chunks
+    ids: np.ndarray
+    zarr_chunk: np.ndarray
+    starts: np.ndarray
+    lengths: np.ndarray
+    spectrum: np.ndarray
+    chunk_start: np.ndarray
+    chunk_end: np.ndarray
+    frame_bytes: np.ndarray  # (signal arrays, mzPeak chunks)
+
+    def rows(self, chunk_ids: np.ndarray) -> np.ndarray:
+        """Positions of mzPeak chunks ``chunk_ids`` (sorted; all in the table) in the table."""
+        return np.searchsorted(self.ids, np.asarray(chunk_ids, dtype=np.int64))
+
+
 class ZarrRun(Run):
-    """A run group written by :func:`mzpeak_dask.export.zarr.to_zarr`."""
+    """A run group written by :func:`mzpeak_dask.export.zarr.to_zarr`.
+
+    Opening it reads the per-spectrum and per-Zarr-chunk tables only; a query picks Zarr chunks
+    (by their spectra and m/z ranges), then reads the per-mzPeak-chunk entries of those Zarr
+    chunks (:meth:`chunk_table`), then the frames of the mzPeak chunks it needs."""
 
     def __init__(self, path: str | Path):
         enable_rectilinear()
         self.source = str(path)  # a folder, or a location of zarr_runs.locations
         self.name = run_name(self.source)
         self.attrs = dict(_group(self.source).attrs)
+        refuse_older(self.source, self.attrs)
         tables = {}
-        for name in TABLES:
+        for name in (*PER_SPECTRUM, *PER_ZARR_CHUNK, ZARR_CHUNK_FIRST, TABLE_BYTES):
             files = self._files(name)
             tables[name] = files.read_span(0, files.length)
         mz = self._files("mz")
         self.zarr_lengths, self.point_count = mz.lengths, mz.length
+        self.zarr_offsets = mz.offsets[: len(mz.lengths) + 1] if mz.length else np.zeros(1, int)
         self.arrays = list(self.attrs.get("arrays", {"mz": None, "intensity": None}))
         self._check(tables)
-        self.chunk_offsets = tables[CHUNK_OFFSETS].astype(np.int64)
-        self.chunk_lengths = np.diff(self.chunk_offsets)
-        self.chunk_spectrum = tables["chunk_spectrum_index"].astype(np.int64)
-        self.chunk_start, self.chunk_end = tables["chunk_start"], tables["chunk_end"]
+        self.first = tables[ZARR_CHUNK_FIRST].astype(np.int64)
+        self.table_bytes = tables[TABLE_BYTES].astype(np.int64).reshape(len(CHUNK_TABLES), -1)
         self.spectrum_offsets = tables["spectrum_offsets"].astype(np.int64)
         self.zarr_chunk_ranges = {name: tables[name] for name in PER_ZARR_CHUNK}
         self.spectra = spectra_frame(tables["time"], tables["ms_level"], tables["precursor_mz"])
+        # the Zarr chunk holding each spectrum's points (-1: a spectrum without points)
+        points = np.diff(self.spectrum_offsets)
+        zarr = np.searchsorted(self.zarr_offsets, self.spectrum_offsets[:-1], side="right") - 1
+        self.spectrum_zarr_chunk = np.where(points > 0, zarr, -1)
+
+    @property
+    def chunk_count(self) -> int:
+        """mzPeak chunks in the run."""
+        return int(self.first[-1])
 
     def _at(self, name: str) -> str:
         return child(self.source, name)
@@ -110,32 +147,113 @@ class ZarrRun(Run):
             )
         return files
 
+    def _damaged(self, name: str, problem: str) -> ZarrStoreError:
+        return ZarrStoreError(f"{describe(self._at(name))}: damaged: {problem}")
+
     def _check(self, tables: dict[str, np.ndarray]) -> None:
-        """The tables agree with each other and with the signal arrays' grid."""
-        chunks, points = len(tables[CHUNK_OFFSETS]) - 1, self.point_count
+        """The per-spectrum and per-Zarr-chunk tables agree with each other and with the
+        signal arrays' grid (the per-mzPeak-chunk tables are checked Zarr chunk by Zarr chunk
+        as queries read them)."""
+        points = self.point_count
         spectra, zarr_chunks = len(tables["time"]), len(self.zarr_lengths)
-        sizes = {name: chunks for name in PER_CHUNK}
-        sizes.update({name: spectra for name in PER_SPECTRUM}, spectrum_offsets=spectra + 1)
-        sizes.update({name: zarr_chunks for name in PER_ZARR_CHUNK})
-        sizes[FRAME_BYTES] = chunks * len(self.arrays)
+        sizes = {name: spectra for name in PER_SPECTRUM}
+        sizes.update({name: zarr_chunks for name in PER_ZARR_CHUNK}, spectrum_offsets=spectra + 1)
+        sizes[ZARR_CHUNK_FIRST] = zarr_chunks + 1
+        sizes[TABLE_BYTES] = zarr_chunks * len(CHUNK_TABLES)
         for name, size in sizes.items():
             if len(tables[name]) != size:
-                raise ZarrStoreError(
-                    f"{describe(self._at(name))}: damaged: {len(tables[name]):,} values where "
-                    f"the run has {size:,} ({chunks:,} mzPeak chunks, {spectra:,} spectra, "
-                    f"{zarr_chunks:,} Zarr chunks of mz)"
+                raise self._damaged(
+                    name,
+                    f"{len(tables[name]):,} values where the run has {size:,} ({spectra:,} "
+                    f"spectra, {zarr_chunks:,} Zarr chunks of mz)",
                 )
-        owner, offsets = tables["chunk_spectrum_index"], tables["spectrum_offsets"]
-        if chunks and (owner.min() < 0 or owner.max() >= spectra or np.any(np.diff(owner) < 0)):
+        offsets = tables["spectrum_offsets"]
+        if offsets[0] != 0 or offsets[-1] != points or np.any(np.diff(offsets) < 0):
+            raise self._damaged("spectrum_offsets", f"not point offsets over {points:,} points")
+        if not np.all(np.isin(self.zarr_offsets, offsets)):
+            raise self._damaged("spectrum_offsets", "a Zarr chunk of mz ends inside a spectrum")
+        first = tables[ZARR_CHUNK_FIRST]
+        if first[0] != 0 or np.any(np.diff(first) < 1):
+            raise self._damaged(ZARR_CHUNK_FIRST, "not increasing from 0")
+        for name in CHUNK_TABLES:
+            files = self._files(name)
+            want = int(first[-1]) * (len(self.arrays) if name == FRAME_BYTES else 1)
+            if files.length != want:
+                raise ZarrStoreError(
+                    f"{files}: damaged: {files.length:,} values where the run has {want:,}"
+                )
+
+    def _table_frames(self, k: int) -> Frames:
+        """Where each Zarr chunk's entries lie in per-mzPeak-chunk table ``k``."""
+        name = CHUNK_TABLES[k]
+        width = len(self.arrays) if name == FRAME_BYTES else 1
+        return over(self._files(name), self.first * width, self.table_bytes[k])
+
+    def chunk_table(self, zarr_ids: np.ndarray | None = None) -> ChunkTable:
+        """The per-mzPeak-chunk entries of Zarr chunks ``zarr_ids`` (default: all), read from
+        their frames of the tables and nothing else, checked Zarr chunk by Zarr chunk."""
+        zs = np.arange(len(self.zarr_lengths)) if zarr_ids is None else np.unique(zarr_ids)
+        zs = zs.astype(np.int64)
+        values = {name: self._table_frames(k).read(zs) for k, name in enumerate(CHUNK_TABLES)}
+        counts = self.first[zs + 1] - self.first[zs]
+        n = int(counts.sum())
+        heads = np.cumsum(counts) - counts  # first row of each Zarr chunk
+        local = np.arange(n) - np.repeat(heads, counts)
+        ids = np.repeat(self.first[zs], counts) + local
+        zarr_chunk = np.repeat(zs, counts)
+        lengths = values[CHUNK_LENGTHS].astype(np.int64)
+        spectrum = values["chunk_spectrum_index"].astype(np.int64)
+        width = len(self.arrays)
+        at = np.repeat(heads * width, counts) + local
+        frame_bytes = values[FRAME_BYTES].astype(np.int64)
+        frame_bytes = np.stack(
+            [frame_bytes[at + k * np.repeat(counts, counts)] for k in range(width)]
+        )
+        self._check_entries(zs, counts, heads, lengths, spectrum)
+        ends = np.cumsum(lengths)
+        starts = self.zarr_offsets[zarr_chunk] + ends - lengths
+        starts -= np.repeat(ends[heads] - lengths[heads], counts) if n else 0
+        return ChunkTable(
+            zs,
+            counts,
+            ids,
+            zarr_chunk,
+            starts,
+            lengths,
+            spectrum,
+            values["chunk_start"].astype(np.float64),
+            values["chunk_end"].astype(np.float64),
+            frame_bytes,
+        )
+
+    def _check_entries(self, zs, counts, heads, lengths, spectrum) -> None:
+        """Each Zarr chunk's mzPeak chunks are its spectra's points, in order."""
+        if not len(lengths):
+            return
+        spectra = len(self.spectra)
+        zarr = np.repeat(zs, counts)
+        inside = (spectrum >= 0) & (spectrum < spectra)
+        owner = np.where(inside, self.spectrum_zarr_chunk[np.clip(spectrum, 0, spectra - 1)], -1)
+        step = np.diff(spectrum)
+        bad = zarr[(owner != zarr) | (lengths < 1)]
+        if not len(bad):
+            falling = np.flatnonzero(step < 0) + 1  # a step inside a Zarr chunk is damage
+            bad = zarr[falling[zarr[falling] == zarr[falling - 1]]]
+        if not len(bad):
+            points = np.bincount(spectrum, weights=lengths, minlength=spectra)
+            spectra_of = np.unique(spectrum)
+            wrong = spectra_of[points[spectra_of] != np.diff(self.spectrum_offsets)[spectra_of]]
+            bad = self.spectrum_zarr_chunk[wrong]
+            if not len(bad):  # spectra of these Zarr chunks with points but no chunks
+                held = np.isin(self.spectrum_zarr_chunk, zs)
+                missing = held & ~np.isin(np.arange(spectra), spectra_of)
+                bad = self.spectrum_zarr_chunk[missing]
+        if len(bad):
+            z = int(bad[0])
             raise ZarrStoreError(
-                f"{describe(self._at('chunk_spectrum_index'))}: damaged: not the spectra of "
-                f"the chunks in order"
+                f"{describe(self.source)}: Zarr chunk {z}: damaged: its mzPeak chunk tables "
+                f"(chunk_lengths, chunk_spectrum_index) are not its spectra's points in order"
             )
-        for name, values in (("spectrum_offsets", offsets), (CHUNK_OFFSETS, tables[CHUNK_OFFSETS])):
-            if values[0] != 0 or values[-1] != points or np.any(np.diff(values) < 0):
-                raise ZarrStoreError(
-                    f"{describe(self._at(name))}: damaged: not point offsets over {points:,} points"
-                )
 
     def _adapter(self, name: str) -> ChunkAdapter:
         files = self._files(name)
@@ -144,105 +262,144 @@ class ZarrRun(Run):
         # every chunk of a signal array is written: a missing one is damage
         return ChunkAdapter(files.path, (files.length,), files.dtype, complete=True)
 
-    def frames(self, name: str) -> Frames:
-        """Where the mzPeak chunks of signal array ``name`` lie in its Zarr chunks."""
-        self._adapter(name)  # the grid is that of mz
-        return run_frames(self._at(name), self.source, self.arrays.index(name))
+    def frames(self, name: str, table: ChunkTable | None = None) -> Frames:
+        """Where the mzPeak chunks of ``table`` (default: all) lie in signal array ``name``'s
+        Zarr chunks; entry ``i`` is the ``i``-th mzPeak chunk of the table."""
+        table = self.chunk_table() if table is None else table
+        files = self._adapter(name)  # the grid is that of mz
+        k = self.arrays.index(name)
+        return tiled(
+            chunk_files(files.path),
+            table.zarr_ids,
+            table.counts,
+            table.lengths,
+            table.frame_bytes[k],
+            ids=table.ids,
+        )
 
     def array(self, name: str, chunks: np.ndarray | None = None):
         """A Dask array over a whole signal array; its chunks are the Zarr chunks unless
         ``chunks`` cuts it otherwise."""
         return dask_array(self._adapter(name), self.zarr_lengths if chunks is None else chunks)
 
-    def selection(self, name: str, chunk_ids: np.ndarray, batches: list[np.ndarray] | None = None):
-        """A Dask array of the points of mzPeak chunks ``chunk_ids`` (sorted), concatenated; one
-        Dask chunk per batch of chunk ids (default: one per mzPeak chunk)."""
-        self.frames(name)  # checked here, in one line, rather than in a task
+    def _table_of(self, chunk_ids: np.ndarray) -> ChunkTable:
+        """The entries of the Zarr chunks holding mzPeak chunks ``chunk_ids``."""
         chunk_ids = np.asarray(chunk_ids, dtype=np.int64)
-        starts, lengths = self.chunk_offsets[chunk_ids], self.chunk_lengths[chunk_ids]
-        if batches is None:
-            sizes = self.chunk_lengths[chunk_ids]
-        else:
-            sizes = np.array([self.chunk_lengths[b].sum() for b in batches], dtype=np.int64)
-        source = FrameSource(self._at(name), self.source, self.arrays.index(name))
-        return dask_array(SelectionAdapter(source, starts, lengths), sizes)
+        if len(chunk_ids) and (chunk_ids.min() < 0 or chunk_ids.max() >= self.chunk_count):
+            raise IndexError(f"mzPeak chunks of {self.source} are 0 to {self.chunk_count - 1}")
+        return self.chunk_table(np.searchsorted(self.first, chunk_ids, side="right") - 1)
 
-    def _batches(self, chunk_ids: np.ndarray) -> list[np.ndarray]:
-        """Chunk ids cut into batches of whole spectra, about ``BATCH_POINTS`` points each."""
-        if not len(chunk_ids):
+    def selection(
+        self,
+        name: str,
+        chunk_ids: np.ndarray,
+        batches: list[np.ndarray] | None = None,
+        table: ChunkTable | None = None,
+    ):
+        """A Dask array of the points of mzPeak chunks ``chunk_ids`` (sorted), concatenated; one
+        Dask chunk per batch of chunk ids (default: one per mzPeak chunk). ``table``: entries
+        holding those chunks (default: read here)."""
+        chunk_ids = np.asarray(chunk_ids, dtype=np.int64)
+        table = self._table_of(chunk_ids) if table is None else table
+        rows = table.rows(chunk_ids)
+        frames = self.frames(name, table)  # checked here, in one line, rather than in a task
+        if batches is None:
+            sizes = table.lengths[rows]
+        else:
+            sizes = np.array([table.lengths[table.rows(b)].sum() for b in batches], np.int64)
+        source = FrameSource(frames.subset(rows))
+        return dask_array(
+            SelectionAdapter(source, source.frames.starts, source.frames.lengths), sizes
+        )
+
+    def _batches(self, table: ChunkTable, rows: np.ndarray) -> list[np.ndarray]:
+        """Rows cut into batches of whole spectra, about ``BATCH_POINTS`` points each."""
+        if not len(rows):
             return []
-        ends = np.cumsum(self.chunk_lengths[chunk_ids])
-        spectrum = self.chunk_spectrum[chunk_ids]
+        ends = np.cumsum(table.lengths[rows])
+        spectrum = table.spectrum[rows]
         change = np.flatnonzero(np.diff(spectrum)) + 1  # where a new spectrum starts
         wanted = np.arange(BATCH_POINTS, ends[-1], BATCH_POINTS)
         at = np.searchsorted(ends[change - 1], wanted, side="left")
         cuts = np.unique(change[at[at < len(change)]])
-        return np.split(chunk_ids, cuts)
+        return np.split(rows, cuts)
 
-    def _parts(self, chunk_ids: np.ndarray, segment: np.ndarray, kernel: Callable, *args) -> list:
-        batches = self._batches(chunk_ids)
+    def _parts(
+        self, table: ChunkTable, rows: np.ndarray, segment: np.ndarray, kernel: Callable, *args
+    ) -> list:
+        batches = self._batches(table, rows)
         if not batches:
             return []
-        mz = self.selection("mz", chunk_ids, batches).to_delayed().ravel()
-        intensity = self.selection("intensity", chunk_ids, batches).to_delayed().ravel()
+        ids = [table.ids[b] for b in batches]
+        chunk_ids = table.ids[rows]
+        mz = self.selection("mz", chunk_ids, ids, table).to_delayed().ravel()
+        intensity = self.selection("intensity", chunk_ids, ids, table).to_delayed().ravel()
         task = delayed(kernel, pure=True)
         return [
-            task(m, i, segment[b], self.chunk_lengths[b], *args)
+            task(m, i, segment[b], table.lengths[b], *args)
             for b, m, i in zip(batches, mz, intensity, strict=True)
         ]
 
     def _positions(self, ids: np.ndarray) -> np.ndarray:
-        """Per chunk: the position of its spectrum in ``ids``, or -1."""
+        """Per spectrum: its position in ``ids``, or -1."""
         position = np.full(len(self.spectra), -1, dtype=np.int64)
         position[np.asarray(ids, dtype=np.int64)] = np.arange(len(ids))
-        return position[self.chunk_spectrum]
+        return position
+
+    def _zarr_chunks(self, ids: np.ndarray) -> np.ndarray:
+        """The Zarr chunks holding points of spectra ``ids``."""
+        zs = self.spectrum_zarr_chunk[np.asarray(ids, dtype=np.int64)]
+        return np.unique(zs[zs >= 0])
 
     def xic_parts(self, ids: np.ndarray, low: np.ndarray, high: np.ndarray) -> list:
-        """Lazy ``(rows, sums)`` pieces; only chunks of spectra ``ids`` whose
+        """Lazy ``(rows, sums)`` pieces; only Zarr chunks of spectra ``ids`` whose m/z range
+        meets a window are looked into, and of them only chunks of those spectra whose
         ``[chunk_start, chunk_end]`` meets a window are read."""
-        segment = self._positions(ids)
-        keep = (segment >= 0) & overlapping(self.chunk_start, self.chunk_end, low, high)
-        return self._parts(np.flatnonzero(keep), segment, _xic_kernel, low, high)
+        zs = self._zarr_chunks(ids)
+        ranges = self.zarr_chunk_ranges
+        zs = zs[
+            overlapping(ranges["zarr_chunk_mz_min"][zs], ranges["zarr_chunk_mz_max"][zs], low, high)
+        ]
+        table = self.chunk_table(zs)
+        segment = self._positions(ids)[table.spectrum]
+        keep = (segment >= 0) & overlapping(table.chunk_start, table.chunk_end, low, high)
+        return self._parts(table, np.flatnonzero(keep), segment, _xic_kernel, low, high)
 
     def stats_parts(self, ids: np.ndarray) -> list:
-        segment = self._positions(ids)
-        return self._parts(np.flatnonzero(segment >= 0), segment, _stats_kernel)
+        table = self.chunk_table(self._zarr_chunks(ids))
+        segment = self._positions(ids)[table.spectrum]
+        return self._parts(table, np.flatnonzero(segment >= 0), segment, _stats_kernel)
 
     def points(self, ids: np.ndarray | None = None):
         """A Dask dataframe (spectrum_index, mz, intensity) of spectra ``ids`` (default all)."""
         import dask.dataframe as dd
 
         ids = np.arange(len(self.spectra)) if ids is None else np.asarray(ids)
-        chunk_ids = np.flatnonzero(self._positions(ids) >= 0)
-        parts = self._parts(chunk_ids, self.chunk_spectrum, _frame_kernel) or [POINTS_META]
+        table = self.chunk_table(self._zarr_chunks(ids))
+        rows = np.flatnonzero(self._positions(ids)[table.spectrum] >= 0)
+        parts = self._parts(table, rows, table.spectrum, _frame_kernel) or [POINTS_META]
         return dd.from_delayed(parts, meta=POINTS_META, verify_meta=False)
 
     def __repr__(self) -> str:
         return f"ZarrRun({self.source!r}, spectra={len(self.spectra)})"
 
 
-@per_file(64, marker="zarr.json")
-def run_frames(path: str, run: str, k: int) -> Frames:
-    """The frames of signal array ``path`` (the ``k``-th of run ``run``), parsed once per
-    process, again when the array's ``zarr.json`` changes (a run exported again)."""
-    offsets = chunk_files(child(run, CHUNK_OFFSETS))
-    frame_bytes = chunk_files(child(run, FRAME_BYTES))
-    chunks = offsets.length - 1
-    table = frame_bytes.read_span(k * chunks, (k + 1) * chunks)
-    return Frames(chunk_files(path), offsets.read_span(0, offsets.length), table)
+def refuse_older(location: str, attrs: dict) -> None:
+    """A run group of another format of this export: one line saying to export it again."""
+    found = attrs.get("format")
+    if found != FORMAT:
+        raise ZarrStoreError(
+            f"{describe(location)}: a run exported as {found!r}, which this version does not "
+            f"read ({FORMAT!r}): export it again"
+        )
 
 
 class FrameSource:
-    """A picklable source of whole mzPeak chunks of one signal array, for
-    :class:`~mzpeak_dask.zarr_runs.store.SelectionAdapter` (its frames are found again in
-    each process, from :func:`run_frames`)."""
+    """A picklable source of whole mzPeak chunks of one signal array (the frames of the
+    chunks a query selected), for :class:`~mzpeak_dask.zarr_runs.store.SelectionAdapter`."""
 
-    def __init__(self, path: str, run: str, k: int):
-        self.path, self.run, self.k = path, run, k
-
-    @property
-    def frames(self) -> Frames:
-        return run_frames(self.path, self.run, self.k)
+    def __init__(self, frames: Frames):
+        self.frames = frames
 
     @property
     def dtype(self) -> np.dtype:
@@ -252,28 +409,26 @@ class FrameSource:
         """The point ranges ``[start, start + length)``, concatenated: whole mzPeak chunks are
         read frame by frame; anything else through the chunks that hold it."""
         frames = self.frames
-        ids = np.minimum(np.searchsorted(frames.offsets, starts), max(frames.chunks - 1, 0))
+        rows = np.minimum(np.searchsorted(frames.starts, starts), max(frames.chunks - 1, 0))
         if (
             len(starts)
-            and np.array_equal(frames.offsets[ids], starts)
-            and np.array_equal(frames.offsets[ids + 1] - starts, lengths)
+            and np.array_equal(frames.starts[rows], starts)
+            and np.array_equal(frames.lengths[rows], lengths)
         ):
-            return frames.read(ids)
+            return frames.read(rows)
         return self.take(point_index(starts, lengths))
 
     def take(self, index: np.ndarray) -> np.ndarray:
-        """Values at sorted point indices, reading only the mzPeak chunks they fall in."""
+        """Values at sorted point indices (within the selected chunks), reading only the
+        mzPeak chunks they fall in."""
         frames = self.frames
         if not len(index):
             return np.zeros(0, dtype=frames.files.dtype)
-        chunk = np.searchsorted(frames.offsets, index, side="right") - 1
-        ids = np.unique(chunk)
-        values = frames.read(ids)
-        before = np.concatenate(([0], np.cumsum(np.diff(frames.offsets)[ids])[:-1]))
-        return values[index - frames.offsets[chunk] + before[np.searchsorted(ids, chunk)]]
-
-    def __reduce__(self) -> tuple:
-        return (FrameSource, (self.path, self.run, self.k))
+        chunk = np.searchsorted(frames.starts, index, side="right") - 1
+        rows = np.unique(chunk)
+        values = frames.read(rows)
+        before = np.concatenate(([0], np.cumsum(frames.lengths[rows])[:-1]))
+        return values[index - frames.starts[chunk] + before[np.searchsorted(rows, chunk)]]
 
 
 class ZarrSource(RunSource):
@@ -291,19 +446,25 @@ class ZarrSource(RunSource):
         run's location (:mod:`~mzpeak_dask.zarr_runs.locations`)."""
         location = str(path)
         group = _group(location)
-        if group.attrs.get("format") == FORMAT:
+        if _exported(group.attrs.get("format")):  # an older format is refused by ZarrRun
             return [ZarrRun(location)]
         try:
             names = sorted(
                 name
                 for name, child in group.groups()
-                if not name.startswith(".") and child.attrs.get("format") == FORMAT
+                if not name.startswith(".") and _exported(child.attrs.get("format"))
             )
         except METADATA_ERRORS as exc:
             raise ZarrStoreError(f"{describe(location)}: damaged: {_reason(exc)}") from None
         if not names:
             raise InputError(f"{path}: a Zarr store without exported runs")
         return [ZarrRun(child(location, name)) for name in names]
+
+
+def _exported(found: object) -> bool:
+    """Whether a group's ``format`` attribute is that of a run this export wrote (in any
+    format)."""
+    return isinstance(found, str) and found.startswith(FORMAT_FAMILY)
 
 
 # what zarr raises on a zarr.json that is not JSON or lacks a field (it checks as it parses)

@@ -13,10 +13,15 @@ One group per run (named after the archive's file stem) holds:
   mzPeak chunk** (with ``compression="none"``, of their plain bytes): zarr-python reads it as
   the chunk it is (concatenated frames decode to the concatenated values), and a reader that
   knows the frames reads only the byte ranges of the mzPeak chunks it needs;
-* per mzPeak chunk: ``chunk_spectrum_index``, ``chunk_start``, ``chunk_end`` (the smallest and
-  largest decoded main-axis value), ``chunk_offsets`` (point offsets, n+1) and
-  ``chunk_frame_bytes`` (per signal array, in the order of the ``arrays`` attribute, the size
-  of each chunk's frame); per spectrum: ``spectrum_offsets`` (n+1), ``time`` (minutes),
+* per mzPeak chunk: ``chunk_lengths`` (points), ``chunk_spectrum_index``, ``chunk_start``,
+  ``chunk_end`` (the smallest and largest decoded main-axis value) and ``chunk_frame_bytes``
+  (per signal array, in the order of the ``arrays`` attribute, the size of each chunk's
+  frame), each stored as one Zstandard frame per Zarr chunk of the signal arrays (the entries
+  of its mzPeak chunks), the frames concatenated into chunks of up to 4 M values; per Zarr
+  chunk: ``zarr_chunk_first`` (its first mzPeak chunk, Zarr chunks + 1 values) and
+  ``zarr_chunk_table_bytes`` (the size of its frame in each of those tables), so a reader
+  inflates only the entries of the Zarr chunks a query reads; per spectrum:
+  ``spectrum_offsets`` (n+1), ``time`` (minutes),
   ``ms_level`` (0 when unknown) and ``precursor_mz`` (NaN when none); per Zarr chunk:
   ``zarr_chunk_mz_min``/``_max`` and ``zarr_chunk_time_min``/``_max``, the ranges a reader
   prunes whole Zarr chunks with;
@@ -61,13 +66,21 @@ from ..parallel.executors import Task, open_executor
 from ..read.archive import cached_archive
 from ..storage.probe import probe_output
 from ..storage.urls import is_url, local_path
-from ..zarr_runs import CHUNK_OFFSETS, FORMAT, FRAME_BYTES
+from ..zarr_runs import (
+    CHUNK_LENGTHS,
+    CHUNK_TABLES,
+    FORMAT,
+    FRAME_BYTES,
+    TABLE_BYTES,
+    ZARR_CHUNK_FIRST,
+)
 from ..zarr_runs.chunks import ZstdCodec
 from ..zarr_runs.store import (
     create_point_array,
     enable_rectilinear,
     fill_value,
     open_group,
+    write_framed_table,
     write_table_array,
 )
 from .plan import ArraySpec, RunSurvey, archive_sha256, survey_run
@@ -280,30 +293,35 @@ class RunExport:
     def commit(self, overwrite: bool) -> ZarrRunResult:
         survey = self.survey
         parts = [self.results[k] for k in range(self.jobs)]
+        kept = [p for p in parts if p.points]  # one per Zarr chunk
         lengths = _joined([p.lengths for p in parts], np.int64)
         owners = _joined([p.spectrum for p in parts], np.int64)
-        frames = np.concatenate(
-            [np.zeros((len(survey.arrays), 0), np.int64), *(p.frames for p in parts)], axis=1
-        )
-        offsets = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
         per_spectrum = np.bincount(owners, weights=lengths, minlength=survey.spectra)
         spectrum_offsets = np.concatenate(([0], np.cumsum(per_spectrum))).astype(np.int64)
-        starts = _joined([p.chunk_start for p in parts], np.float64)
-        ends = _joined([p.chunk_end for p in parts], np.float64)
+        counts = np.array([len(p.lengths) for p in kept], dtype=np.int64)
+        first = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
         group = zarr.open_group(str(self.sink.meta), mode="a")
         for spec in survey.arrays:
             create_point_array(group, spec.name, np.dtype(spec.dtype), self.grid, self.compression)
+        blocks = {
+            CHUNK_LENGTHS: ([p.lengths for p in kept], np.int64),
+            "chunk_spectrum_index": ([p.spectrum for p in kept], np.int64),
+            "chunk_start": ([p.chunk_start for p in kept], np.float64),
+            "chunk_end": ([p.chunk_end for p in kept], np.float64),
+            FRAME_BYTES: ([p.frames.ravel() for p in kept], np.int64),
+        }
+        table_bytes = [
+            write_framed_table(group, Path(self.sink.meta), name, *blocks[name])
+            for name in CHUNK_TABLES
+        ]
         tables = {
-            "chunk_spectrum_index": owners,
-            "chunk_start": starts,
-            "chunk_end": ends,
-            CHUNK_OFFSETS: offsets,
-            FRAME_BYTES: frames.ravel(),
             "spectrum_offsets": spectrum_offsets,
             "time": survey.time,
             "ms_level": survey.ms_level,
             "precursor_mz": survey.precursor_mz,
             **_zarr_chunk_ranges(parts, survey.time),
+            ZARR_CHUNK_FIRST: first,
+            TABLE_BYTES: np.concatenate([np.zeros(0, np.int64), *table_bytes]),
         }
         for name, values in tables.items():
             write_table_array(group, name, values)
@@ -316,7 +334,7 @@ class RunExport:
             spectra=survey.spectra,
             chunks=len(lengths),
             zarr_chunks=len(self.grid),
-            points=int(offsets[-1]),
+            points=int(spectrum_offsets[-1]),
             source_bytes=survey.source_bytes,
             seconds=time.perf_counter() - self.started,
         )

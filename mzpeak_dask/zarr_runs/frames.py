@@ -2,7 +2,9 @@
 
 Each Zarr chunk object of a signal array is the concatenation of one frame per mzPeak chunk
 (a Zstandard frame, or the plain bytes with ``compression="none"``); the run's
-``chunk_offsets`` and ``chunk_frame_bytes`` say where each frame lies. :class:`Frames` reads
+``chunk_lengths`` and ``chunk_frame_bytes`` say where each frame lies. Each chunk of a
+per-mzPeak-chunk table is likewise one Zstandard frame per Zarr chunk of the signal arrays,
+located by ``zarr_chunk_first`` and ``zarr_chunk_table_bytes``. :class:`Frames` reads
 the frames of the mzPeak chunks asked for and nothing else: one read per run of adjacent
 frames (``os.pread`` in a folder, a byte-range request through zarr's store for a remote
 store or a single-file run), each frame inflated only up to the size its chunk declares.
@@ -29,7 +31,7 @@ from urllib.parse import unquote, urlsplit
 import numpy as np
 
 from ..errors import ZarrStoreError
-from .chunks import READ_ERRORS, ChunkFiles, _reason
+from .chunks import READ_ERRORS, ChunkFiles, _reason, chunk_files
 
 FETCH_CONCURRENCY = 32  # byte ranges of a store in flight at once
 
@@ -50,69 +52,97 @@ READ = ReadCounter()
 
 
 class Frames:
-    """Where each mzPeak chunk of one signal array lies in its Zarr chunk objects."""
+    """Where some frames of one array lie in its Zarr chunk objects, per frame (an *entry*):
+    its Zarr chunk, first value and number of values, byte offset in the object and byte
+    size; and the size of each object those frames lie in. Built, checked, by :func:`tiled`
+    or :func:`over`; ``what`` names an entry in errors ("mzPeak chunk", "Zarr chunk")."""
 
-    def __init__(self, files: ChunkFiles, chunk_offsets: np.ndarray, frame_bytes: np.ndarray):
+    def __init__(
+        self,
+        files: ChunkFiles,
+        zarr_chunk: np.ndarray,
+        starts: np.ndarray,
+        lengths: np.ndarray,
+        byte_start: np.ndarray,
+        frame_bytes: np.ndarray,
+        object_size: dict[int, int],
+        what: str = "mzPeak chunk",
+        ids: np.ndarray | None = None,
+    ):
         self.files = files
-        offsets = np.asarray(chunk_offsets, dtype=np.int64)
-        frame_bytes = np.asarray(frame_bytes, dtype=np.int64)
-        n = len(offsets) - 1
-        if n < 0 or len(frame_bytes) != n or offsets[-1] != files.length:
-            raise files._damaged(f"{n:,} frames do not cover its {files.length:,} points")
-        lengths = np.diff(offsets)
-        if n and (lengths.min() < 1 or offsets[0] != 0):
-            raise files._damaged("mzPeak chunk offsets that are not increasing from 0")
-        self.sizes = lengths * files.dtype.itemsize  # inflated bytes of each frame
-        bound = self.sizes if files.zstd is None else self.sizes + self.sizes // 64 + 256
-        if n and (frame_bytes.min() < 1 or np.any(frame_bytes > bound)):
-            raise files._damaged("frame sizes its chunk lengths cannot have")
-        zarr_offsets = files.offsets[: len(files.lengths) + 1] if files.length else np.zeros(1)
-        first = np.searchsorted(offsets, zarr_offsets)
-        if np.any(first > n) or not np.array_equal(offsets[first], zarr_offsets):
-            raise files._damaged("a Zarr chunk boundary inside an mzPeak chunk")
-        self.first = first  # the first mzPeak chunk of each Zarr chunk (and n)
-        self.zarr_chunk = np.repeat(np.arange(len(first) - 1), np.diff(first))
-        ends = np.cumsum(frame_bytes)
-        before = np.concatenate(([0], ends))[first]  # frame bytes before each Zarr chunk
-        self.object_size = np.diff(before)
-        self.byte_start = ends - frame_bytes - before[self.zarr_chunk]
-        self.frame_bytes = frame_bytes
-        self.offsets = offsets
+        self.zarr_chunk = np.asarray(zarr_chunk, dtype=np.int64)
+        self.starts = np.asarray(starts, dtype=np.int64)  # first value of each entry
+        self.lengths = np.asarray(lengths, dtype=np.int64)
+        self.sizes = self.lengths * files.dtype.itemsize  # inflated bytes of each frame
+        self.byte_start = np.asarray(byte_start, dtype=np.int64)
+        self.frame_bytes = np.asarray(frame_bytes, dtype=np.int64)
+        self.object_size = object_size
+        self.what = what
+        # what each entry is called in errors (its mzPeak chunk or Zarr chunk number)
+        self.ids = np.arange(len(self.lengths)) if ids is None else np.asarray(ids, np.int64)
         self._checked: set[int] = set()
 
     @property
     def chunks(self) -> int:
         return len(self.frame_bytes)
 
-    def read(self, ids: np.ndarray) -> np.ndarray:
-        """mzPeak chunks ``ids`` (sorted, distinct) of the array, concatenated."""
-        ids = np.asarray(ids, dtype=np.int64)
-        files = self.files
-        if not len(ids):
-            return np.zeros(0, dtype=files.dtype)
-        # runs of adjacent chunks within one Zarr chunk: one read each
-        z = self.zarr_chunk[ids]
-        cut = np.flatnonzero((np.diff(ids) != 1) | (np.diff(z) != 0)) + 1
-        heads, tails = np.r_[0, cut], np.r_[cut, len(ids)]
-        spans = [
+    def subset(self, rows: np.ndarray) -> Frames:
+        """The entries ``rows`` (sorted, distinct) only."""
+        rows = np.asarray(rows, dtype=np.int64)
+        z = self.zarr_chunk[rows]
+        return Frames(
+            self.files,
+            z,
+            self.starts[rows],
+            self.lengths[rows],
+            self.byte_start[rows],
+            self.frame_bytes[rows],
+            {int(k): self.object_size[int(k)] for k in np.unique(z)},
+            self.what,
+            self.ids[rows],
+        )
+
+    def __reduce__(self) -> tuple:
+        return (
+            _rebuild,
             (
-                int(z[h]),
-                int(self.byte_start[ids[h]]),
-                int(self.byte_start[ids[t - 1]] + self.frame_bytes[ids[t - 1]]),
-            )
+                str(self.files.path),
+                self.zarr_chunk,
+                self.starts,
+                self.lengths,
+                self.byte_start,
+                self.frame_bytes,
+                self.object_size,
+                self.what,
+                self.ids,
+            ),
+        )
+
+    def read(self, rows: np.ndarray) -> np.ndarray:
+        """Entries ``rows`` (sorted, distinct) of the array, concatenated."""
+        rows = np.asarray(rows, dtype=np.int64)
+        files = self.files
+        if not len(rows):
+            return np.zeros(0, dtype=files.dtype)
+        # runs of frames adjacent in one Zarr chunk object: one read each
+        z = self.zarr_chunk[rows]
+        start, size = self.byte_start[rows], self.frame_bytes[rows]
+        apart = start[1:] != start[:-1] + size[:-1]
+        cut = np.flatnonzero(apart | (np.diff(z) != 0)) + 1
+        heads, tails = np.r_[0, cut], np.r_[cut, len(rows)]
+        spans = [
+            (int(z[h]), int(start[h]), int(start[t - 1] + size[t - 1]))
             for h, t in zip(heads.tolist(), tails.tolist(), strict=True)
         ]
         found = self._fetch(spans)
         parts = []
         for (zchunk, _, _), raw, h, t in zip(spans, found, heads, tails, strict=True):
             at = 0
-            for i in ids[h:t].tolist():
-                size = int(self.frame_bytes[i])
-                frame = raw[at : at + size]
-                parts.append(
-                    files.inflate(frame, int(self.sizes[i]), zchunk, f"frame of mzPeak chunk {i}: ")
-                )
-                at += size
+            for i in rows[h:t].tolist():
+                n = int(self.frame_bytes[i])
+                label = f"frame of {self.what} {int(self.ids[i])}: "
+                parts.append(files.inflate(raw[at : at + n], int(self.sizes[i]), zchunk, label))
+                at += n
         return np.concatenate(parts)
 
     def _fetch(self, spans: list[tuple[int, int, int]]) -> list[bytes]:
@@ -130,7 +160,7 @@ class Frames:
         files = self.files
         if size is None:
             raise files._damaged("missing", zchunk)
-        want = int(self.object_size[zchunk])
+        want = int(self.object_size[int(zchunk)])
         if size > want:
             raise files._damaged(
                 f"more than the {want:,} bytes its frames declare ({size:,})", zchunk
@@ -238,6 +268,81 @@ class Frames:
         return data
 
 
+def _rebuild(path: str, *fields: Any) -> Frames:
+    return Frames(chunk_files(path), *fields)
+
+
+def tiled(
+    files: ChunkFiles,
+    zchunks: np.ndarray,
+    counts: np.ndarray,
+    lengths: np.ndarray,
+    frame_bytes: np.ndarray,
+    what: str = "mzPeak chunk",
+    ids: np.ndarray | None = None,
+) -> Frames:
+    """The frames of Zarr chunks ``zchunks`` (sorted, distinct) of ``files``: ``counts[j]``
+    frames in the ``j``-th, holding ``lengths`` values and ``frame_bytes`` bytes each (all
+    concatenated). The frames must tile each of those Zarr chunks exactly, and be no bigger
+    than their content allows: otherwise a ZarrStoreError names the array and the Zarr chunk."""
+    zchunks = np.asarray(zchunks, dtype=np.int64)
+    counts = np.asarray(counts, dtype=np.int64)
+    lengths = np.asarray(lengths, dtype=np.int64)
+    frame_bytes = np.asarray(frame_bytes, dtype=np.int64)
+    n = len(lengths)
+    if len(zchunks) and (zchunks.min() < 0 or zchunks.max() >= len(files.lengths)):
+        raise files._damaged(f"frames of Zarr chunks it does not have ({zchunks.max():,})")
+    if len(frame_bytes) != n or int(counts.sum()) != n:
+        raise files._damaged(f"{n:,} frame lengths for {len(frame_bytes):,} frame sizes")
+    for j in np.flatnonzero(counts < 1).tolist():
+        raise files._damaged("no frames", int(zchunks[j]))
+    if not n:
+        return Frames(files, *(np.zeros(0, np.int64),) * 5, {}, what, ids)
+    heads = np.cumsum(counts) - counts
+    zarr_chunk = np.repeat(zchunks, counts)
+    bad = np.flatnonzero(np.minimum.reduceat(lengths, heads) < 1)
+    if not len(bad):
+        covered = np.add.reduceat(lengths, heads)
+        bad = np.flatnonzero(covered != files.lengths[zchunks])
+    if len(bad):
+        z = int(zchunks[bad[0]])
+        raise files._damaged(f"frames that do not tile its {int(files.lengths[z]):,} values", z)
+    sizes = lengths * files.dtype.itemsize
+    bound = sizes if files.zstd is None else sizes + sizes // 64 + 256
+    bad = np.flatnonzero((frame_bytes < 1) | (frame_bytes > bound))
+    if len(bad):
+        raise files._damaged("frame sizes its lengths cannot have", int(zarr_chunk[bad[0]]))
+    ends = np.cumsum(lengths)
+    starts = ends - lengths - np.repeat(ends[heads] - lengths[heads], counts)
+    starts += files.offsets[zarr_chunk]
+    byte_ends = np.cumsum(frame_bytes)
+    object_start = byte_ends[heads] - frame_bytes[heads]
+    byte_start = byte_ends - frame_bytes - np.repeat(object_start, counts)
+    object_size = np.add.reduceat(frame_bytes, heads)
+    objects = dict(zip(zchunks.tolist(), object_size.tolist(), strict=True))
+    return Frames(files, zarr_chunk, starts, lengths, byte_start, frame_bytes, objects, what, ids)
+
+
+def over(
+    files: ChunkFiles, offsets: np.ndarray, frame_bytes: np.ndarray, what: str = "Zarr chunk"
+) -> Frames:
+    """The frames of all of ``files``, from their value offsets (frames + 1 values) and byte
+    sizes: the frames must tile the whole array (a ZarrStoreError naming it otherwise)."""
+    offsets = np.asarray(offsets, dtype=np.int64)
+    n = len(offsets) - 1
+    if n < 0 or offsets[0] != 0 or offsets[-1] != files.length or np.any(np.diff(offsets) < 1):
+        raise files._damaged(f"{max(n, 0):,} frames do not cover its {files.length:,} values")
+    if len(frame_bytes) != n:
+        raise files._damaged(f"{len(frame_bytes):,} frame sizes for {n:,} frames")
+    grid = files.offsets[: len(files.lengths) + 1] if files.length else np.zeros(1, np.int64)
+    first = np.searchsorted(offsets, grid)
+    if np.any(first > n) or not np.array_equal(offsets[first], grid):
+        raise files._damaged("a chunk boundary inside a frame")
+    return tiled(
+        files, np.arange(len(first) - 1), np.diff(first), np.diff(offsets), frame_bytes, what
+    )
+
+
 def _local_zip(location: str) -> tuple[str, str] | None:
     """``(file, member prefix)`` of a location inside a local single-file run, else None."""
     if "::" not in location:
@@ -267,4 +372,4 @@ def _raise_damage(files: ChunkFiles, zchunk: int, got: Any) -> None:
         raise got
 
 
-__all__ = ["READ", "Frames"]
+__all__ = ["READ", "Frames", "over", "tiled"]

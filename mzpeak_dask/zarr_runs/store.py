@@ -33,7 +33,7 @@ import numpy as np
 import zarr
 
 from ..filecache import per_file
-from .chunks import chunk_files
+from .chunks import ChunkFiles, ZstdCodec, chunk_files
 from .locations import open_options
 
 RECTILINEAR = {"array.rectilinear_chunks": True}
@@ -41,6 +41,7 @@ FUSED_PIPELINE = "zarr.core.codec_pipeline.FusedCodecPipeline"
 # chunk length of the per-chunk and per-spectrum arrays: one chunk (one file) for up to 4 M
 # mzPeak chunks, which keeps a run to a few files
 TABLE_CHUNK = 1 << 22
+TABLE_LEVEL = 3  # Zstandard level of the tables (zarr's ZstdCodec default)
 _LOCK = threading.Lock()
 
 
@@ -131,6 +132,50 @@ def write_table_array(group: zarr.Group, name: str, values: np.ndarray) -> zarr.
     if len(values):
         array[:] = values
     return array
+
+
+def table_groups(counts: Sequence[int]) -> list[int]:
+    """How many consecutive blocks of ``counts`` values each table chunk holds: as many as fit
+    in ``TABLE_CHUNK`` values, at least one."""
+    groups: list[int] = []
+    size = 0
+    for n in counts:
+        if groups and size + n <= TABLE_CHUNK:
+            groups[-1] += 1
+            size += n
+        else:
+            groups.append(1)
+            size = n
+    return groups
+
+
+def write_framed_table(
+    group: zarr.Group, folder: Path, name: str, blocks: Sequence[np.ndarray], dtype: np.dtype
+) -> np.ndarray:
+    """A 1-D table of the concatenated ``blocks`` (one per Zarr chunk of the signal arrays),
+    each block one Zstandard frame (with content size and checksum): consecutive frames are
+    concatenated into chunks of up to ``TABLE_CHUNK`` values (a rectilinear grid, so a chunk
+    ends where a frame does), written straight into ``folder`` (the group's local folder).
+    zarr-python reads each chunk as it reads one frame. Returns the frames' byte sizes."""
+    dtype = np.dtype(dtype)
+    counts = [len(b) for b in blocks]
+    groups = table_groups(counts)
+    bounds = np.concatenate(([0], np.cumsum(groups))).astype(np.int64)
+    lengths = [int(sum(counts[a:b])) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+    create_point_array(group, name, dtype, lengths, "zstd")
+    codec = ZstdCodec(TABLE_LEVEL, True)
+    files = ChunkFiles(folder / name)
+    sizes = np.zeros(len(blocks), dtype=np.int64)
+    for g, (a, b) in enumerate(zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True)):
+        frames = []
+        for i in range(a, b):
+            raw = np.ascontiguousarray(blocks[i], dtype=dtype.newbyteorder("<")).tobytes()
+            frames.append(codec.encode(raw))
+            sizes[i] = len(frames[-1])
+        key = Path(files.key(g))
+        key.parent.mkdir(parents=True, exist_ok=True)
+        key.write_bytes(b"".join(frames))
+    return sizes
 
 
 def read_whole(path: str | Path) -> np.ndarray:
@@ -271,5 +316,7 @@ __all__ = [
     "open_group",
     "point_index",
     "read_whole",
+    "table_groups",
+    "write_framed_table",
     "write_table_array",
 ]

@@ -13,11 +13,12 @@ import pandas as pd
 import pytest
 from pyteomics import mzml
 
-from mzpeak_dask import InputError, open_archive
+from mzpeak_dask import InputError, cli, open_archive
 from mzpeak_dask.analysis import ArchiveRun, ZarrRun, base_peak, open_runs, tic, xic
 from mzpeak_dask.analysis.archive_run import raw_spectrum
 from mzpeak_dask.analysis.kernels import overlapping, ppm_windows
 from mzpeak_dask.errors import ZarrStoreError
+from mzpeak_dask.zarr_runs import CHUNK_TABLES
 from mzpeak_dask.zarr_runs.frames import READ
 
 from ..export.builds import METABO, SMALL, SOURCES
@@ -136,8 +137,9 @@ def test_zarr_xic_reads_only_chunks_that_can_hold_targets(exported, tmp_path) ->
     low, high = ppm_windows(targets, PPM)
     spectra = run.spectra
     wanted = spectra.index[(spectra.ms_level == 1) & spectra.time.between(*rt)].to_numpy()
-    needed = np.isin(run.chunk_spectrum, wanted) & overlapping(
-        run.chunk_start, run.chunk_end, low, high
+    table = run.chunk_table()
+    needed = np.isin(table.spectrum, wanted) & overlapping(
+        table.chunk_start, table.chunk_end, low, high
     )
     assert 0 < needed.sum() < 0.2 * len(needed)
     for name in ("mz", "intensity"):
@@ -149,6 +151,46 @@ def test_zarr_xic_reads_only_chunks_that_can_hold_targets(exported, tmp_path) ->
         tic([run])
 
 
+def test_zarr_queries_read_only_the_chunk_tables_of_their_zarr_chunks(
+    exported, tmp_path, capsys
+) -> None:
+    """The per-mzPeak-chunk tables of the last Zarr chunk with MS1 spectra are garbage (every
+    table, objects of the same size): opening the run and an XIC over the spectra of the
+    first Zarr chunk still answer, as on the intact run; a TIC, and an XIC over the whole
+    run, which need that Zarr chunk, fail: the command is one error line naming the store
+    and the Zarr chunk."""
+    group = tmp_path / "small.chunked"
+    shutil.copytree(exported.store / "small.chunked", group)
+    run = ZarrRun(group)
+    last = int(run.spectrum_zarr_chunk[run.spectra.ms_level.to_numpy() == 1].max())
+    assert last > 2
+    for k, name in enumerate(CHUNK_TABLES):
+        assert len(list((group / name / "c").iterdir())) == 1  # one object per table
+        with open(group / name / "c" / "0", "r+b") as f:
+            f.seek(int(run.table_bytes[k, :last].sum()))
+            f.write(b"\xff" * int(run.table_bytes[k, last]))
+    run = ZarrRun(group)
+    first = run.spectra[run.spectrum_zarr_chunk == 0]
+    rt = (float(first.time.min()), float(first.time.max()))
+    assert (run.spectra.time > rt[1]).sum() > len(first)  # the query leaves most spectra out
+    targets = targets_of(SMALL)
+    got = xic([run], targets, ppm=PPM, rt=rt)[run.name]
+    want = xic([ZarrRun(exported.store / "small.chunked")], targets, ppm=PPM, rt=rt)
+    pd.testing.assert_frame_equal(got, want["small.chunked"])
+    assert len(got) and (got.to_numpy() > 0).any()
+    late = (1e6, 2e6)  # no spectra: no Zarr chunk read
+    none = xic([run], targets, ppm=PPM, rt=late)[run.name]
+    want = xic([ZarrRun(exported.store / "small.chunked")], targets, ppm=PPM, rt=late)
+    pd.testing.assert_frame_equal(none, want["small.chunked"])
+    assert len(none) == 0
+    with pytest.raises(ZarrStoreError, match=f"Zarr chunk {last}"):
+        tic([run])
+    assert cli.main(["xic", str(group), "--mz", f"{targets[0]:.6f}"]) != 0
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: "), lines
+    assert str(group) in lines[0] and f"Zarr chunk {last}" in lines[0], lines[0]
+
+
 def test_narrow_zarr_xic_reads_a_small_part_of_the_store(exported) -> None:
     """Bytes of chunk objects read for one target, against the signal arrays' size."""
     store = exported.store / "small.chunked"
@@ -156,7 +198,8 @@ def test_narrow_zarr_xic_reads_a_small_part_of_the_store(exported) -> None:
     signal = sum(
         p.stat().st_size for name in ("mz", "intensity") for p in (store / name).rglob("c/*")
     )
-    target = float(run.chunk_start[np.argmax(run.chunk_lengths)])
+    table = run.chunk_table()
+    target = float(table.chunk_start[np.argmax(table.lengths)])
     before = READ.bytes
     with dask.config.set(scheduler="sync"):
         frame = xic([run], [target], ppm=PPM)[run.name]
@@ -188,10 +231,11 @@ def test_lazy_views(exported) -> None:
     assert np.array_equal(lazy[1000:5000].compute(), zrun.array("mz").compute()[1000:5000])
     chunks = np.array([5, 6, 7, 40, 41, 900])
     selected = zrun.selection("mz", chunks)
-    assert selected.chunks == (tuple(zrun.chunk_lengths[chunks].tolist()),)
+    table = zrun.chunk_table()
+    assert selected.chunks == (tuple(table.lengths[chunks].tolist()),)
     whole = zrun.array("mz").compute()
     want = np.concatenate(
-        [whole[zrun.chunk_offsets[c] : zrun.chunk_offsets[c + 1]] for c in chunks]
+        [whole[table.starts[c] : table.starts[c] + table.lengths[c]] for c in chunks]
     )
     assert np.array_equal(selected.compute(), want)
     assert np.array_equal(selected[17:-9].compute(), want[17:-9])  # cuts inside chunks

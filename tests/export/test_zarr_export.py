@@ -15,6 +15,7 @@ import zstandard
 
 from mzpeak_dask import ArchiveError, InputError, OptionsError, OutputError, open_archive
 from mzpeak_dask.export.zarr import to_zarr
+from mzpeak_dask.zarr_runs import CHUNK_TABLES
 
 from ..conftest import INLINE
 from .builds import CHUNK_POINTS, CONVERSIONS, COPIED
@@ -65,8 +66,9 @@ def _frames(path, lengths: np.ndarray) -> list[bytes]:
 @pytest.mark.parametrize("name", NAMES)
 def test_every_mzpeak_chunk_is_one_frame_of_its_zarr_chunk(exported, name) -> None:
     """Read without zarr or the package's reader: the Zarr grid cuts only between spectra,
-    ``chunk_offsets`` gives the archive's mzPeak chunks, and each Zarr chunk object is their
-    frames in order, each inflating to its chunk's values."""
+    ``chunk_lengths`` gives the archive's mzPeak chunks, ``zarr_chunk_first`` the first of each
+    Zarr chunk, and each Zarr chunk object is their frames in order, each inflating to its
+    chunk's values."""
     group = zarr.open_group(str(exported.store / name), mode="r")
     keys = group.attrs["arrays"]  # zarr name -> mzPeak array name
     assert list(keys)[:2] == ["mz", "intensity"]
@@ -74,13 +76,14 @@ def test_every_mzpeak_chunk_is_one_frame_of_its_zarr_chunk(exported, name) -> No
         spectra = [expected_chunks(archive, i) for i in range(len(archive))]
     lengths = np.concatenate([np.diff(offsets) for _, offsets in spectra])
     assert len(lengths) and lengths.min() > 0
-    offsets = group["chunk_offsets"][:]
-    assert np.array_equal(np.diff(offsets), lengths)
+    assert np.array_equal(group["chunk_lengths"][:], lengths)
+    offsets = np.concatenate(([0], np.cumsum(lengths)))
     grid = np.concatenate(([0], np.cumsum(group["mz"].read_chunk_sizes[0])))
     assert np.isin(grid, group["spectrum_offsets"][:]).all()  # never inside a spectrum
-    assert np.isin(grid, offsets).all()  # hence never inside an mzPeak chunk
-    frame_bytes = group["chunk_frame_bytes"][:].reshape(len(keys), len(lengths))
-    first = np.searchsorted(offsets, grid)
+    first = group["zarr_chunk_first"][:]
+    assert np.array_equal(offsets[first], grid)  # hence never inside an mzPeak chunk
+    blocks = np.split(group["chunk_frame_bytes"][:], first[1:-1] * len(keys))
+    frame_bytes = np.concatenate([b.reshape(len(keys), -1) for b in blocks], axis=1)
     for k, (zname, key) in enumerate(keys.items()):
         array = group[zname]
         assert array.read_chunk_sizes == group["mz"].read_chunk_sizes
@@ -96,6 +99,36 @@ def test_every_mzpeak_chunk_is_one_frame_of_its_zarr_chunk(exported, name) -> No
                 assert _same(got, want[a:b]), (zname, c)
                 c += 1
         assert c == len(frames) == len(lengths)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_chunk_tables_are_one_frame_per_zarr_chunk(exported, name) -> None:
+    """Read without zarr: each per-mzPeak-chunk table's chunk objects are one Zstandard frame
+    per Zarr chunk of the signal arrays (sizes in ``zarr_chunk_table_bytes``), each inflating
+    to that Zarr chunk's entries; zarr reads the same values."""
+    group = zarr.open_group(str(exported.store / name), mode="r")
+    first = group["zarr_chunk_first"][:]
+    nz = group["mz"].nchunks
+    assert len(first) == nz + 1 and first[0] == 0 and np.all(np.diff(first) > 0)
+    sizes = group["zarr_chunk_table_bytes"][:].reshape(len(CHUNK_TABLES), nz)
+    width = len(group.attrs["arrays"])
+    for t, table in enumerate(CHUNK_TABLES):
+        array = group[table]
+        values = array[:]
+        scale = width if table == "chunk_frame_bytes" else 1
+        objects = [
+            (exported.store / name / table / "c" / str(c)).read_bytes()
+            for c in range(array.nchunks)
+        ]
+        bounds = np.concatenate(([0], np.cumsum(sizes[t])))
+        ends = np.cumsum([len(raw) for raw in objects])
+        assert np.isin(ends, bounds).all()  # an object ends where a frame does
+        joined = b"".join(objects)
+        assert len(joined) == bounds[-1]
+        for z in range(nz):
+            frame = joined[bounds[z] : bounds[z + 1]]
+            got = np.frombuffer(zstandard.decompress(frame), dtype=array.dtype)
+            assert np.array_equal(got, values[first[z] * scale : first[z + 1] * scale])
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -119,7 +152,7 @@ def test_chunk_and_spectrum_tables(exported, name) -> None:
     path = exported.archives[name]
     group = zarr.open_group(str(exported.store / name), mode="r")
     mz = group["mz"][:]
-    lengths = np.diff(group["chunk_offsets"][:])
+    lengths = group["chunk_lengths"][:]
     starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
     chunk_spectrum = group["chunk_spectrum_index"][:]
     offsets = group["spectrum_offsets"][:]
@@ -160,7 +193,7 @@ def test_reference_chunk_grid_from_raw_rows(exported) -> None:
     lengths = lengths[np.argsort(index, kind="stable")]
     group = zarr.open_group(str(exported.store / "ref.chunked"), mode="r")
     assert len(lengths) == 1311
-    assert np.array_equal(np.diff(group["chunk_offsets"][:]), lengths[lengths > 0])
+    assert np.array_equal(group["chunk_lengths"][:], lengths[lengths > 0])
     assert group["intensity"].nchunks > 5  # 243,054 points in Zarr chunks of about 20,000
     assert np.array_equal(group["chunk_spectrum_index"][:], np.sort(index)[lengths > 0])
 
@@ -170,12 +203,12 @@ def test_point_archive_gets_the_chunked_layouts_grid(exported, source) -> None:
     """A point archive's chunks are those our chunked layout writes for the same run."""
     point = zarr.open_group(str(exported.store / f"{source}.point"), mode="r")
     chunked = zarr.open_group(str(exported.store / f"{source}.chunked"), mode="r")
-    assert np.array_equal(point["chunk_offsets"][:], chunked["chunk_offsets"][:])
+    assert np.array_equal(point["chunk_lengths"][:], chunked["chunk_lengths"][:])
     assert np.array_equal(point["mz"][:], chunked["mz"][:])
 
 
 def _mzpeak_chunks(group) -> np.ndarray:
-    return np.diff(group["chunk_offsets"][:])
+    return group["chunk_lengths"][:]
 
 
 def test_chunk_width_overwrite_and_atomic_groups(exported, tmp_path) -> None:

@@ -124,7 +124,7 @@ def test_a_chunk_of_many_frames(tmp_path, compression) -> None:
     that do not compress and frames of 1 to 5 values: zarr and this reader read it whole, and
     its frames one by one."""
     from mzpeak_dask.export.zarr import encode_frames
-    from mzpeak_dask.zarr_runs.frames import Frames
+    from mzpeak_dask.zarr_runs.frames import over
     from mzpeak_dask.zarr_runs.store import create_point_array
 
     rng = np.random.default_rng(3)
@@ -141,7 +141,7 @@ def test_a_chunk_of_many_frames(tmp_path, compression) -> None:
     with zarr.config.set(RECTILINEAR):
         assert zarr.open_array(str(tmp_path / "a"), mode="r")[:].tobytes() == values.tobytes()
     offsets = np.concatenate(([0], np.cumsum(frames)))
-    reader = Frames(files, offsets, sizes)
+    reader = over(files, offsets, sizes, "mzPeak chunk")
     ids = np.array([0, 1, 2, 17, 399])
     want = np.concatenate([values[offsets[i] : offsets[i + 1]] for i in ids])
     assert reader.read(ids).tobytes() == want.tobytes()

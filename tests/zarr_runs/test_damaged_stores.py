@@ -43,7 +43,7 @@ class Exported:
         self.single = root / "single" / f"{RUN}.zarr.zip"
         with zarr.config.set({"array.rectilinear_chunks": True}):
             group = zarr.open_group(str(self.store / RUN), mode="r")
-            end = group["chunk_offsets"][1]
+            end = group["chunk_lengths"][0]
             mz, intensity = (group[name][:end] for name in ("mz", "intensity"))
         self.mz = f"{mz[np.argmax(intensity)]:.6f}"  # a peak of the first mzPeak chunk
 
@@ -88,6 +88,12 @@ DAMAGES = {  # name -> (object of the run, edit (None: removed), what the error 
     "not-json": ("intensity/zarr.json", lambda raw: b"{not json", ("intensity", "not JSON")),
     "wrong-shape": ("mz/zarr.json", edit_json(_grow), ("mz", "shape")),
     "wrong-table-shape": ("chunk_start/zarr.json", edit_json(_grow), ("chunk_start", "damaged")),
+    "garbage-table-chunk": ("chunk_lengths/c/0", _garble, ("chunk_lengths", "Zarr chunk 0")),
+    "truncated-table-chunk": (
+        "chunk_spectrum_index/c/0",
+        lambda raw: raw[:-3],
+        ("chunk_spectrum_index", "chunk 0", "damaged"),
+    ),
     "wrong-dtype": (
         "mz/zarr.json",
         edit_json(lambda document: document.update(data_type="float32")),
@@ -118,6 +124,22 @@ def test_damaged_store_is_one_error_line(exported, tmp_path, capsys, form, damag
     assert_one_error_line(code, capsys.readouterr().err, str(store), *fragments)
     with pytest.raises(ZarrStoreError, match="damaged"):
         xic(str(store), [float(exported.mz)], ms_level=None)
+
+
+@pytest.mark.parametrize("form", ["folder", "single-file"])
+def test_run_of_an_older_format_is_refused_in_one_line(exported, tmp_path, capsys, form) -> None:
+    """A run group of the previous layout (format 2, whose per-mzPeak-chunk tables were read
+    whole): one error line naming the store and saying to export it again."""
+
+    def older(document: dict) -> None:
+        document["attributes"]["format"] = "mzpeak-dask zarr export 2"
+
+    store = exported.damaged(form, tmp_path / "older", "zarr.json", edit_json(older))
+    code = cli.main(["xic", str(store), "--mz", exported.mz])
+    line = assert_one_error_line(code, capsys.readouterr().err, str(store), "export it again")
+    assert "mzpeak-dask zarr export 2" in line
+    with pytest.raises(ZarrStoreError, match="export it again"):
+        xic(str(store), [float(exported.mz)])
 
 
 @pytest.mark.parametrize(
