@@ -80,6 +80,7 @@ class FaultProxy:
         self._faults: Counter[str] = Counter()  # fault -> requests it is still due for
         self._parts_fail_always = False
         self._put_filter = ""  # the PUTs fail_puts fails hold this in their path
+        self._copy_filter = ""  # and this in their copy source (x-amz-copy-source)
         self._puts_spared = 0  # such PUTs still to forward before failing them
         self._down_until = 0.0  # refuses connections until then (inf: for good)
         self._down_on_part: float | None = None  # goes down this long at the next UploadPart
@@ -114,12 +115,14 @@ class FaultProxy:
             self._parts_fail_always = n is None
             self._faults["part-error"] = 0 if n is None else n
 
-    def fail_puts(self, n: int, containing: str = "", after: int = 0) -> None:
+    def fail_puts(self, n: int, containing: str = "", after: int = 0, copying: str = "") -> None:
         """Answer the next ``n`` PutObject requests (``PUT`` of a whole object, not a part;
         a server-side copy too) whose path holds ``containing`` ``500 InternalError``, once
-        ``after`` such requests have been forwarded."""
+        ``after`` such requests have been forwarded; with ``copying``, only the server-side
+        copies whose source holds it."""
         with self._lock:
             self._put_filter, self._puts_spared = containing, after
+            self._copy_filter = copying
         self._due("put-error", n)
 
     def go_down(self, seconds: float | None, at_next_part: bool = False) -> None:
@@ -262,7 +265,13 @@ class FaultProxy:
         if request.upload_part and self._take("part-error"):
             conn.sendall(s3_error(*INTERNAL, head_only=False))
             return
-        if method == "PUT" and "?" not in target and self._put_filter in target:
+        source = headers.get("x-amz-copy-source", "")
+        if (
+            method == "PUT"
+            and "?" not in target
+            and self._put_filter in target
+            and self._copy_filter in source
+        ):
             with self._lock:
                 spared, self._puts_spared = self._puts_spared > 0, self._puts_spared - 1
             if not spared and self._take("put-error"):
