@@ -103,6 +103,26 @@ def test_a_commit_failing_half_way_leaves_no_run(proxy, s3_endpoint, bucket, arc
     assert keys(s3_endpoint, bucket) == ["runs.zarr/zarr.json"]
 
 
+def test_writes_under_way_when_one_fails_land_before_the_clean_up(
+    proxy, s3_endpoint, bucket, archive
+):
+    """Two workers of two threads each write the run's chunks, each write held back a while
+    by the store, when the write of one chunk fails for good (after the chunks before it
+    were written): the chunks being written on the other threads then land before the
+    hidden prefix is removed, never after it. Done three times, as the writes' timing
+    varies; each time the command fails with one line and the bucket holds no run and no
+    hidden prefix."""
+    store = f"s3://{bucket}/runs.zarr"
+    proxy.delay_puts(0.3, containing="/runs.zarr/.small.tmp-")
+    for attempt in range(3):
+        proxy.fail_puts(EVERY, containing="/mz.20")  # the 21st of 35 chunks' mz object
+        result = export(
+            archive, store, through(proxy), "--workers", "2", "--threads-per-worker", "2"
+        )
+        one_line_error(result, f"{store}: run small: server error (500 InternalError)")
+        assert keys(s3_endpoint, bucket) == ["runs.zarr/zarr.json"], attempt
+
+
 def contents(group_url: str) -> tuple[dict, dict[str, np.ndarray]]:
     """A run's attributes and every array's values, read with zarr."""
     enable_rectilinear()
