@@ -162,6 +162,28 @@ def test_an_overwrite_whose_commit_fails_keeps_the_old_run(proxy, s3_endpoint, b
     assert_same_run(contents(f"{store}/small"), old)
 
 
+def test_an_overwrite_that_cannot_put_the_old_run_back_names_where_it_is(
+    proxy, s3_endpoint, bucket, archive
+):
+    """Every write to the run's keys fails after the first five, putting the old run back
+    too: the line names the hidden prefix holding the old run, whole, and no run is seen."""
+    store = f"s3://{bucket}/runs.zarr"
+    exported_old_run(archive, store, through(proxy))
+    run = "runs.zarr/small/"
+    before = [k.removeprefix(run) for k in keys(s3_endpoint, bucket) if k.startswith(run)]
+    proxy.fail_puts(EVERY, containing="/runs.zarr/small/", after=5)
+    result = run_cli(
+        "export-zarr", str(archive), store, "--zarr-chunk-points", "20000", "--overwrite",
+        "--cluster", "inline", env=through(proxy),
+    )  # fmt: skip
+    one_line_error(result, f"{store}: run small: server error (500 InternalError)")
+    [saved] = {k.split("/")[1] for k in keys(s3_endpoint, bucket) if "/.small.old-" in k}
+    one_line_error(result, f"{store}/{saved} (the old run, to copy back to {store}/small)")
+    kept = [k for k in keys(s3_endpoint, bucket) if k.startswith(f"runs.zarr/{saved}/")]
+    assert [k.removeprefix(f"runs.zarr/{saved}/") for k in kept] == before
+    assert "runs.zarr/small/zarr.json" not in keys(s3_endpoint, bucket)
+
+
 def test_an_overwrite_leaves_only_the_new_run(proxy, s3_endpoint, bucket, archive):
     """Replacing a run of 35 Zarr chunks by one of 12: the run's keys are those of the new
     run exported afresh, its arrays equal, and nothing of the old run or the commit stays."""
