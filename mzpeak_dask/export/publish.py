@@ -11,6 +11,8 @@ folder (:attr:`Sink.meta`) and gives each chunk its final key (``ARRAY/c/K``):
 * **remote store**: chunk objects are written under a hidden prefix of the store; at the
   commit they are copied (server side) to the run's keys, the metadata uploaded, the group's
   ``zarr.json`` last (zarr sees no run until all of it is there), and the hidden prefix deleted;
+  an older run it replaces is first copied aside, and put back if the commit fails
+  (:class:`RemoteSink`);
 * **single file**: the ZIP (stored members, ZIP64) is written beside its final name as the
   chunks come back, in chunk order, each chunk file appended in blocks of 1 MiB and deleted at
   once, so the staging folder holds only the chunks not yet appended; the metadata goes last,
@@ -219,12 +221,36 @@ class ZipSink(Sink):
 
 
 class RemoteSink(Sink):
+    """A run in a remote store (see the module docstring). Replacing an older run
+    (``overwrite``) keeps it safe until the new one is whole:
+
+    1. **save**: the old run's objects are copied (server side) to a hidden prefix beside it,
+       ``.RUN.old-*``; the old run is untouched, so a failure here only removes that copy;
+    2. **replace**: the old run's group ``zarr.json`` is deleted first (from then on zarr
+       finds no run there), then its other metadata, then its chunks; the new chunks are
+       copied in, the new metadata uploaded, the group's ``zarr.json`` last;
+    3. the saved copy and the work prefix are deleted.
+
+    A failure during 2 restores the saved copy (what the commit wrote is deleted, the old
+    objects copied back, the group's ``zarr.json`` last) and deletes it. Why so: an object
+    store has no rename, and the new run's chunks have the very keys of the old run's
+    (``ARRAY/c/K``), so copying them in overwrites the old chunks: keeping the old run "in
+    place until the new one is whole" cannot work, and a copy of it is the only way back.
+    Since the group's ``zarr.json`` is removed before any old object is touched and written
+    only once every other object of the (new, or restored) run is in place, a reader that
+    opens the run sees the old run whole, no run, or the new run whole, never a mixture
+    claiming to be valid. If the restore fails too, the saved copy stays and is named.
+    """
+
     def __init__(self, store: str, staging: Path, name: str):
+        tag = uuid.uuid4().hex[:8]
         self.final = join(store, name)
-        self.work = join(store, f".{name}.tmp-{uuid.uuid4().hex[:8]}")
+        self.work = join(store, f".{name}.tmp-{tag}")
+        self.saved = join(store, f".{name}.old-{tag}")  # the old run, while it is replaced
         self.meta = Path(tempfile.mkdtemp(prefix=f"{name}.meta-", dir=staging))
         self.moves: list[tuple[str, str]] = []
-        self.started = False
+        self.old: list[str] = []  # keys of the old run (relative to the run), once saved
+        self.stage = "building"  # then "saving", "replacing", "done"
 
     def arrived(self, moves: list[tuple[str, str]]) -> None:
         self.moves += moves
@@ -234,29 +260,80 @@ class RemoteSink(Sink):
             raise OutputError(f"{self.final}: appeared during the export; not replaced")
         fs, final = filesystem(self.final)
         _, work = filesystem(self.work)
-        self.started = True
-        _remove(fs, final)  # an older run (overwrite was checked)
+        _, saved = filesystem(self.saved)
+        old = _run_keys(fs, final)  # an older run (overwrite was checked), or nothing
+        if old:
+            self.stage = "saving"
+            for key in old:
+                fs.copy(f"{final}/{key}", f"{saved}/{key}")
+            self.old = old
+        self.stage = "replacing"
+        _remove_run(fs, final)
         for source, key in self.moves:
             fs.copy(f"{work}/{source}", f"{final}/{key}")
         for key in _meta_files(self.meta):  # the group's zarr.json last
             fs.put_file(str(self.meta / key), f"{final}/{key}")
-        self.started = False
-        for where in self.abort():  # the work prefix and the local metadata
+        self.stage = "done"
+        for where in self._clean(saved=True):  # the work prefix, the saved run, the metadata
             _log.warning("%s: not removed after the run was exported (hidden from readers)", where)
 
     def abort(self) -> list[str]:
-        """Remove the work prefix (and what a commit that failed half way copied): a store
-        that fails now too leaves them, named in the list returned, not raised (the failure
-        that led here is the one to report)."""
+        """Remove the work prefix and what a commit that failed half way wrote, and put back
+        the old run it was replacing: a store that fails now too leaves them, named in the
+        list returned, not raised (the failure that led here is the one to report)."""
+        left: list[str] = []
+        restored = True
+        if self.stage == "replacing":
+            try:
+                fs, final = filesystem(self.final)
+                _remove_run(fs, final)  # what the commit wrote
+                _, saved = filesystem(self.saved)
+                for key in self.old:  # the group's zarr.json last
+                    fs.copy(f"{saved}/{key}", f"{final}/{key}")
+            except Exception:  # noqa: BLE001 - named to the user instead
+                restored = False
+                if self.old:
+                    left.append(f"{self.saved} (the old run, to copy back to {self.final})")
+                left.append(self.final)
+        return left + self._clean(saved=restored)
+
+    def _clean(self, saved: bool) -> list[str]:
+        """Delete the local metadata, the work prefix and (``saved``) the saved old run; the
+        locations that could not be."""
         shutil.rmtree(self.meta, ignore_errors=True)
         left = []
-        for location in [self.work, *([self.final] if self.started else [])]:
+        for location in [self.work, *([self.saved] if saved else [])]:
             try:
                 fs, path = filesystem(location)
                 _remove(fs, path)
             except Exception:  # noqa: BLE001 - named to the user instead
                 left.append(location)
         return left
+
+
+def _run_keys(fs: Any, path: str) -> list[str]:
+    """The keys of every object under ``path`` (relative to it), the group's ``zarr.json``
+    last (copied in that order, a run is seen only once it is whole)."""
+    fs.invalidate_cache()
+    try:
+        found = fs.find(path)
+    except FileNotFoundError:
+        return []
+    keys = [k[len(path) + 1 :] for k in found if k.startswith(f"{path}/")]
+    return sorted(keys, key=lambda k: (k == "zarr.json", k))
+
+
+def _remove_run(fs: Any, path: str) -> None:
+    """Delete the run under ``path``: its group's ``zarr.json`` first (zarr sees no run from
+    then on), then the other metadata, then the rest."""
+    keys = _run_keys(fs, path)
+    group = [k for k in keys if k == "zarr.json"]
+    meta = [k for k in keys if k.endswith("/zarr.json")]
+    rest = [k for k in keys if not k.endswith("zarr.json")]
+    for batch in (group, meta, rest):
+        if batch:
+            fs.rm([f"{path}/{k}" for k in batch])
+    fs.invalidate_cache()
 
 
 def _remove(fs: Any, path: str) -> None:

@@ -44,11 +44,14 @@ How it runs (all runs side by side on one executor; the coordinator never decode
 3. as results come back the coordinator gives each chunk its key (a single file appends it to
    the ZIP at once); when a run's tasks are in, it writes the metadata and the tables and
    makes the run visible (replacing an old one only with ``overwrite``). On failure or
-   interruption everything the run wrote is deleted.
+   interruption everything the run wrote is deleted, once the write tasks have stopped: those
+   not started are cancelled (or, given the stop flag, write nothing), the running ones are
+   waited for (:data:`STOP_SECONDS` at most), so that none writes after the clean-up.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import time
@@ -62,7 +65,7 @@ import zarr
 from .. import vocabulary as V
 from ..errors import ArchiveError, InputError, OptionsError, OutputError, StorageError
 from ..options import ClusterOptions, ConvertOptions, ZarrOptions
-from ..parallel.executors import Task, open_executor
+from ..parallel.executors import Task, open_executor, stopped
 from ..read.archive import cached_archive
 from ..storage.probe import probe_output
 from ..storage.urls import is_url, local_path
@@ -96,6 +99,8 @@ from .publish import (
 )
 
 ZSTD_LEVEL = 3  # the level the arrays' metadata declare
+STOP_SECONDS = 300.0  # a failed export waits this long at most for its running write tasks
+_log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -127,6 +132,7 @@ class ChunkJob:
     stop: int
     width: float
     compression: str
+    flag: str | None = None  # the export's stop flag (see executors.stopped)
 
 
 @dataclass
@@ -203,14 +209,19 @@ def encode_frames(
     return b"".join(frames), np.array([len(f) for f in frames], dtype=np.int64)
 
 
-def write_chunk(job: ChunkJob) -> ChunkResult:
-    """Decode a range of spectra and write its chunk object of every array (a worker task)."""
+def write_chunk(job: ChunkJob) -> ChunkResult | None:
+    """Decode a range of spectra and write its chunk object of every array (a worker task);
+    None, having written nothing more, once the export has stopped (it failed)."""
+    if stopped(job.flag):
+        return None
     values, lengths, owners = _decode(cached_archive(job.source), job)
     frames = np.zeros((len(job.arrays), len(lengths)), np.int64)
     main = None
     if len(lengths):
         for k, spec in enumerate(job.arrays):
             data, frames[k] = encode_frames(values[spec.name], lengths, job.compression)
+            if stopped(job.flag):
+                return None
             with reported(job.store, [job.name]):
                 put_object(job.work, work_key(spec.name, job.task), data)
             if main is None:
@@ -252,8 +263,8 @@ class RunExport:
     def open(self) -> None:
         self.sink = open_sink(self.store, self.name, self.single_file, self.staging)
 
-    def surveyed(self, survey: RunSurvey) -> list[ChunkJob]:
-        """The write jobs of the run, one per Zarr chunk."""
+    def surveyed(self, survey: RunSurvey, flag: str | None) -> list[ChunkJob]:
+        """The write jobs of the run, one per Zarr chunk, given the export's stop flag."""
         self.survey = survey
         jobs = [
             ChunkJob(
@@ -267,6 +278,7 @@ class RunExport:
                 stop=b,
                 width=self.width,
                 compression=self.compression,
+                flag=flag,
             )
             for k, (a, b) in enumerate(survey.ranges(self.chunk_points))
         ]
@@ -465,6 +477,7 @@ def _drive(executor: Any, runs: list[RunExport], overwrite: bool) -> list[ZarrRu
     """Survey every run, write its chunks as soon as its survey is in, commit finished runs."""
     tasks: list[Task] = []
     results: dict[int, ZarrRunResult] = {}
+    flag = executor.stop_flag()
     try:
         for k, run in enumerate(runs):
             run.open()
@@ -478,7 +491,7 @@ def _drive(executor: Any, runs: list[RunExport], overwrite: bool) -> list[ZarrRu
             executor.release(task)
             run = runs[k]
             if kind == "survey":
-                jobs = run.surveyed(value)
+                jobs = run.surveyed(value, flag)
                 tasks += [executor.submit(("write", k), write_chunk, job) for job in jobs]
             elif kind == "sha256":
                 run.sha256 = value
@@ -487,15 +500,44 @@ def _drive(executor: Any, runs: list[RunExport], overwrite: bool) -> list[ZarrRu
             if run.complete:
                 results[k] = run.commit(overwrite)
     except BaseException as exc:
-        for task in tasks:
-            executor.cancel(task)
-        left = [where for k, run in enumerate(runs) if k not in results for where in run.abort()]
-        if left and isinstance(exc, StorageError):
-            raise StorageError(
-                f"{exc}; left in the store (hidden from readers): {', '.join(left)}"
-            ) from None
+        _stop(executor, flag, tasks, runs, results, exc)
         raise
+    finally:
+        executor.lower(flag)
     return [results[k] for k in range(len(runs))]
+
+
+def _stop(
+    executor: Any,
+    flag: str | None,
+    tasks: list[Task],
+    runs: list[RunExport],
+    results: dict[int, ZarrRunResult],
+    exc: BaseException,
+) -> None:
+    """After a failure: end the tasks (the write tasks running are waited for, so that none
+    writes after the clean-up), then remove what the unfinished runs wrote. What is left in
+    the store is named: in the StorageError that ``exc`` becomes, else in a logged warning."""
+    writes = [t for t in tasks if t.tag[0] == "write"]
+    for task in tasks:
+        if task not in writes:
+            executor.cancel(task)
+    seconds = min(STOP_SECONDS, getattr(executor, "task_timeout", STOP_SECONDS))
+    running = {t.tag[1] for t in executor.finish(flag, writes, seconds)}
+    left = []
+    for k, run in enumerate(runs):
+        if k in results:
+            continue
+        left += run.abort()
+        if k in running and run.sink is not None:
+            left.append(f"{run.sink.work} (write tasks still running after {seconds:g} s)")
+    if not left:
+        return
+    if isinstance(exc, StorageError):
+        raise StorageError(
+            f"{exc}; left in the store (hidden from readers): {', '.join(left)}"
+        ) from None
+    _log.warning("left in the store (hidden from readers): %s", ", ".join(left))
 
 
 __all__ = [

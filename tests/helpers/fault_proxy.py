@@ -2,7 +2,8 @@
 for the tests of what a conversion does when the store fails: it forwards each request and,
 on command, resets the connection (mid-request or mid-response), answers ``503 SlowDown`` or
 ``500 InternalError`` (S3's XML error bodies; the latter to UploadPart or PutObject requests),
-or goes down (refuses connections) for a while or for good.
+holds PutObject requests back for a while before forwarding them (a slow store), or goes down
+(refuses connections) for a while or for good.
 
 Each client connection carries one request: the proxy asks the server and the client to close
 the connection after it (``Connection: close``), so that every request is seen and can be
@@ -80,6 +81,8 @@ class FaultProxy:
         self._faults: Counter[str] = Counter()  # fault -> requests it is still due for
         self._parts_fail_always = False
         self._put_filter = ""  # the PUTs fail_puts fails hold this in their path
+        self._copy_filter = ""  # and this in their copy source (x-amz-copy-source)
+        self._delay = (0.0, "")  # seconds PUTs holding the string in their path are held back
         self._puts_spared = 0  # such PUTs still to forward before failing them
         self._down_until = 0.0  # refuses connections until then (inf: for good)
         self._down_on_part: float | None = None  # goes down this long at the next UploadPart
@@ -114,13 +117,21 @@ class FaultProxy:
             self._parts_fail_always = n is None
             self._faults["part-error"] = 0 if n is None else n
 
-    def fail_puts(self, n: int, containing: str = "", after: int = 0) -> None:
+    def fail_puts(self, n: int, containing: str = "", after: int = 0, copying: str = "") -> None:
         """Answer the next ``n`` PutObject requests (``PUT`` of a whole object, not a part;
         a server-side copy too) whose path holds ``containing`` ``500 InternalError``, once
-        ``after`` such requests have been forwarded."""
+        ``after`` such requests have been forwarded; with ``copying``, only the server-side
+        copies whose source holds it."""
         with self._lock:
             self._put_filter, self._puts_spared = containing, after
+            self._copy_filter = copying
         self._due("put-error", n)
+
+    def delay_puts(self, seconds: float, containing: str = "") -> None:
+        """Hold every PutObject request whose path holds ``containing`` back ``seconds``
+        before forwarding it (its object is stored that much later)."""
+        with self._lock:
+            self._delay = (seconds, containing)
 
     def go_down(self, seconds: float | None, at_next_part: bool = False) -> None:
         """Refuse connections for ``seconds`` (None: until stopped), from now or from the next
@@ -262,12 +273,22 @@ class FaultProxy:
         if request.upload_part and self._take("part-error"):
             conn.sendall(s3_error(*INTERNAL, head_only=False))
             return
-        if method == "PUT" and "?" not in target and self._put_filter in target:
+        source = headers.get("x-amz-copy-source", "")
+        if (
+            method == "PUT"
+            and "?" not in target
+            and self._put_filter in target
+            and self._copy_filter in source
+        ):
             with self._lock:
                 spared, self._puts_spared = self._puts_spared > 0, self._puts_spared - 1
             if not spared and self._take("put-error"):
                 conn.sendall(s3_error(*INTERNAL, head_only=False))
                 return
+        with self._lock:
+            delay, delayed = self._delay
+        if delay and method == "PUT" and "?" not in target and delayed in target:
+            self._stop.wait(delay)
         answer = self._forward(request)
         if self._take("reset-response"):
             conn.sendall(answer[: max(1, len(answer) // 2)])
