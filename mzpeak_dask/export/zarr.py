@@ -65,7 +65,7 @@ import zarr
 from .. import vocabulary as V
 from ..errors import ArchiveError, InputError, OptionsError, OutputError, StorageError
 from ..options import ClusterOptions, ConvertOptions, ZarrOptions
-from ..parallel.executors import Task, open_executor, stopped
+from ..parallel.executors import Task, open_executor
 from ..read.archive import cached_archive
 from ..storage.probe import probe_output
 from ..storage.urls import is_url, local_path
@@ -86,6 +86,7 @@ from ..zarr_runs.store import (
     write_framed_table,
     write_table_array,
 )
+from . import stopping
 from .plan import ArraySpec, RunSurvey, archive_sha256, survey_run
 from .publish import (
     Sink,
@@ -132,7 +133,7 @@ class ChunkJob:
     stop: int
     width: float
     compression: str
-    flag: str | None = None  # the export's stop flag (see executors.stopped)
+    flag: str | None = None  # the export's stop flag (see .stopping)
 
 
 @dataclass
@@ -212,7 +213,7 @@ def encode_frames(
 def write_chunk(job: ChunkJob) -> ChunkResult | None:
     """Decode a range of spectra and write its chunk object of every array (a worker task);
     None, having written nothing more, once the export has stopped (it failed)."""
-    if stopped(job.flag):
+    if stopping.stopped(job.flag):
         return None
     values, lengths, owners = _decode(cached_archive(job.source), job)
     frames = np.zeros((len(job.arrays), len(lengths)), np.int64)
@@ -220,7 +221,7 @@ def write_chunk(job: ChunkJob) -> ChunkResult | None:
     if len(lengths):
         for k, spec in enumerate(job.arrays):
             data, frames[k] = encode_frames(values[spec.name], lengths, job.compression)
-            if stopped(job.flag):
+            if stopping.stopped(job.flag):
                 return None
             with reported(job.store, [job.name]):
                 put_object(job.work, work_key(spec.name, job.task), data)
@@ -477,7 +478,7 @@ def _drive(executor: Any, runs: list[RunExport], overwrite: bool) -> list[ZarrRu
     """Survey every run, write its chunks as soon as its survey is in, commit finished runs."""
     tasks: list[Task] = []
     results: dict[int, ZarrRunResult] = {}
-    flag = executor.stop_flag()
+    flag = stopping.new_flag(executor)
     try:
         for k, run in enumerate(runs):
             run.open()
@@ -503,7 +504,7 @@ def _drive(executor: Any, runs: list[RunExport], overwrite: bool) -> list[ZarrRu
         _stop(executor, flag, tasks, runs, results, exc)
         raise
     finally:
-        executor.lower(flag)
+        stopping.forget(executor, flag)
     return [results[k] for k in range(len(runs))]
 
 
@@ -523,7 +524,7 @@ def _stop(
         if task not in writes:
             executor.cancel(task)
     seconds = min(STOP_SECONDS, getattr(executor, "task_timeout", STOP_SECONDS))
-    running = {t.tag[1] for t in executor.finish(flag, writes, seconds)}
+    running = {t.tag[1] for t in stopping.stop(executor, flag, writes, seconds)}
     left = []
     for k, run in enumerate(runs):
         if k in results:

@@ -4,19 +4,12 @@ An argument that is a Task (or a list holding Tasks) stands for that task's resu
 can depend on others without their results passing through this process. Every wait has a
 deadline: a cluster on which no task ends for ``task_timeout`` seconds (its workers gone, a
 task stuck) stops the call with a :class:`~mzpeak_dask.errors.ClusterError`.
-
-A call that must know when its tasks have stopped writing (before it removes what they wrote)
-gives them a stop flag (:meth:`DaskExecutor.stop_flag`), which each task checks
-(:func:`stopped`) before it starts writing; :meth:`DaskExecutor.finish` raises the flag, cancels
-the tasks not started and waits for the running ones to end. Cancelling alone would not do: a
-task already running on a worker's thread runs on, unseen, after its future is cancelled.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -65,15 +58,6 @@ class InlineExecutor:
 
     def cancel(self, task: Task) -> None:
         task.value = None
-
-    def stop_flag(self) -> None:
-        return None  # every task has ended when submit returns
-
-    def finish(self, flag: Any, tasks: list[Task], seconds: float) -> list[Task]:
-        return []
-
-    def lower(self, flag: Any) -> None:
-        pass
 
 
 class DaskExecutor:
@@ -137,65 +121,6 @@ class DaskExecutor:
         with contextlib.suppress(Exception):
             task.future.cancel()
 
-    def stop_flag(self) -> str:
-        """A new stop flag (the name of a ``distributed.Event``, not raised yet) for tasks
-        to check with :func:`stopped`."""
-        return f"mzpeak-dask-stop-{uuid.uuid4().hex}"
-
-    def finish(self, flag: str, tasks: list[Task], seconds: float) -> list[Task]:
-        """End ``tasks``, given ``flag``: raise it (a task starting from now on does nothing),
-        cancel those the scheduler has not given to a worker, and wait up to ``seconds`` for
-        the others to end; those still running then (cancelled too, but running on).
-
-        Why this is safe: a task that has started writing saw the flag down, so it started
-        before the flag was raised, and stays in the scheduler's "processing" state until it
-        ends; it is not cancelled but waited for. A task cancelled had not started then, and
-        should it start all the same (the cancel racing its start), it sees the flag."""
-        from distributed import Event, wait
-
-        with contextlib.suppress(Exception):  # a scheduler gone: the futures end as lost
-            Event(flag, client=self.client).set()
-        keys = [t.future.key for t in tasks]
-        try:
-            states = self.client.run_on_scheduler(_task_states, keys)
-        except Exception:  # noqa: BLE001 - then every task is waited for
-            states = {}
-        waited = []
-        for task in tasks:
-            if states.get(task.future.key, "processing") == "processing":
-                waited.append(task)
-            else:
-                self.cancel(task)
-        with contextlib.suppress(TimeoutError):
-            wait([t.future for t in waited], timeout=seconds)
-        running = [t for t in waited if not t.future.done()]
-        for task in waited:
-            self.cancel(task)
-        return running
-
-    def lower(self, flag: str) -> None:
-        """Forget ``flag`` (on the scheduler)."""
-        from distributed import Event
-
-        with contextlib.suppress(Exception):
-            Event(flag, client=self.client).clear()
-
-
-def stopped(flag: str | None) -> bool:
-    """Whether ``flag`` (:meth:`DaskExecutor.stop_flag`, or None) is raised: a task's check,
-    on a worker, before it writes."""
-    if flag is None:
-        return False
-    from distributed import Event
-
-    return Event(flag).is_set()
-
-
-def _task_states(keys: list[Any], dask_scheduler: Any = None) -> dict[Any, str]:
-    """The scheduler's state of each of ``keys`` it knows (run on the scheduler)."""
-    tasks = dask_scheduler.tasks
-    return {key: tasks[key].state for key in keys if key in tasks}
-
 
 def _each_task(arg: Any, stand_in: Callable[[Task], Any]) -> Any:
     """``arg`` with a Task, or each Task of a list, replaced by ``stand_in(task)``."""
@@ -227,4 +152,4 @@ def open_executor(options: ClusterOptions, client: Any = None) -> Iterator[Any]:
         yield executor_for(started, options)
 
 
-__all__ = ["DaskExecutor", "InlineExecutor", "Task", "executor_for", "open_executor", "stopped"]
+__all__ = ["DaskExecutor", "InlineExecutor", "Task", "executor_for", "open_executor"]
