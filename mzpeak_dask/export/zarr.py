@@ -39,8 +39,9 @@ How it runs (all runs side by side on one executor; the coordinator never decode
    estimated points, which cut the run into spectrum ranges, one per Zarr chunk
    (:mod:`.plan`); the archive's SHA-256 is another task;
 2. **write** (one task per range): decode the spectra, cut them into mzPeak chunks, and write
-   one chunk object per signal array straight to the run's destination (:mod:`.publish`);
-   return the chunk lengths, bounds and frame sizes;
+   one chunk object per signal array straight to the run's destination (:mod:`.publish`),
+   or returns the objects where the workers cannot see a local destination, for the
+   coordinator to write; return the chunk lengths, bounds and frame sizes;
 3. as results come back the coordinator gives each chunk its key (a single file appends it to
    the ZIP at once); when a run's tasks are in, it writes the metadata and the tables and
    makes the run visible (replacing an old one only with ``overwrite``). On failure or
@@ -55,7 +56,7 @@ import logging
 import os
 import shutil
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -126,7 +127,7 @@ class ChunkJob:
     source: str
     store: str  # where the run goes, and its name there (what a failure names)
     name: str
-    work: str  # the run's work location (a folder or a URL prefix)
+    work: str | None  # the run's work location (a folder or a URL prefix); None: returned
     task: int
     arrays: tuple[ArraySpec, ...]
     start: int
@@ -146,6 +147,7 @@ class ChunkResult:
     chunk_start: np.ndarray  # float64 first and last main-axis values
     chunk_end: np.ndarray
     frames: np.ndarray  # int64 (arrays, chunks): bytes of each frame
+    objects: dict[str, bytes] | None = None  # the chunk objects, for the coordinator to write
 
     @property
     def points(self) -> int:
@@ -211,20 +213,24 @@ def encode_frames(
 
 
 def write_chunk(job: ChunkJob) -> ChunkResult | None:
-    """Decode a range of spectra and write its chunk object of every array (a worker task);
-    None, having written nothing more, once the export has stopped (it failed)."""
+    """Decode a range of spectra and write its chunk object of every array (a worker task),
+    or return them where the worker cannot see the work folder (``job.work`` None); None,
+    having written nothing more, once the export has stopped (it failed)."""
     if stopping.stopped(job.flag):
         return None
     values, lengths, owners = _decode(cached_archive(job.source), job)
     frames = np.zeros((len(job.arrays), len(lengths)), np.int64)
-    main = None
+    main, objects = None, None if job.work else {}
     if len(lengths):
         for k, spec in enumerate(job.arrays):
             data, frames[k] = encode_frames(values[spec.name], lengths, job.compression)
             if stopping.stopped(job.flag):
                 return None
-            with reported(job.store, [job.name]):
-                put_object(job.work, work_key(spec.name, job.task), data)
+            if objects is not None:
+                objects[work_key(spec.name, job.task)] = data
+            else:
+                with reported(job.store, [job.name]):
+                    put_object(job.work, work_key(spec.name, job.task), data)
             if main is None:
                 main = values[spec.name]
     starts = np.concatenate(([0], np.cumsum(lengths)[:-1])).astype(np.int64)
@@ -233,7 +239,7 @@ def write_chunk(job: ChunkJob) -> ChunkResult | None:
     else:
         main = main.astype(np.float64)
         bounds = np.fmin.reduceat(main, starts), np.fmax.reduceat(main, starts)
-    return ChunkResult(job.task, lengths, owners, *bounds, frames)
+    return ChunkResult(job.task, lengths, owners, *bounds, frames, objects)
 
 
 @dataclass
@@ -250,6 +256,7 @@ class RunExport:
     staging: Path | None
     started: float = field(default_factory=time.perf_counter)
     sink: Sink | None = None
+    returned: bool = False  # the workers cannot see the work folder: they return the chunks
     survey: RunSurvey | None = None
     sha256: str | None = None
     results: dict[int, ChunkResult] = field(default_factory=dict)
@@ -272,7 +279,7 @@ class RunExport:
                 source=str(self.archive),
                 store=self.store,
                 name=self.name,
-                work=self.sink.work,
+                work=None if self.returned else self.sink.work,
                 task=k,
                 arrays=tuple(survey.arrays),
                 start=a,
@@ -288,7 +295,9 @@ class RunExport:
 
     def add(self, result: ChunkResult) -> None:
         """A write task's result; the chunks of consecutive finished tasks get their keys."""
-        self.results[result.task] = result
+        for key, data in (result.objects or {}).items():  # written here, then let go
+            put_object(self.sink.work, key, data)
+        self.results[result.task] = replace(result, objects=None)
         while self.placed in self.results:
             done = self.results[self.placed]
             if done.points:
@@ -482,6 +491,8 @@ def _drive(executor: Any, runs: list[RunExport], overwrite: bool) -> list[ZarrRu
     try:
         for k, run in enumerate(runs):
             run.open()
+            work = run.sink.work
+            run.returned = not is_url(work) and not executor.workers_see(Path(work))
             tasks.append(executor.submit(("survey", k), survey_run, str(run.archive)))
             tasks.append(executor.submit(("sha256", k), archive_sha256, str(run.archive)))
         while tasks:

@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
 import zarr
-from distributed import get_task_stream
+from distributed import Client, get_task_stream
 
 from mzpeak_dask import ClusterOptions
 from mzpeak_dask.analysis import open_runs, xic
 from mzpeak_dask.export.zarr import to_zarr
 from mzpeak_dask.parallel.cluster import cluster_client
+
+from ..helpers.clusters import ExternalCluster, can_hide_folders
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 NAMES = ["ref.chunked", "small.peaks", "metabo.point", "kitchen.point"]
@@ -64,3 +70,50 @@ def test_cluster_xic_equals_threaded_xic(exported, client) -> None:
     for name in threaded:
         pd.testing.assert_frame_equal(threaded[name], distributed[name])
     assert np.count_nonzero(threaded["ref.point"][810.4155].to_numpy()) > 3
+
+
+@pytest.fixture(scope="module")
+def apart(tmp_path_factory):
+    """A scheduler and two workers that cannot see the folder the stores are written in (as
+    workers on other machines with no shared file system)."""
+    if not can_hide_folders():
+        pytest.skip("workers apart need mount namespaces (unshare), which this machine forbids")
+    folder = tmp_path_factory.mktemp("apart")
+    cluster = ExternalCluster(workers=2, hidden=str(folder))
+    try:
+        with Client(cluster.address) as client:
+            yield client, folder
+    finally:
+        cluster.close()
+
+
+def _group(path: Path, single_file: bool) -> zarr.Group:
+    store = zarr.storage.ZipStore(path, mode="r") if single_file else str(path)
+    return zarr.open_group(store, mode="r")
+
+
+@pytest.mark.parametrize("single_file", [False, True], ids=["folder", "single-file"])
+def test_workers_that_cannot_see_the_store_export_what_inline_does(
+    exported, apart, tmp_path, single_file
+) -> None:
+    """The workers return the chunks they cannot write; this process writes them."""
+    client, folder = apart
+    here = Path(tempfile.mkdtemp(dir=folder))
+    assert not any(client.run(os.path.isdir, str(here)).values())  # the workers' view
+    archives = [exported.archives[name] for name in NAMES[:2]]
+    options = {"chunk_points": 20_000, "single_file": single_file}
+    to_zarr(archives, here / "apart.zarr", client=client, **options)
+    inline = tmp_path / "inline.zarr"
+    to_zarr(archives, inline, cluster=ClusterOptions(cluster="inline"), **options)
+    leaf = ".zarr.zip" if single_file else ""
+    with zarr.config.set({"array.rectilinear_chunks": True}):
+        for name in NAMES[:2]:
+            got = _group(here / "apart.zarr" / f"{name}{leaf}", single_file)
+            want = _group(inline / f"{name}{leaf}", single_file)
+            assert dict(got.attrs) == dict(want.attrs)
+            assert sorted(got.array_keys()) == sorted(want.array_keys())
+            for key in want.array_keys():
+                assert got[key][:].tobytes() == want[key][:].tobytes(), (name, key)
+    assert sorted(p.name for p in (here / "apart.zarr").iterdir()) == sorted(
+        p.name for p in inline.iterdir()
+    )

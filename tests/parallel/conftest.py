@@ -1,97 +1,11 @@
-"""Real Dask clusters for the tests: an embedded LocalCluster, and a scheduler plus workers
-started as separate ``dask scheduler`` / ``dask worker`` processes on 127.0.0.1."""
+"""Real Dask clusters for the tests: a scheduler plus workers started as separate processes
+(:mod:`tests.helpers.clusters`)."""
 
 from __future__ import annotations
 
-import socket
-import subprocess
-import sys
-import time
-
 import pytest
-from distributed import Client
 
-UNSHARE = ["unshare", "--mount", "--propagation", "private"]
-
-
-def can_hide_folders() -> bool:
-    """Whether this machine lets a process mount over a folder in its own mount namespace
-    (root, or a user namespace; containers may forbid both)."""
-    try:
-        done = subprocess.run(
-            [*UNSHARE, "sh", "-c", "mount -t tmpfs none /mnt"], capture_output=True, timeout=30
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return done.returncode == 0
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class ExternalCluster:
-    """``python -m dask scheduler`` and ``python -m dask worker`` processes. With ``hidden``,
-    each worker runs in its own mount namespace with an empty file system mounted over that
-    folder: it cannot see what this process writes there, as a worker on another machine."""
-
-    def __init__(self, workers: int, nanny: bool = False, hidden: str | None = None):
-        self.hidden = hidden
-        self.port = _free_port()
-        self.address = f"tcp://127.0.0.1:{self.port}"
-        self.processes = [
-            self._spawn(
-                "scheduler", "--host", "127.0.0.1", "--port", str(self.port), "--no-dashboard"
-            )
-        ]
-        self.workers = [
-            self._spawn(
-                "worker",
-                self.address,
-                "--nthreads",
-                "1",
-                "--nanny" if nanny else "--no-nanny",
-                "--no-dashboard",
-                "--host",
-                "127.0.0.1",
-                apart=hidden is not None,
-            )
-            for _ in range(workers)
-        ]
-        self.processes += self.workers
-        self._wait(workers)
-
-    def _spawn(self, *args: str, apart: bool = False) -> subprocess.Popen:
-        command = [sys.executable, "-m", "dask", *args]
-        if apart:  # mount, then run the worker in its place (its pid is the worker's)
-            script = 'mount -t tmpfs none "$0" && exec "$@"'
-            command = [*UNSHARE, "sh", "-c", script, self.hidden, *command]
-        return subprocess.Popen(
-            command,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-
-    def _wait(self, workers: int) -> None:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with Client(self.address, timeout="5s") as client:
-                    if workers:
-                        client.wait_for_workers(workers, timeout=60)
-                    return
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.5)
-
-    def close(self) -> None:
-        for p in reversed(self.processes):
-            p.kill()
-        for p in self.processes:
-            p.wait(timeout=30)
+from ..helpers.clusters import ExternalCluster
 
 
 @pytest.fixture

@@ -246,7 +246,7 @@ def test_batch_on_an_external_cluster_survives_a_killed_worker(tmp_path) -> None
     killed mid-way: every run converts, and the archives equal those of a clean run here."""
     from mzpeak_dask.batch.runner import run_batch
 
-    from .conftest import ExternalCluster
+    from ..helpers.clusters import ExternalCluster
 
     source = tmp_path / "repository"
     source.mkdir()

@@ -15,7 +15,7 @@ from distributed import Client
 from mzpeak_dask import ClusterError, ClusterOptions, convert
 
 from ..conftest import BUNDLED
-from .conftest import ExternalCluster
+from ..helpers.clusters import ExternalCluster
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 SMALL = BUNDLED / "small.mzML"

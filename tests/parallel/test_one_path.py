@@ -19,8 +19,8 @@ from distributed import Client
 from mzpeak_dask import ConvertOptions, convert_many
 
 from ..conftest import BUNDLED, DATA, INLINE
+from ..helpers.clusters import ExternalCluster, can_hide_folders
 from ..helpers.servers import s3_client
-from .conftest import ExternalCluster, can_hide_folders
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
