@@ -196,3 +196,18 @@ def _members(data: bytes) -> dict:
 def _wait_for_workers(client: Client, n: int) -> None:
     """The nanny starts the killed worker again: wait for it, for the next test."""
     client.wait_for_workers(n, timeout=60)
+
+
+@pytest.mark.parametrize("workers", [1, 4])
+def test_any_worker_count_writes_the_inline_archive(workers, expected, tmp_path) -> None:
+    """One worker or four (the matrix above has two): each partition of a run in steps
+    goes to whichever worker is free, and the archive is the same bytes."""
+    from mzpeak_dask import ClusterOptions
+    from mzpeak_dask.parallel.cluster import cluster_client
+
+    options = ClusterOptions(workers=workers, threads_per_worker=1, dashboard=False)
+    with cluster_client(options) as client:
+        for name in INPUTS:
+            output = tmp_path / f"{name}.mzpeak"
+            convert_many([(INPUTS[name], output)], SIZES["many-partitions"], client=client)
+            assert output.read_bytes() == expected[name, "many-partitions"][1], name
