@@ -87,6 +87,12 @@ class SignalReader:
     def row_groups(self) -> int:
         return self.file.metadata.num_row_groups
 
+    def index_bounds(self, groups: list[int]) -> tuple[np.ndarray, np.ndarray]:
+        """The lowest and highest item that row groups ``groups`` can hold (from the index
+        statistics; 0 and the largest uint64 for a row group without them)."""
+        lows, highs = self._stats
+        return lows[groups], highs[groups]
+
     def groups_for(self, items: np.ndarray) -> list[int]:
         """The row groups whose index statistics can hold one of ``items`` (sorted)."""
         items = np.asarray(items, dtype=np.uint64)
