@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from .. import vocabulary as V
 from ..archive import index as archive_index
@@ -133,12 +134,14 @@ class MzPeakArchive:
             reader = None
             if member is not None:
                 buffer = self.storage.source(member)
+                shared = not (self.storage.remote or self.storage.is_directory)
                 reader = SignalReader(
                     buffer,
                     V.CONTEXT[entity],
                     f"{self.path}: {member}",
                     f"{entity} {kind}",
                     partial(self.storage.release, member),
+                    data_footer(str(self.path), member) if shared else None,
                 )
                 reader.release()  # the footer's pages: it has been parsed
             self._signals[entity, kind] = reader
@@ -298,6 +301,19 @@ def open_archive(path: str | Path, storage_options: dict[str, Any] | None = None
     ``storage_options`` for its filesystem (default: those of ``--storage-options``)."""
     return MzPeakArchive(path, storage_options)
 
+
+def _data_footer(path: str, member: str) -> pq.FileMetaData:
+    storage = ArchiveStorage(path)
+    try:
+        return open_parquet(storage.buffer(member), f"{path}: {member}").metadata
+    finally:
+        storage.close()
+
+
+# The parsed footer of a data member of a ZIP archive, shared by the threads of a process that
+# open the archive (each has its own archive, see below): the footer of the 1 GB run's chunked
+# data member takes 35 MB parsed (6,304 row groups), and the XIC command opens it in 3 threads.
+data_footer = FileCache(_data_footer, 8)
 
 # An archive opened once per thread (its signal readers cache a row group, so threads do not
 # share them) for the Dask tasks that read it block after block; reopened when it changes.

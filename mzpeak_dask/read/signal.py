@@ -37,9 +37,10 @@ class SignalReader:
         name: str,
         role: str = "",
         release: Callable[[int, int | None], None] | None = None,
+        metadata: pq.FileMetaData | None = None,
     ):
         self.name = name  # "ARCHIVE: MEMBER" (or the member alone), for errors
-        self.file = open_parquet(buffer, name)
+        self.file = open_parquet(buffer, name, metadata)  # metadata: the footer, parsed
         # drops the mapped pages of a byte range of the member from memory (None: nothing to)
         self._release = release
         # a remote member fetches a row group's column chunks in one request before reading it
