@@ -1,13 +1,14 @@
 """XIC from an mzPeak archive of a big run: the command's wall time and peak RSS, and the same
 XIC on one thread against a pyteomics loop, measured side by side in one run.
 
-    python -m tests.benchmarks.bench_archive_xic [--copies 300] [--compare CHECKOUT]
+    python -m tests.benchmarks.bench_archive_xic [--copies 300] [--layout chunked]
+        [--compare CHECKOUT]
 
 The run is synthetic by replication: mzdata/small.mzML (14 profile MS1 + 34 centroid MS2
 spectra) replicated ``--copies`` times (300: about 1 GB of mzML) with tests/replicate.py,
-converted once with ``mzpeak-dask convert`` (defaults: point layout); both are cached in
-bench-output/. The target is the base peak of the first MS1 spectrum, 10 ppm, MS1, whole RT
-range (bench_zarr_export's). Figures, each in a fresh process:
+converted once with ``mzpeak-dask convert`` (defaults: point layout; or ``--layout``); both
+are cached in bench-output/. The target is the base peak of the first MS1 spectrum, 10 ppm,
+MS1, whole RT range (bench_zarr_export's). Figures, each in a fresh process:
 
 * ``mzpeak-dask xic ARCHIVE --mz M --ppm 10 --json`` (Dask's threads): wall time and peak RSS
   (``wait4``);
@@ -102,20 +103,22 @@ def main() -> None:
     parser.add_argument("--copies", type=int, default=300)
     parser.add_argument("--pyteomics-copies", type=int, default=10)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--layout", choices=["point", "chunked"], help="default: convert's")
     parser.add_argument("--compare", type=Path, help="another checkout, measured beside")
     args = parser.parse_args()
     print(f"machine: {machine()} (shared with other sessions: times vary)")
     source = DATA / "mzdata" / "small.mzML"
     mzml_path = replicated(source, args.copies)
-    archive = workdir() / f"{mzml_path.stem}.mzpeak"
+    layout = [f"--layout={args.layout}"] if args.layout else []
+    archive = workdir() / f"{mzml_path.stem}{'.' + args.layout if layout else ''}.mzpeak"
     if not archive.exists():
         partial = archive.with_name("partial-" + archive.name)
-        run(ROOT, ["-m", "mzpeak_dask", "convert", str(mzml_path), str(partial), "-q"])
+        run(ROOT, ["-m", "mzpeak_dask", "convert", str(mzml_path), str(partial), "-q", *layout])
         os.replace(partial, archive)
     print(
         f"run: {source.name} x{args.copies} (synthetic by replication): "
         f"{mzml_path.stat().st_size / MB:,.0f} MB mzML, "
-        f"archive {archive.stat().st_size / MB:,.0f} MB"
+        f"archive {archive.stat().st_size / MB:,.0f} MB ({args.layout or 'default'} layout)"
     )
     target = narrow_target(mzml_path)
     sample = replicated(source, args.pyteomics_copies)
