@@ -54,7 +54,8 @@ def _block_archive(path: str) -> MzPeakArchive:
 
 # The archive as the block tasks read it: opened checked by the run (ArchiveRun, with
 # ``cached_archive``), here only the members a task reads are opened, once per thread (signal
-# readers cache a row group). Each thread's full opening cost 77 MB and 0.4 s on the 1 GB run.
+# readers cache a row group). A full opening of the 1 GB run of bench_archive_xic takes about
+# 100 MB and 0.1 to 0.4 s, once per thread.
 block_archive = FileCache(_block_archive, 8, per_thread=True, close=MzPeakArchive.close)
 
 

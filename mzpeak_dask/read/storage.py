@@ -11,8 +11,9 @@ unmapped, so reading a whole 400 MB member made the reader 400 MB bigger. The ma
 ``mmap`` (Arrow's has no ``madvise``): :meth:`ArchiveStorage.release` drops the pages of a byte
 range once a read is done with them (``MADV_DONTNEED``: the map is read-only and file-backed, so
 a later read finds the same bytes again, from the page cache), which bounds the memory of reads
-by what one read touches. An XIC over a 1 GB run peaked at 1,414 MB with the map kept, at
-<= 500 MB with its pages released (tests/benchmarks/bench_archive_xic.py).
+by what one read touches. The ``xic`` command over the 1 GB run of
+tests/benchmarks/bench_archive_xic.py peaked at 1,461 MB with the map kept (mapped once per
+thread), 330 MB with pages released after each read (and a block read in pieces).
 """
 
 from __future__ import annotations
