@@ -8,6 +8,9 @@ chunk rows are pruned as well, by ``<axis>_chunk_start``/``_end`` against the m/
 only the rows that can hold a target are decoded (in one vectorised call per block).
 Parquet reads are single-threaded: Dask already runs blocks side by side, and Arrow's thread
 pool nested under Dask's threads made a block's read slower (74 ms against 41 ms measured).
+An XIC reads a block's row groups in pieces of at most ``PIECE_BYTES`` (uncompressed), so its
+memory is bounded by a piece, whatever the size of the spectra or of the run (the mapped pages
+of a read are released after it: :mod:`mzpeak_dask.read.storage`).
 
 For sums and maxima the stored points are used as they are: null-marked points (zero
 intensity) are left out instead of being reconstructed, which does not change any sum.
@@ -23,13 +26,15 @@ import pyarrow as pa
 from dask import delayed
 
 from .. import vocabulary as V
-from ..read.archive import cached_archive
+from ..filecache import FileCache
+from ..read.archive import MzPeakArchive, cached_archive
 from ..read.entity import spectrum_columns
 from ..read.signal import SignalReader
-from .kernels import item_window_sums, overlapping, segment_stats
+from .kernels import hit_sums, item_window_sums, overlapping, segment_stats, window_hits
 from .source import Run, RunSource
 
 BLOCK_SPECTRA = 256
+PIECE_BYTES = 8 << 20
 # widening of stored chunk bounds when pruning: Numpress-linear chunks decode to values a
 # little off the stored (exact) chunk_start / chunk_end
 CHUNK_SLACK = 0.01
@@ -41,6 +46,17 @@ POINTS_META = pd.DataFrame(
         "intensity": pd.Series([], dtype="float64"),
     }
 )
+
+
+def _block_archive(path: str) -> MzPeakArchive:
+    return MzPeakArchive(path, check=False)
+
+
+# The archive as the block tasks read it: opened checked by the run (ArchiveRun, with
+# ``cached_archive``), here only the members a task reads are opened, once per thread (signal
+# readers cache a row group). A full opening of the 1 GB run of bench_archive_xic takes about
+# 100 MB and 0.1 to 0.4 s, once per thread.
+block_archive = FileCache(_block_archive, 8, per_thread=True, close=MzPeakArchive.close)
 
 
 def spectra_frame(time: np.ndarray, ms_level: np.ndarray, precursor: np.ndarray) -> pd.DataFrame:
@@ -60,10 +76,12 @@ def _valid(values: np.ndarray, valid: np.ndarray | None) -> np.ndarray:
     return np.ones(len(values), bool) if valid is None else valid
 
 
-def read_rows(signal: SignalReader, ids: np.ndarray) -> tuple[pa.StructArray, np.ndarray]:
+def read_rows(
+    signal: SignalReader, ids: np.ndarray, groups: list[int] | None = None
+) -> tuple[pa.StructArray, np.ndarray]:
     """The rows of items ``ids`` (sorted), reading only the row groups whose index statistics
-    can hold one of them, in one Parquet read; and which ids have rows."""
-    table = signal.file.read_row_groups(signal.groups_for(ids), use_threads=False)
+    can hold one of them (or ``groups``), in one Parquet read; and which ids have rows."""
+    table = signal.read_groups(signal.groups_for(ids) if groups is None else groups)
     rows = table.column(signal.prefix).combine_chunks()
     index = rows.field(signal.index_name).to_numpy(zero_copy_only=False).astype(np.int64)
     if np.any(np.diff(index) < 0):  # the format sorts rows by item; tolerate other files
@@ -76,6 +94,22 @@ def read_rows(signal: SignalReader, ids: np.ndarray) -> tuple[pa.StructArray, np
     np.add.at(marks, right, -1)
     keep = np.cumsum(marks[:-1]) > 0
     return (rows if keep.all() else rows.filter(pa.array(keep))), right > left
+
+
+def pieces(signal: SignalReader, ids: np.ndarray) -> list[list[int]]:
+    """The row groups that can hold items ``ids`` (sorted), in runs of at most ``PIECE_BYTES``
+    of uncompressed data (or one row group)."""
+    md = signal.file.metadata
+    out: list[list[int]] = []
+    size = 0
+    for g in signal.groups_for(ids):
+        stored = md.row_group(g).total_byte_size
+        if not out or size + stored > PIECE_BYTES:
+            out.append([])
+            size = 0
+        out[-1].append(g)
+        size += stored
+    return out
 
 
 def _prune(signal: SignalReader, rows: pa.StructArray, windows: tuple) -> pa.StructArray:
@@ -114,7 +148,7 @@ def _nan(values: np.ndarray) -> np.ndarray:
 def _block_points(source: str, ids: np.ndarray, windows: tuple | None) -> tuple:
     """Stored points of spectra ``ids`` (sorted) with the position of their spectrum in
     ``ids``: from the data member, and from the peaks member for spectra without data rows."""
-    archive = cached_archive(source)
+    archive = block_archive(source)
     parts, missing = [], ids
     for kind in (V.DATA_ARRAYS, V.PEAKS):
         signal = archive.signal(V.SPECTRUM, kind)
@@ -145,46 +179,98 @@ def raw_spectrum(source: str, i: int, windows: tuple | None = None) -> tuple:
 def block_xic(source: str, ids: np.ndarray, first: int, low: np.ndarray, high: np.ndarray):
     """``(rows, sums)`` of one block: rows are positions in the run's selection. Spectra
     without rows in the data member are read from the peaks member."""
-    archive = cached_archive(source)
+    archive = block_archive(source)
     sums = np.zeros((len(ids), len(low)))
     missing = ids
-    for kind in (V.DATA_ARRAYS, V.PEAKS):
-        signal = archive.signal(V.SPECTRUM, kind)
+    peaks = archive.signal(V.SPECTRUM, V.PEAKS)
+    for signal in (archive.signal(V.SPECTRUM, V.DATA_ARRAYS), peaks):
         if signal is None or not len(missing):
             continue
-        if signal.chunked:
-            rows, found = read_rows(signal, missing)
-            mz, intensity, item = _points(signal, _prune(signal, rows, (low, high)))
-            part = item_window_sums(mz, intensity, item, missing, low, high)
-        else:
-            part, found = _point_sums(signal, missing, low, high)
+        more = signal is not peaks and peaks is not None  # which spectra have rows matters
+        part = np.zeros((len(missing), len(low)))
+        found = np.zeros(len(missing), bool)
+        for groups in pieces(signal, missing):
+            if signal.chunked:
+                rows, has = read_rows(signal, missing, groups)
+                mz, intensity, item = _points(signal, _prune(signal, rows, (low, high)))
+                part += item_window_sums(mz, intensity, item, missing, low, high)
+            else:
+                sums_of, has = _point_sums(signal, groups, missing, low, high, more)
+                part += sums_of
+            found |= has
         sums[np.searchsorted(ids, missing)] += part
         missing = missing[~found]
     return np.arange(first, first + len(ids)), sums
 
 
-def _point_sums(signal: SignalReader, ids: np.ndarray, low: np.ndarray, high: np.ndarray):
-    """XIC sums of spectra ``ids`` from a point-layout member, column chunk by column chunk
-    of the row groups that can hold them (no filtering or concatenation of the points), and
-    which of the ids have rows."""
+def _point_sums(
+    signal: SignalReader,
+    groups: list[int],
+    ids: np.ndarray,
+    low: np.ndarray,
+    high: np.ndarray,
+    presence: bool,
+) -> tuple[np.ndarray, np.ndarray]:
+    """XIC sums of spectra ``ids`` from row groups ``groups`` of a point-layout member,
+    reading only the index, m/z and intensity columns; and which ids have rows there (when
+    ``presence``, else none). The m/z and intensity values are used as stored (no copy
+    replacing nulls by NaN): only the points inside a window are checked for nulls.
+
+    Row groups whose index statistics hold one item (a big spectrum alone in its row group)
+    leave out the index column: their rows' item is known. The index is 8 bytes a point in
+    memory; leaving it out took the one-thread XIC of the 1 GB run of
+    tests/benchmarks/bench_archive_xic.py from 1.70 s to 1.41 s (best of 5, interleaved)."""
     k = _intensity_view(signal)
     sums = np.zeros((len(ids), len(low)))
-    present = []
-    table = signal.file.read_row_groups(signal.groups_for(ids), use_threads=False)
-    names = [signal.index_name, signal.main.columns[V.POINT].column]
+    lows, highs = signal.index_bounds(groups)
+    rows = np.array([signal.file.metadata.row_group(g).num_rows for g in groups], np.int64)
+    alone = bool(np.all(lows == highs))
+    names = [] if alone else [signal.index_name]
     if k is not None:
-        names.append(signal.views[k].columns[V.POINT].column)
-    for chunk in table.column(signal.prefix).chunks:
-        fields = chunk.flatten()
-        columns = {chunk.type.field(j).name: fields[j] for j in range(chunk.type.num_fields)}
-        item, mz = (columns[n].to_numpy(zero_copy_only=False) for n in names[:2])
-        if len(item):
+        names += [v.columns[V.POINT].column for v in (signal.main, signal.views[k])]
+    present = [lows[rows > 0].astype(np.int64)] if alone and presence else []
+    table = signal.read_groups(groups, [f"{signal.prefix}.{n}" for n in names]) if names else None
+    first = 0  # the position of a chunk's first row among the row groups' rows
+    chunks = table.column(signal.prefix).chunks if table is not None else []
+    starts = np.cumsum(rows) - rows
+    for chunk in chunks:
+        columns = dict(zip([f.name for f in chunk.type], chunk.flatten(), strict=True))
+        index = None if alone else columns[signal.index_name]
+        if index is not None and presence and len(index):
+            item = index.to_numpy(zero_copy_only=False)
             present.append(item[np.r_[0, np.flatnonzero(np.diff(item)) + 1]])
-        if k is not None:
-            intensity = columns[names[2]].to_numpy(zero_copy_only=False)
-            sums += item_window_sums(mz, intensity, item, ids, low, high)
+        if k is None or not len(chunk):
+            first += len(chunk)
+            continue
+        mz, intensity = columns[names[-2]], columns[names[-1]]
+        hit, window = window_hits(_stored(mz), low, high)
+        valid = _valid_at(mz, hit) & _valid_at(intensity, hit)
+        hit, window = hit[valid], window[valid]
+        if index is None:
+            item = lows[np.searchsorted(starts, hit + first, side="right") - 1]
+        else:
+            item = index.take(pa.array(hit)).to_numpy(zero_copy_only=False)
+        sums += hit_sums(item, _stored(intensity)[hit], window, ids, len(low))
+        first += len(chunk)
     found = np.isin(ids, np.concatenate([np.zeros(0, np.int64), *present]))
     return sums, found
+
+
+def _stored(array: pa.Array) -> np.ndarray:
+    """The values of a numeric array as stored, whatever lies under its nulls (zero-copy)."""
+    if array.null_count and pa.types.is_primitive(array.type) and array.type != pa.bool_():
+        buffers = [None, array.buffers()[1]]
+        array = pa.Array.from_buffers(array.type, len(array), buffers, offset=array.offset)
+    return array.to_numpy(zero_copy_only=False)
+
+
+def _valid_at(array: pa.Array, positions: np.ndarray) -> np.ndarray:
+    """Whether the values at ``positions`` of ``array`` are not null."""
+    if not array.null_count:
+        return np.ones(len(positions), bool)
+    bits = np.frombuffer(array.buffers()[0], np.uint8)
+    at = positions + array.offset
+    return ((bits[at >> 3] >> (at & 7)) & 1).astype(bool)
 
 
 def block_stats(source: str, ids: np.ndarray, first: int):
@@ -194,7 +280,7 @@ def block_stats(source: str, ids: np.ndarray, first: int):
 
 def block_frame(source: str, ids: np.ndarray) -> pd.DataFrame:
     """The decoded points of a block of spectra (as ``open_archive`` returns them)."""
-    archive = cached_archive(source)
+    archive = block_archive(source)
     spectra = [archive.read_spectrum(int(i)) for i in ids]
     lengths = [len(s.mz) for s in spectra]
     return pd.DataFrame(

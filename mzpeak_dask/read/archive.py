@@ -7,12 +7,13 @@ row-group pruning, through :class:`~mzpeak_dask.read.signal.SignalReader`.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from functools import cached_property
+from functools import cached_property, partial
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from .. import vocabulary as V
 from ..archive import index as archive_index
@@ -38,7 +39,12 @@ _MAIN_TABLE = {
 class MzPeakArchive:
     """A read-only view of one mzPeak archive."""
 
-    def __init__(self, path: str | Path, storage_options: dict[str, Any] | None = None):
+    def __init__(
+        self, path: str | Path, storage_options: dict[str, Any] | None = None, *, check: bool = True
+    ):
+        """``check=False`` leaves out reading every member's footer and the spectrum metadata
+        at opening (for an archive already opened checked, read again by other threads or
+        processes: a member is then read when it is first used)."""
         path = local_path(path)
         if is_url(path):  # read by byte ranges: the central directory, footers, row groups
             self.path: Path | str = str(path)
@@ -47,14 +53,14 @@ class MzPeakArchive:
             self.path = Path(path)
             self.storage = ArchiveStorage(self.path)
         try:
-            self._open()
+            self._open(check)
             if self.storage.remote:  # the spectra's data footer belongs to opening
                 self.signal(V.SPECTRUM)
         except BaseException:
             self.storage.close()
             raise
 
-    def _open(self) -> None:
+    def _open(self, check: bool) -> None:
         entries, self.index_metadata = self.storage.index()
         for e in entries:  # a reader must not pass a lost member off as an empty one
             if e.name not in self.storage:
@@ -73,6 +79,8 @@ class MzPeakArchive:
             raise ArchiveError(f"{self.path}: no spectrum or chromatogram metadata member")
         self._tables: dict[str, EntityTables] = {}
         self._signals: dict[tuple[str, str], SignalReader | None] = {}
+        if not check:
+            return
         self._check_kinds()
         spectra = self.tables_of(V.SPECTRUM)
         with damaged(self.path):
@@ -126,9 +134,16 @@ class MzPeakArchive:
             reader = None
             if member is not None:
                 buffer = self.storage.source(member)
+                shared = not (self.storage.remote or self.storage.is_directory)
                 reader = SignalReader(
-                    buffer, V.CONTEXT[entity], f"{self.path}: {member}", f"{entity} {kind}"
+                    buffer,
+                    V.CONTEXT[entity],
+                    f"{self.path}: {member}",
+                    f"{entity} {kind}",
+                    partial(self.storage.release, member),
+                    data_footer(str(self.path), member) if shared else None,
                 )
+                reader.release()  # the footer's pages: it has been parsed
             self._signals[entity, kind] = reader
         return self._signals[entity, kind]
 
@@ -286,6 +301,19 @@ def open_archive(path: str | Path, storage_options: dict[str, Any] | None = None
     ``storage_options`` for its filesystem (default: those of ``--storage-options``)."""
     return MzPeakArchive(path, storage_options)
 
+
+def _data_footer(path: str, member: str) -> pq.FileMetaData:
+    storage = ArchiveStorage(path)
+    try:
+        return open_parquet(storage.buffer(member), f"{path}: {member}").metadata
+    finally:
+        storage.close()
+
+
+# The parsed footer of a data member of a ZIP archive, shared by the threads of a process that
+# open the archive (each has its own archive, see below): the footer of the 1 GB run's chunked
+# data member takes 35 MB parsed (6,304 row groups), and the XIC command opens it in 3 threads.
+data_footer = FileCache(_data_footer, 8)
 
 # An archive opened once per thread (its signal readers cache a row group, so threads do not
 # share them) for the Dask tasks that read it block after block; reopened when it changes.

@@ -58,12 +58,19 @@ def damaged(where: object) -> Iterator[None]:
         raise ArchiveError(f"{where}: malformed ({detail})") from None
 
 
-def open_parquet(buffer: pa.Buffer | Any, where: str) -> pq.ParquetFile:
+def open_parquet(
+    buffer: pa.Buffer | Any, where: str, metadata: pq.FileMetaData | None = None
+) -> pq.ParquetFile:
     """A member as a ParquetFile whose footer has been checked (see the module docstring);
-    ``buffer`` is its bytes or a range-read source of them (a remote archive's member)."""
+    ``buffer`` is its bytes or a range-read source of them (a remote archive's member);
+    ``metadata`` its footer parsed and checked already (by another reader of the member)."""
     with damaged(where):
         source = buffer if isinstance(buffer, pa.Buffer) else buffer.open()
-        pf = pq.ParquetFile(pa.BufferReader(buffer) if source is buffer else source)
+        pf = pq.ParquetFile(
+            pa.BufferReader(buffer) if source is buffer else source, metadata=metadata
+        )
+    if metadata is not None:
+        return pf
     problem = footer_problem(pf.metadata, buffer.size)
     if problem:
         raise ArchiveError(f"{where}: {problem}")

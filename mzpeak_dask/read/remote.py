@@ -148,6 +148,9 @@ class RemoteArchiveStorage(ArchiveStorage):
             self._sources[name] = RangeSource(self.fs, key, offset, size, where, self.transfer)
         return self._sources[name]
 
+    def release(self, name: str, start: int = 0, stop: int | None = None) -> None:
+        """Nothing to drop: a remote member's bytes are fetched, not mapped."""
+
     def _fetch(self, key: str, start: int, stop: int) -> bytes:
         """Bytes of ``key``: from the tail read at opening when it holds them (a small last
         member, such as mzpeak_index.json), else in one request."""

@@ -3,10 +3,14 @@
 Columns are located through the array index, never by name. Reading item ``i`` touches only the
 row groups whose index-column statistics can contain it (row groups are item-aligned in files
 this package writes, so that is one row group); the last row group read is cached, which makes
-iteration in index order read every row group once.
+iteration in index order read every row group once. After every read the mapped pages of the
+row groups read are released (``release``, see :mod:`mzpeak_dask.read.storage`), so reading a
+whole member never keeps the member in memory.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import numpy as np
 import pyarrow as pa
@@ -26,9 +30,19 @@ from .parquet_checks import damaged, open_parquet
 class SignalReader:
     """Random and sequential access to the items of one data member."""
 
-    def __init__(self, buffer: pa.Buffer, context: str, name: str, role: str = ""):
+    def __init__(
+        self,
+        buffer: pa.Buffer,
+        context: str,
+        name: str,
+        role: str = "",
+        release: Callable[[int, int | None], None] | None = None,
+        metadata: pq.FileMetaData | None = None,
+    ):
         self.name = name  # "ARCHIVE: MEMBER" (or the member alone), for errors
-        self.file = open_parquet(buffer, name)
+        self.file = open_parquet(buffer, name, metadata)  # metadata: the footer, parsed
+        # drops the mapped pages of a byte range of the member from memory (None: nothing to)
+        self._release = release
         # a remote member fetches a row group's column chunks in one request before reading it
         self._prefetch = getattr(buffer, "prefetch", None)
         kv = self.file.metadata.metadata or {}
@@ -74,6 +88,12 @@ class SignalReader:
     def row_groups(self) -> int:
         return self.file.metadata.num_row_groups
 
+    def index_bounds(self, groups: list[int]) -> tuple[np.ndarray, np.ndarray]:
+        """The lowest and highest item that row groups ``groups`` can hold (from the index
+        statistics; 0 and the largest uint64 for a row group without them)."""
+        lows, highs = self._stats
+        return lows[groups], highs[groups]
+
     def groups_for(self, items: np.ndarray) -> list[int]:
         """The row groups whose index statistics can hold one of ``items`` (sorted)."""
         items = np.asarray(items, dtype=np.uint64)
@@ -84,10 +104,29 @@ class SignalReader:
         keep = (first < len(items)) & (items[np.minimum(first, len(items) - 1)] <= highs)
         return np.flatnonzero(keep).tolist()
 
+    def read_groups(self, groups: list[int], columns: list[str] | None = None) -> pa.Table:
+        """Row groups ``groups`` (of columns ``columns``, paths; default all) in one read;
+        their mapped pages are released after it."""
+        table = self.file.read_row_groups(groups, columns=columns, use_threads=False)
+        self.release(groups)
+        return table
+
+    def release(self, groups: list[int] | None = None) -> None:
+        """Drop the mapped pages of row groups ``groups`` (default: the whole member)."""
+        if self._release is None:
+            return
+        if groups is None:
+            self._release(0, None)
+            return
+        spans = [_span(self.file.metadata.row_group(g)) for g in groups]
+        if spans:
+            self._release(min(a for a, _ in spans), max(b for _, b in spans))
+
     def item_indices(self) -> np.ndarray:
         """The distinct items that have rows in this member (reads the index column only)."""
         path = f"{self.prefix}.{self.index_name}"
         table = self.file.read(columns=[path], use_threads=False)
+        self.release()
         index = pc.struct_field(table.column(0), self.index_name)
         return np.unique(index.to_numpy(zero_copy_only=False))
 
@@ -101,7 +140,7 @@ class SignalReader:
         if self._cached is None or self._cached[0] != i:
             if self._prefetch is not None:
                 self._prefetch(*_span(self.file.metadata.row_group(i)))
-            table = self.file.read_row_group(i, use_threads=False)
+            table = self.read_groups([i])
             struct = table.column(self.prefix).combine_chunks()
             if isinstance(struct, pa.ChunkedArray):
                 struct = struct.combine_chunks()

@@ -2,13 +2,23 @@
 buffers over a memory map.
 
 A ZIP member's data offset is taken from its *local* header (the local extra field can differ
-from the central directory's). Buffers are native Arrow memory, never Python file objects:
-pyarrow 26 intermittently aborts the interpreter at exit after threaded Parquet reads from
-Python file objects.
+from the central directory's). Buffers are Arrow buffers over the map (read through Arrow's own
+``BufferReader``), never Python file objects: pyarrow 26 intermittently aborts the interpreter
+at exit after threaded Parquet reads from Python file objects.
+
+Every page of a map that a read touches counts in the process's resident memory until it is
+unmapped, so reading a whole 400 MB member made the reader 400 MB bigger. The map is Python's
+``mmap`` (Arrow's has no ``madvise``): :meth:`ArchiveStorage.release` drops the pages of a byte
+range once a read is done with them (``MADV_DONTNEED``: the map is read-only and file-backed, so
+a later read finds the same bytes again, from the page cache), which bounds the memory of reads
+by what one read touches. The ``xic`` command over the 1 GB run of
+tests/benchmarks/bench_archive_xic.py peaked at 1,461 MB with the map kept (mapped once per
+thread), 330 MB with pages released after each read (and a block read in pieces).
 """
 
 from __future__ import annotations
 
+import mmap
 import os
 import struct
 import zipfile
@@ -22,6 +32,32 @@ from ..errors import ArchiveError
 
 _LOCAL_HEADER = struct.Struct("<IHHHHHIIIHH")
 _LOCAL_SIGNATURE = 0x04034B50
+_DONTNEED = getattr(mmap, "MADV_DONTNEED", None)  # not on every platform: pages then stay
+
+
+def _map_file(path: Path) -> mmap.mmap | None:
+    """A read-only map of the whole file (None for an empty file, which cannot be mapped)."""
+    with open(os.fsencode(path), "rb") as f:  # bytes: any file name
+        if os.fstat(f.fileno()).st_size == 0:
+            return None
+        return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+
+
+def _release(m: mmap.mmap | None, start: int, stop: int) -> None:
+    """Drop the map's pages that hold bytes ``[start, stop)`` from this process's memory."""
+    if m is None or _DONTNEED is None:
+        return
+    first = start - start % mmap.PAGESIZE  # madvise takes whole pages
+    stop = min(stop, len(m))
+    if stop > first:
+        m.madvise(_DONTNEED, first, stop - first)
+
+
+def _close(m: mmap.mmap) -> None:
+    try:
+        m.close()
+    except BufferError:  # buffers still in use keep the map until they go
+        pass
 
 
 class ArchiveStorage:
@@ -36,7 +72,9 @@ class ArchiveStorage:
         self.is_directory = self.path.is_dir()
         if not self.is_directory and not self.path.is_file():  # opening a FIFO would wait
             raise ArchiveError(f"{self.path}: not a regular file, not an archive")
-        self._map: pa.MemoryMappedFile | None = None
+        self._map: mmap.mmap | None = None
+        self._view: pa.Buffer | None = None  # the ZIP's map as an Arrow buffer
+        self._files: dict[str, mmap.mmap | None] = {}  # a directory's members, mapped
         self._members: dict[str, tuple[int, int]] = {}
         if self.is_directory:
             self.names = sorted(p.name for p in self.path.iterdir() if p.is_file())
@@ -49,7 +87,8 @@ class ArchiveStorage:
                 infos = z.infolist()
         except (zipfile.BadZipFile, OSError, ValueError, EOFError):
             raise ArchiveError(f"{self.path}: not a ZIP archive (nor a directory)") from None
-        self._map = pa.memory_map(os.fsencode(self.path))  # bytes: any file name
+        self._map = _map_file(self.path)  # not empty: a ZIP has an end record
+        self._view = pa.py_buffer(self._map)
         for info in infos:  # a later entry with the same name wins
             self._members[info.filename] = self._locate(info)
         self.names = list(self._members)
@@ -67,7 +106,7 @@ class ArchiveStorage:
         fields = _LOCAL_HEADER.unpack(header)
         name_length, extra_length = fields[-2], fields[-1]
         offset = info.header_offset + _LOCAL_HEADER.size + name_length + extra_length
-        if offset + info.file_size > self._map.size():
+        if offset + info.file_size > len(self._map):
             raise ArchiveError(f"{self.path}: member {info.filename} runs past the archive's end")
         return offset, info.file_size
 
@@ -84,11 +123,23 @@ class ArchiveStorage:
         if name not in self:
             raise ArchiveError(f"{self.path}: no member {name}")
         if self.is_directory:
-            with pa.memory_map(os.fsencode(self.path / name)) as m:
-                return m.read_buffer()
+            if name not in self._files:
+                self._files[name] = _map_file(self.path / name)
+            m = self._files[name]
+            return pa.py_buffer(b"") if m is None else pa.py_buffer(m)
         offset, size = self._members[name]
-        self._map.seek(offset)
-        return self._map.read_buffer(size)
+        return self._view.slice(offset, size)
+
+    def release(self, name: str, start: int = 0, stop: int | None = None) -> None:
+        """Drop from this process's memory the mapped pages of bytes ``[start, stop)`` of member
+        ``name`` (default: all of it) that reads brought in. Buffers read stay valid."""
+        size = self.size(name)
+        stop = size if stop is None else min(stop, size)
+        if self.is_directory:
+            _release(self._files.get(name), start, stop)
+        else:
+            offset = self._members[name][0]
+            _release(self._map, offset + start, offset + stop)
 
     def source(self, name: str) -> pa.Buffer:
         """What a data member's reader reads: here its whole buffer (a memory map)."""
@@ -108,6 +159,9 @@ class ArchiveStorage:
         return [archive_index.IndexEntry(n, *known[n]) for n in self.names if n in known], {}
 
     def close(self) -> None:
-        if self._map is not None:
-            self._map.close()
-            self._map = None
+        self._view = None
+        for m in [self._map, *self._files.values()]:
+            if m is not None:
+                _close(m)
+        self._map = None
+        self._files.clear()

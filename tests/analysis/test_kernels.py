@@ -87,10 +87,11 @@ def test_selection_and_validation() -> None:
     ]
 
 
+@pytest.mark.parametrize("count", [3, 10])  # one mask per window / binary searches
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_item_window_sums_match_a_naive_loop(seed) -> None:
+def test_item_window_sums_match_a_naive_loop(seed, count) -> None:
     """Stored columns as they come: nulls (NaN m/z or intensity), spectra that were not
-    asked for, uint64 ids, overlapping windows."""
+    asked for, uint64 ids, overlapping windows; few targets and many."""
     mz, intensity, segment = _points(seed)
     rng = np.random.default_rng(seed + 7)
     item = (segment * 3 + 5).astype(np.uint64)  # spectrum ids, not positions
@@ -98,7 +99,7 @@ def test_item_window_sums_match_a_naive_loop(seed) -> None:
     intensity = intensity.astype(np.float64)
     intensity[rng.random(len(mz)) < 0.05] = np.nan
     ids = np.unique(item)[::2].astype(np.int64)  # every other spectrum
-    targets = rng.choice(mz[np.isfinite(mz)], 10)
+    targets = rng.choice(mz[np.isfinite(mz) & np.isin(item, ids)], count)
     targets[:2] = targets[0] * (1 + np.array([0, 4e-6]))
     low, high = ppm_windows(targets, 15.0)
     got = item_window_sums(mz, intensity, item, ids, low, high)
