@@ -10,14 +10,14 @@ import numpy as np
 import pandas as pd
 import pytest
 import zarr
-from distributed import Client, get_task_stream
+from distributed import get_task_stream
 
 from mzpeak_dask import ClusterOptions
 from mzpeak_dask.analysis import open_runs, xic
 from mzpeak_dask.export.zarr import to_zarr
 from mzpeak_dask.parallel.cluster import cluster_client
 
-from ..helpers.clusters import ExternalCluster, can_hide_folders
+from ..helpers.clusters import workers_apart
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 NAMES = ["ref.chunked", "small.peaks", "metabo.point", "kitchen.point"]
@@ -76,15 +76,9 @@ def test_cluster_xic_equals_threaded_xic(exported, client) -> None:
 def apart(tmp_path_factory):
     """A scheduler and two workers that cannot see the folder the stores are written in (as
     workers on other machines with no shared file system)."""
-    if not can_hide_folders():
-        pytest.skip("workers apart need mount namespaces (unshare), which this machine forbids")
     folder = tmp_path_factory.mktemp("apart")
-    cluster = ExternalCluster(workers=2, hidden=str(folder))
-    try:
-        with Client(cluster.address) as client:
-            yield client, folder
-    finally:
-        cluster.close()
+    with workers_apart(folder) as client:
+        yield client, folder
 
 
 def _group(path: Path, single_file: bool) -> zarr.Group:

@@ -3,10 +3,13 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 
 from distributed import Client
 
@@ -91,3 +94,20 @@ class ExternalCluster:
             p.kill()
         for p in self.processes:
             p.wait(timeout=30)
+
+
+@contextlib.contextmanager
+def workers_apart(folder: str | os.PathLike) -> Iterator[Client]:
+    """A client of a scheduler and two workers that cannot see ``folder`` (workers on other
+    machines, no shared file system); the test is skipped, saying why, where the machine
+    forbids mount namespaces."""
+    import pytest
+
+    if not can_hide_folders():
+        pytest.skip("workers apart need mount namespaces (unshare), which this machine forbids")
+    cluster = ExternalCluster(workers=2, hidden=os.fspath(folder))
+    try:
+        with Client(cluster.address) as client:
+            yield client
+    finally:
+        cluster.close()

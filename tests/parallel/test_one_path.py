@@ -19,7 +19,7 @@ from distributed import Client
 from mzpeak_dask import ConvertOptions, convert_many
 
 from ..conftest import BUNDLED, DATA, INLINE
-from ..helpers.clusters import ExternalCluster, can_hide_folders
+from ..helpers.clusters import ExternalCluster, workers_apart
 from ..helpers.servers import s3_client
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
@@ -80,15 +80,9 @@ def apart(tmp_path_factory):
     """``dask scheduler`` and two ``dask worker`` processes that cannot see the folder the
     outputs are written to (workers on other machines): the plan and the finishing task run
     in the converting process, and the partitions' parts come back to it."""
-    if not can_hide_folders():
-        pytest.skip("workers apart need mount namespaces (unshare), which this machine forbids")
     folder = tmp_path_factory.mktemp("apart")
-    cluster = ExternalCluster(workers=2, hidden=str(folder))
-    try:
-        with Client(cluster.address) as client:
-            yield client, folder
-    finally:
-        cluster.close()
+    with workers_apart(folder) as client:
+        yield client, folder
 
 
 @pytest.fixture(scope="module")
