@@ -38,10 +38,11 @@ How it runs (all runs side by side on one executor; the coordinator never decode
 1. **survey** (one task per run, on a worker): the archive's footers give each spectrum's
    estimated points, which cut the run into spectrum ranges, one per Zarr chunk
    (:mod:`.plan`); the archive's SHA-256 is another task;
-2. **write** (one task per range): decode the spectra, cut them into mzPeak chunks, and write
-   one chunk object per signal array straight to the run's destination (:mod:`.publish`),
-   or returns the objects where the workers cannot see a local destination, for the
-   coordinator to write; return the chunk lengths, bounds and frame sizes;
+2. **write** (one task per range, :mod:`.writes`): decode the spectra, cut them into mzPeak
+   chunks, and write one chunk object per signal array straight to the run's destination
+   (:mod:`.publish`), or return the objects where the workers cannot see a local
+   destination, for the coordinator to write; return the chunk lengths, bounds and frame
+   sizes;
 3. as results come back the coordinator gives each chunk its key (a single file appends it to
    the ZIP at once); when a run's tasks are in, it writes the metadata and the tables and
    makes the run visible (replacing an old one only with ``overwrite``). On failure or
@@ -63,11 +64,9 @@ from typing import Any
 import numpy as np
 import zarr
 
-from .. import vocabulary as V
-from ..errors import ArchiveError, InputError, OptionsError, OutputError, StorageError
+from ..errors import InputError, OptionsError, OutputError, StorageError
 from ..options import ClusterOptions, ConvertOptions, ZarrOptions
 from ..parallel.executors import Task, open_executor
-from ..read.archive import cached_archive
 from ..storage.probe import probe_output
 from ..storage.urls import is_url, local_path
 from ..zarr_runs import (
@@ -78,17 +77,15 @@ from ..zarr_runs import (
     TABLE_BYTES,
     ZARR_CHUNK_FIRST,
 )
-from ..zarr_runs.chunks import ZstdCodec
 from ..zarr_runs.store import (
     create_point_array,
     enable_rectilinear,
-    fill_value,
     open_group,
     write_framed_table,
     write_table_array,
 )
 from . import stopping
-from .plan import ArraySpec, RunSurvey, archive_sha256, survey_run
+from .plan import RunSurvey, archive_sha256, survey_run
 from .publish import (
     Sink,
     exists,
@@ -99,8 +96,8 @@ from .publish import (
     target,
     work_key,
 )
+from .writes import ChunkJob, ChunkResult, write_chunk
 
-ZSTD_LEVEL = 3  # the level the arrays' metadata declare
 STOP_SECONDS = 300.0  # a failed export waits this long at most for its running write tasks
 _log = logging.getLogger(__name__)
 
@@ -117,129 +114,6 @@ class ZarrRunResult:
     points: int
     source_bytes: int
     seconds: float  # from the start of the export to this run's commit
-
-
-@dataclass(frozen=True)
-class ChunkJob:
-    """Spectra ``[start, stop)`` of one run: one Zarr chunk of every signal array, written by
-    one worker task under the work keys of task ``task``."""
-
-    source: str
-    store: str  # where the run goes, and its name there (what a failure names)
-    name: str
-    work: str | None  # the run's work location (a folder or a URL prefix); None: returned
-    task: int
-    arrays: tuple[ArraySpec, ...]
-    start: int
-    stop: int
-    width: float
-    compression: str
-    flag: str | None = None  # the export's stop flag (see .stopping)
-
-
-@dataclass
-class ChunkResult:
-    """What a write task hands back: per mzPeak chunk of its spectra, in order."""
-
-    task: int
-    lengths: np.ndarray  # int64 points
-    spectrum: np.ndarray  # int64 spectrum index
-    chunk_start: np.ndarray  # float64 first and last main-axis values
-    chunk_end: np.ndarray
-    frames: np.ndarray  # int64 (arrays, chunks): bytes of each frame
-    objects: dict[str, bytes] | None = None  # the chunk objects, for the coordinator to write
-
-    @property
-    def points(self) -> int:
-        return int(self.lengths.sum())
-
-
-def spectrum_chunks(archive: Any, i: int, width: float) -> tuple[dict[str, np.ndarray], np.ndarray]:
-    """Spectrum ``i`` as ``open_archive`` decodes it (data member, else peaks member), with the
-    point offsets of its non-empty chunks."""
-    model = archive.tables_of(V.SPECTRUM).models[i]
-    data, peaks = archive.signal(V.SPECTRUM), archive.signal(V.SPECTRUM, V.PEAKS)
-    arrays, offsets = {}, np.zeros(1, np.int64)
-    if data is not None:
-        arrays, offsets = data.read_chunked(i, np.asarray(model) if model else None, width)
-    if not arrays and peaks is not None:
-        arrays, offsets = peaks.read_chunked(i, None, width)
-    if not arrays:
-        return {}, np.zeros(1, np.int64)
-    return arrays, np.unique(offsets)
-
-
-def _decode(archive: Any, job: ChunkJob) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
-    """The values of every array over the job's spectra, its chunk lengths and their spectra."""
-    parts: dict[str, list[np.ndarray]] = {spec.key: [] for spec in job.arrays}
-    lengths, owners = [], []
-    for i in range(job.start, job.stop):
-        arrays, offsets = spectrum_chunks(archive, i, job.width)
-        unknown = set(arrays) - set(parts)
-        if unknown:
-            raise ArchiveError(f"{job.source}: spectrum {i}: arrays {sorted(unknown)} not listed")
-        chunk = np.diff(offsets)
-        lengths.append(chunk)
-        owners.append(np.full(len(chunk), i, np.int64))
-        for spec in job.arrays:
-            values = arrays.get(spec.key)
-            if values is None:
-                values = np.full(int(offsets[-1]), fill_value(spec.dtype), dtype=spec.dtype)
-            parts[spec.key].append(values)
-    values = {
-        spec.name: np.concatenate([np.zeros(0, spec.dtype), *parts[spec.key]]).astype(spec.dtype)
-        for spec in job.arrays
-    }
-    empty = np.zeros(0, np.int64)
-    return values, np.concatenate([empty, *lengths]), np.concatenate([empty, *owners])
-
-
-_CODEC = ZstdCodec(ZSTD_LEVEL, True)  # frames with checksums, as the arrays declare
-
-
-def encode_frames(
-    values: np.ndarray, lengths: np.ndarray, compression: str
-) -> tuple[bytes, np.ndarray]:
-    """A chunk object: one frame per mzPeak chunk of ``values`` (little endian), and the frame
-    sizes."""
-    raw = np.ascontiguousarray(values, dtype=values.dtype.newbyteorder("<")).tobytes()
-    item = values.dtype.itemsize
-    if compression == "none":
-        return raw, lengths * item
-    view = memoryview(raw)
-    bounds = np.concatenate(([0], np.cumsum(lengths))) * item
-    frames = [_CODEC.encode(view[a:b]) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
-    return b"".join(frames), np.array([len(f) for f in frames], dtype=np.int64)
-
-
-def write_chunk(job: ChunkJob) -> ChunkResult | None:
-    """Decode a range of spectra and write its chunk object of every array (a worker task),
-    or return them where the worker cannot see the work folder (``job.work`` None); None,
-    having written nothing more, once the export has stopped (it failed)."""
-    if stopping.stopped(job.flag):
-        return None
-    values, lengths, owners = _decode(cached_archive(job.source), job)
-    frames = np.zeros((len(job.arrays), len(lengths)), np.int64)
-    main, objects = None, None if job.work else {}
-    if len(lengths):
-        for k, spec in enumerate(job.arrays):
-            data, frames[k] = encode_frames(values[spec.name], lengths, job.compression)
-            if stopping.stopped(job.flag):
-                return None
-            if objects is not None:
-                objects[work_key(spec.name, job.task)] = data
-            else:
-                with reported(job.store, [job.name]):
-                    put_object(job.work, work_key(spec.name, job.task), data)
-            if main is None:
-                main = values[spec.name]
-    starts = np.concatenate(([0], np.cumsum(lengths)[:-1])).astype(np.int64)
-    if main is None:
-        bounds = np.zeros(0), np.zeros(0)
-    else:
-        main = main.astype(np.float64)
-        bounds = np.fmin.reduceat(main, starts), np.fmax.reduceat(main, starts)
-    return ChunkResult(job.task, lengths, owners, *bounds, frames, objects)
 
 
 @dataclass
@@ -552,12 +426,4 @@ def _stop(
     _log.warning("left in the store (hidden from readers): %s", ", ".join(left))
 
 
-__all__ = [
-    "ChunkJob",
-    "ZarrRunResult",
-    "encode_frames",
-    "run_names",
-    "spectrum_chunks",
-    "to_zarr",
-    "write_chunk",
-]
+__all__ = ["ZarrRunResult", "run_names", "to_zarr"]

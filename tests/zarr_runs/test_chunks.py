@@ -123,7 +123,7 @@ def test_a_chunk_of_many_frames(tmp_path, compression) -> None:
     """A chunk object made of one frame per mzPeak chunk (what the export writes), of values
     that do not compress and frames of 1 to 5 values: zarr and this reader read it whole, and
     its frames one by one."""
-    from mzpeak_dask.export.zarr import encode_frames
+    from mzpeak_dask.export.writes import encode_frames
     from mzpeak_dask.zarr_runs.frames import over
     from mzpeak_dask.zarr_runs.store import create_point_array
 
