@@ -142,8 +142,12 @@ class RunExport:
     def final(self) -> str:
         return target(self.store, self.name, self.single_file)
 
-    def open(self) -> None:
+    def open(self, executor: Any) -> None:
+        """Open the run's destination; its chunks come back to this process where the
+        workers of ``executor`` cannot see a local one."""
         self.sink = open_sink(self.store, self.name, self.single_file, self.staging)
+        work = self.sink.work
+        self.returned = not is_url(work) and not executor.workers_see(Path(work))
 
     def surveyed(self, survey: RunSurvey, flag: str | None) -> list[ChunkJob]:
         """The write jobs of the run, one per Zarr chunk, given the export's stop flag."""
@@ -364,9 +368,7 @@ def _drive(executor: Any, runs: list[RunExport], overwrite: bool) -> list[ZarrRu
     flag = stopping.new_flag(executor)
     try:
         for k, run in enumerate(runs):
-            run.open()
-            work = run.sink.work
-            run.returned = not is_url(work) and not executor.workers_see(Path(work))
+            run.open(executor)
             tasks.append(executor.submit(("survey", k), survey_run, str(run.archive)))
             tasks.append(executor.submit(("sha256", k), archive_sha256, str(run.archive)))
         while tasks:
