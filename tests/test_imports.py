@@ -160,6 +160,23 @@ def test_every_module_imports_on_its_own() -> None:
     assert failures == []
 
 
+def test_every_benchmark_imports() -> None:
+    """The benchmark scripts (tests/benchmarks/) import each other's pieces: one that lost a
+    piece it imports would only fail when someone runs it."""
+    modules = [
+        f"tests.benchmarks.{p.stem}" for p in sorted((ROOT / "tests" / "benchmarks").glob("*.py"))
+    ]
+    code = "import importlib, sys\nfor m in sys.argv[1:]:\n    importlib.import_module(m)"
+    result = subprocess.run(
+        [sys.executable, "-c", code, *modules],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+    )
+    assert result.returncode == 0, result.stderr.strip().splitlines()[-1:]
+
+
 def test_the_package_loads_neither_dask_nor_zarr() -> None:
     """``import mzpeak_dask`` (the command line too) pays for Dask and zarr only when used,
     and for h5py only when an mzMLb input is read."""

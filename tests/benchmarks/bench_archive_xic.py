@@ -30,12 +30,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
-from .bench_zarr_export import PPM, narrow_target, pyteomics_xic
+import numpy as np
+
+from ..helpers.processes import run_measured
+from .bench_xic import PPM, mzml_xic
+from .bench_zarr_export import narrow_target
 from .common import DATA, ROOT, machine, replicated, workdir
 
 MB = 1e6
@@ -59,27 +61,14 @@ def run(root: Path, argv: list[str], timeout: float = 3600) -> tuple[float, int,
     """``python ARGV`` with checkout ``root`` imported (and as the working directory, which
     ``-m`` and ``-c`` put first on the path): wall seconds, peak RSS in bytes (its
     own, from ``wait4``) and its standard output; a failure stops the benchmark."""
-    env = {**os.environ, "PYTHONPATH": str(root)}
     out, err = workdir() / "bench_archive_xic.out", workdir() / "bench_archive_xic.err"
-    start = time.perf_counter()
-    with open(out, "wb") as stdout, open(err, "wb") as stderr:
-        proc = subprocess.Popen(
-            [sys.executable, *argv], stdout=stdout, stderr=stderr, env=env, cwd=root
-        )
-        deadline = start + timeout
-        while True:
-            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-            if pid:
-                break
-            if time.perf_counter() > deadline:
-                proc.kill()
-                raise SystemExit(f"{' '.join(argv)}: still running after {timeout} s")
-            time.sleep(0.02)
-    seconds = time.perf_counter() - start
-    proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
-    if proc.returncode != 0:
+    try:
+        done = run_measured(argv, root, out, err, timeout)
+    except TimeoutError as exc:
+        raise SystemExit(str(exc)) from None
+    if done.returncode != 0:
         raise SystemExit(f"{' '.join(argv)} failed:\n{err.read_text()[-3000:]}")
-    return seconds, usage.ru_maxrss * 1024, out.read_text()
+    return done.seconds, done.peak_rss, out.read_text()
 
 
 def command(root: Path, archive: Path, target: float) -> tuple[float, int, float]:
@@ -130,7 +119,7 @@ def main() -> None:
     figures: dict[str, dict[str, list]] = {k: {} for k in checkouts}
     for _ in range(args.repeat):
         start = time.perf_counter()
-        pyteomics_xic(sample, target)
+        mzml_xic([sample], np.array([target]))
         base.append((time.perf_counter() - start) * args.copies / args.pyteomics_copies)
         for label, root in checkouts.items():
             f = figures[label]
