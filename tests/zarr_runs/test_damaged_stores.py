@@ -7,11 +7,7 @@ and in a single-file run alike."""
 
 from __future__ import annotations
 
-import os
 import struct
-import subprocess
-import sys
-import time
 import zipfile
 from pathlib import Path
 
@@ -25,6 +21,7 @@ from mzpeak_dask.errors import ZarrStoreError
 from mzpeak_dask.export.zarr import to_zarr
 
 from ..conftest import DATA, INLINE
+from ..helpers.processes import run_measured as measured
 from .damage import bomb, damage_folder, damage_zip, edit_json
 
 SOURCE = DATA / "mzdata" / "three_test_scans.mzML"
@@ -182,27 +179,8 @@ def test_undamaged_copies_read(exported, tmp_path, capsys) -> None:
 def run_measured(argv: list[str], stderr: Path, timeout: float = 300) -> tuple[int, str, int]:
     """``python ARGV`` in a fresh process: its exit code, stderr (kept in the file ``stderr``)
     and peak RSS in bytes (from ``wait4``: this child's alone)."""
-    with open(stderr, "wb") as errors:
-        proc = subprocess.Popen(
-            [sys.executable, *argv],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=errors,
-            cwd=ROOT,
-            env={**os.environ, "PYTHONPATH": str(ROOT)},
-        )
-    deadline = time.monotonic() + timeout
-    while True:
-        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-        if pid:
-            break
-        if time.monotonic() > deadline:
-            proc.kill()
-            os.wait4(proc.pid, 0)
-            raise AssertionError(f"{argv} still running after {timeout} s")
-        time.sleep(0.05)
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    return proc.returncode, stderr.read_text(), usage.ru_maxrss * 1024  # kB on Linux
+    done = measured(argv, ROOT, None, stderr, timeout)
+    return done.returncode, stderr.read_text(), done.peak_rss
 
 
 API = (
