@@ -73,10 +73,9 @@ class Coordinator:
         self.threads = executor.worker_threads
         self.window = cluster.window or 2 * self.threads + 2
         self.runs: list[_Run] = []
-        self.results: list[Any] = []
 
     def run(self, jobs: list[RunPaths]) -> list[ConversionResult | MzPeakDaskError]:
-        self.results = [None] * len(jobs)
+        self.results: list[Any] = [None] * len(jobs)
         self.inputs = Inputs(p.source for p in jobs)  # no output may overwrite one
         sweep_outputs(p.output for p in jobs)  # what conversions that died left for them
         self._probe_common(jobs)
@@ -207,8 +206,10 @@ class Coordinator:
                 self._finished(run, outcome)
 
     def _done(self, run: _Run, n: int, task: Task, where: Any) -> None:
+        # a partition whose parts the finishing task reads: here only its end (or error) counts
+        fetch = n < 0 or not run.shared or where.failed(task)
         try:
-            value = where.result(task)
+            value = where.result(task) if fetch else None
         except Exception as exc:  # noqa: BLE001 - one run's failure, never the whole call
             if n == FINISH:  # a partition it needed may have failed: that one is named
                 n = next((k for k, p in enumerate(run.parts) if where.failed(p)), n)
@@ -249,14 +250,13 @@ class Coordinator:
         """What a finished archive's inspection calls it (None: not checked)."""
         return run.job.paths.named_output if self.check else None
 
-    def _written(self, run: _Run, n: int, written: tasks.Written) -> None:
-        part, counts, used = written
-        run.items_done += sum(counts.values())
+    def _written(self, run: _Run, n: int, written: tasks.Written | None) -> None:
+        run.items_done += len(run.plan.partitions[n].items)
         if self.progress:
             self.progress(run.job.paths.named_source, run.items_done, run.items_total)
-        if run.shared:
+        if written is None:  # its parts are the finishing task's to read
             return
-        run.filed[n] = (handoff.dump(part, str(run.job.staging.path)), counts, used)
+        run.filed[n] = (handoff.dump(written[0], str(run.job.staging.path)), *written[1:])
         if len(run.filed) == len(run.plan.partitions):
             self._finish(run, self.here, [run.filed[k] for k in range(len(run.filed))])
 

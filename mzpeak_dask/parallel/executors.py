@@ -56,16 +56,14 @@ class InlineExecutor:
     def release(self, task: Task) -> None:
         task.value = None
 
-    def cancel(self, task: Task) -> None:
-        task.value = None
+    cancel = release
 
 
 class DaskExecutor:
     """Runs tasks on a ``distributed.Client``; results stay on the workers until asked for."""
 
     def __init__(self, client: Any, task_timeout: float):
-        self.client = client
-        self.task_timeout = task_timeout
+        self.client, self.task_timeout = client, task_timeout
         self._visible: dict[Path, bool] = {}
 
     @property
