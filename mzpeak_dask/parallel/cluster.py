@@ -139,11 +139,13 @@ class SlurmKind(ClusterKind):
 KINDS: dict[str, ClusterKind] = {kind.name: kind for kind in (LocalKind(), SlurmKind())}
 
 
-# A cluster started here runs its scheduler in this process: Dask checks its event loop every
-# 20 ms and samples the system every 500 ms, about 30 ms of CPU a second, most of what the
-# coordinator of a batch of small runs spent (tests/benchmarks/bench_scale.py: its share 7 %
-# without these, 3 % with). Settings the user made in Dask's configuration win.
+# A cluster started here runs its scheduler and its workers' nannies in this process. Dask
+# checks its event loop every 20 ms, samples the system every 500 ms and each worker's memory
+# every 100 ms: most of what the coordinator spent (tests/benchmarks/bench_scale.py: a batch's
+# share 7 % without the first two, 3 % with; the 100 MB run's about 15 % lower with the third,
+# which stops a worker past its memory limit within a second). The user's settings win.
 QUIET = {"distributed.admin.tick.interval": "1s", "distributed.admin.system-monitor.interval": "5s"}
+QUIET["distributed.worker.memory.monitor-interval"] = "1s"
 
 
 def unless_set(settings: dict[str, str]) -> dict[str, str]:

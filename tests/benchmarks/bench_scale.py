@@ -227,14 +227,22 @@ def _timeline(stream: list[dict], start: float, end: float) -> dict:
 REPEATS = 5  # conversions of the 100 MB run after the first, on the same cluster
 
 
-def measure_run(source: str, workers: int) -> dict:
+NANNY_MONITOR = "distributed.worker.memory.monitor-interval"  # 1 s in the clusters started here
+
+
+def measure_run(source: str, workers: int, dask_monitor: bool = False) -> dict:
     """The 100 MB run converted on a new cluster (the costs, the timeline: the first
-    conversion), then REPEATS times more on that cluster (their seconds: the first conversion
-    of a cluster also pays its workers' first use, and one conversion is noise-prone)."""
+    conversion), then REPEATS times more on that cluster (their seconds and CPU: the first
+    conversion of a cluster also pays its workers' first use, and one conversion is
+    noise-prone). ``dask_monitor``: the nannies read their workers' memory every 100 ms, as
+    Dask's default is, to measure what :data:`~mzpeak_dask.parallel.cluster.QUIET` gains."""
     from distributed import get_task_stream
 
     from mzpeak_dask import ConvertOptions, convert
+    from mzpeak_dask.parallel import cluster
 
+    if dask_monitor:
+        del cluster.QUIET[NANNY_MONITOR]
     output = workdir() / f"scale-run-{workers}.mzpeak"
     with _cluster(workers) as client:
         _warm(client)
@@ -246,10 +254,12 @@ def measure_run(source: str, workers: int) -> dict:
         cost = _delta(meter.snapshot(), before)
         cost["timeline"] = _timeline(stream.data, start, time.time())
         cost["repeats"] = []
+        before = meter.snapshot()
         for _ in range(REPEATS):
             start = time.perf_counter()
             convert(source, output, ConvertOptions(overwrite=True), client=client)
             cost["repeats"].append(time.perf_counter() - start)
+        cost["repeats_cpu"] = _delta(meter.snapshot(), before)
     folder = workdir() / f"scale-run-{workers}"
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir()
@@ -294,7 +304,8 @@ def main() -> None:
         elif sys.argv[1] == "batch":
             print(json.dumps(measure_batch(int(sys.argv[2]))))
         elif sys.argv[1] == "run":
-            print(json.dumps(measure_run(sys.argv[2], int(sys.argv[3]))))
+            monitor = sys.argv[4:] == ["dask-monitor"]
+            print(json.dumps(measure_run(sys.argv[2], int(sys.argv[3]), monitor)))
         else:
             print(json.dumps(measure_scheduler(int(sys.argv[2]))))
         return
@@ -306,13 +317,14 @@ def main() -> None:
     )
     batches = {w: in_subprocess(MODULE, "batch", str(w)) for w in (1, 2)}
     runs = {w: in_subprocess(MODULE, "run", str(big), str(w)) for w in (1, 2)}
+    monitored = in_subprocess(MODULE, "run", str(big), "2", "dask-monitor")
     bare = in_subprocess(MODULE, "bare", str(big))
     sched = in_subprocess(MODULE, "scheduler", "3000")
-    report(batches, runs, bare, sched)
+    report(batches, runs, bare, sched, monitored)
     print(f"load average at the end: {os.getloadavg()[0]:.2f}")
 
 
-def report(batches: dict, runs: dict, bare: dict, sched: dict) -> None:
+def report(batches: dict, runs: dict, bare: dict, sched: dict, monitored: dict) -> None:
     pairs = _pairs(batches[2])
     n, n2 = pairs[len(pairs) // 2]
     marginal = _delta(
@@ -338,6 +350,16 @@ def report(batches: dict, runs: dict, bare: dict, sched: dict) -> None:
             f"{_share(runs[w]):.1%} ({runs[w]['coordinator']:.2f} s vs "
             f"{runs[w]['workers']:.2f} s), {runs[w]['time']:.1f} s"
         )
+    steady = {w: _share(runs[w]["repeats_cpu"]) for w in (1, 2)}
+    print(
+        f"  the {REPEATS} conversions after it on that cluster: coordinator share "
+        f"{steady[1]:.1%} at 1 worker, {steady[2]:.1%} at 2"
+    )
+    print(
+        "  the same at 2 workers, the nannies reading their workers' memory every 100 ms "
+        f"(Dask's default; 1 s here): first conversion {_share(monitored):.1%}, the "
+        f"{REPEATS} after it {_share(monitored['repeats_cpu']):.1%}"
+    )
     later = {w: sorted(runs[w]["repeats"])[len(runs[w]["repeats"]) // 2] for w in (1, 2)}
     best = {w: min(runs[w]["repeats"]) for w in (1, 2)}
     print(

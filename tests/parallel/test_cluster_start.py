@@ -105,3 +105,30 @@ def test_a_cold_convert_on_a_local_cluster_leaves_no_process_behind(tmp_path: Pa
     while (left := _processes_marked(mark)) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert left == []
+
+
+MONITOR_KEY = "distributed.worker.memory.monitor-interval"
+
+
+def _monitor_interval(dask_worker) -> float:
+    return dask_worker.memory_manager.memory_monitor_interval
+
+
+def _intervals(client) -> tuple[list[float], list[float]]:
+    """The memory monitor's interval in the workers and in their nannies (in this process)."""
+    nannies = [n.memory_manager.memory_monitor_interval for n in client.cluster.workers.values()]
+    return list(client.run(_monitor_interval).values()), nannies
+
+
+def test_a_local_cluster_reads_memory_every_second_unless_dask_is_told_otherwise() -> None:
+    """The nannies run in the coordinator's process: they and their workers read memory once a
+    second, not Dask's 10 times; an interval set in Dask's configuration is kept."""
+    import dask
+
+    with cluster_client(ClusterOptions(workers=1, dashboard=False)) as client:
+        assert _intervals(client) == ([1.0], [1.0])
+    with (
+        dask.config.set({MONITOR_KEY: "250ms"}),
+        cluster_client(ClusterOptions(workers=1, dashboard=False)) as client,
+    ):
+        assert _intervals(client) == ([0.25], [0.25])
