@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import InputError
 from .null_marking import (
     CONSTANT_PREFERENCE,
     MAX_MODEL_DELTA,
@@ -43,7 +42,7 @@ def _weights(intensities: list[np.ndarray | None], lengths: np.ndarray) -> np.nd
     wrong = np.flatnonzero(sizes != lengths[present])
     if wrong.size:
         k = present[int(wrong[0])]
-        raise InputError(
+        raise ValueError(  # the readers pair them first (readers/binary.check_paired)
             f"intensity array has {sizes[wrong[0]]} points but the m/z array has {lengths[k]}"
         )
     groups: dict[np.dtype, list[int]] = {}

@@ -26,8 +26,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import InputError
-
 __all__ = [
     "extrapolated_nulls",
     "fill_intensity",
@@ -125,7 +123,7 @@ def _row_weights(intensity: np.ndarray, n: int) -> np.ndarray:
     """``sqrt(ln(intensity + 1))`` in the intensity's float precision; 0 where undefined."""
     intensity = np.asarray(intensity)
     if intensity.shape[0] != n:
-        raise InputError(
+        raise ValueError(  # the readers pair them first (readers/binary.check_paired)
             f"intensity array has {intensity.shape[0]} points but the m/z array has {n}"
         )
     if not np.issubdtype(intensity.dtype, np.floating):
