@@ -230,28 +230,27 @@ def _point_sums(
         names += [v.columns[V.POINT].column for v in (signal.main, signal.views[k])]
     present = [lows[rows > 0].astype(np.int64)] if alone and presence else []
     table = signal.read_groups(groups, [f"{signal.prefix}.{n}" for n in names]) if names else None
-    first = 0  # the position of a chunk's first row among the row groups' rows
     chunks = table.column(signal.prefix).chunks if table is not None else []
     starts = np.cumsum(rows) - rows
+    first = 0  # the position of a chunk's first row among the row groups' rows
     for chunk in chunks:
+        at, first = first, first + len(chunk)
         columns = dict(zip([f.name for f in chunk.type], chunk.flatten(), strict=True))
         index = None if alone else columns[signal.index_name]
         if index is not None and presence and len(index):
             item = index.to_numpy(zero_copy_only=False)
             present.append(item[np.r_[0, np.flatnonzero(np.diff(item)) + 1]])
         if k is None or not len(chunk):
-            first += len(chunk)
             continue
         mz, intensity = columns[names[-2]], columns[names[-1]]
         hit, window = window_hits(_stored(mz), low, high)
         valid = _valid_at(mz, hit) & _valid_at(intensity, hit)
         hit, window = hit[valid], window[valid]
         if index is None:
-            item = lows[np.searchsorted(starts, hit + first, side="right") - 1]
+            item = lows[np.searchsorted(starts, hit + at, side="right") - 1]
         else:
             item = index.take(pa.array(hit)).to_numpy(zero_copy_only=False)
         sums += hit_sums(item, _stored(intensity)[hit], window, ids, len(low))
-        first += len(chunk)
     found = np.isin(ids, np.concatenate([np.zeros(0, np.int64), *present]))
     return sums, found
 
