@@ -205,8 +205,7 @@ def cluster_client(options: ClusterOptions, client: Any = None) -> Iterator[Any]
                     cluster = KINDS[options.cluster].start(options)
                 client = Client(cluster, timeout=options.start_timeout)
         except (OSError, TimeoutError) as exc:
-            if cluster is not None:
-                _close(None, cluster)
+            _close(None, cluster)  # None when it did not start
             where = options.scheduler or options.cluster
             raise ClusterError(f"cannot start or reach the Dask cluster {where} ({exc})") from None
         try:
@@ -222,9 +221,7 @@ def _close(client: Any, cluster: Any) -> None:
     """Shut down what :func:`cluster_client` started. A failure to close (a worker that does
     not stop in time on a loaded machine) is logged, never raised: it must not replace what
     stopped the work (an interrupt the caller records) nor fail work that is done."""
-    for closable in (client, cluster):
-        if closable is None:
-            continue
+    for closable in [c for c in (client, cluster) if c is not None]:
         try:
             closable.close(timeout=CLOSE_SECONDS)
         except Exception as exc:  # noqa: BLE001 - see above

@@ -314,8 +314,7 @@ def run_jobs(
         link = getattr(executor.client, "dashboard_link", None) if cluster.dashboard else None
         if link:  # a cluster started here serves a dashboard only when asked to
             log.info("Dask dashboard: %s", link)
-            announce = getattr(progress, "announce", None)
-            if announce is not None:
+            if (announce := getattr(progress, "announce", None)) is not None:
                 announce(f"Dask dashboard: {link}")
         coordinator = Coordinator(executor, options, cluster, progress, fail_fast, on_result, check)
         return coordinator.run(jobs)

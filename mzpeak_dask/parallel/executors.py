@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import queue
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -65,6 +67,9 @@ class DaskExecutor:
     def __init__(self, client: Any, task_timeout: float):
         self.client, self.task_timeout = client, task_timeout
         self._visible: dict[Path, bool] = {}
+        # each task as it ends: a wait costs as much for 2,000 tasks in flight as for 2, where
+        # ``distributed.wait`` over them all grows with their number (bench_scale, in flight)
+        self._ended: queue.SimpleQueue[Task] = queue.SimpleQueue()
 
     @property
     def worker_threads(self) -> int:
@@ -85,25 +90,24 @@ class DaskExecutor:
 
     def submit(self, tag: Any, fn: Callable, *args: Any) -> Task:
         args = tuple(_each_task(a, lambda t: t.future) for a in args)
-        return Task(tag, future=self.client.submit(fn, *args, pure=False))
+        task = Task(tag, future=self.client.submit(fn, *args, pure=False))
+        task.future.add_done_callback(lambda _: self._ended.put(task))
+        return task
 
     def next_done(self, tasks: list[Task]) -> Task:
-        """The first of ``tasks`` to end; :class:`ClusterError` when none ends in time."""
-        from distributed import wait
-
-        for task in tasks:
-            if task.future.done():
-                return task
-        try:
-            wait(
-                [t.future for t in tasks], timeout=self.task_timeout, return_when="FIRST_COMPLETED"
-            )
-        except TimeoutError:
-            raise ClusterError(
-                f"no task ended on the Dask cluster in {self.task_timeout:g} s "
-                f"({len(self.client.scheduler_info()['workers'])} workers): stopping (task_timeout)"
-            ) from None
-        return next(t for t in tasks if t.future.done())
+        """The first of ``tasks`` to end (other tasks that ended, a failed run's, are passed
+        over); :class:`ClusterError` when none ends in time."""
+        wanted, deadline = set(tasks), time.monotonic() + self.task_timeout
+        with contextlib.suppress(queue.Empty):
+            while True:
+                task = self._ended.get(timeout=max(0.0, deadline - time.monotonic()))
+                if task in wanted:
+                    return task
+        workers = len(self.client.scheduler_info()["workers"])
+        raise ClusterError(
+            f"no task ended on the Dask cluster in {self.task_timeout:g} s ({workers} workers): "
+            "stopping (task_timeout)"
+        )
 
     def result(self, task: Task) -> Any:
         """The value of a task :meth:`next_done` gave (it is done: no wait)."""

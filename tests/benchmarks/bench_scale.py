@@ -24,6 +24,9 @@ Printed side by side, measured in this one run:
   partitions encoded and written by one plain process and then by two, with no Dask
   (:mod:`.bare_partitions`): what two of this machine's cores give that work in this run;
 * a **projection** to 8, 64, 256 and 1024 workers from the measured per-task costs.
+* the coordinator's CPU per task when **100, 400 and 1,600 tasks are in flight** together and
+  each is collected as it ends: by the executor's wait (a queue the tasks' ends are put on),
+  beside one ``distributed.wait`` over all tasks in flight per ended task.
 
 How CPU is measured: the coordinator is this benchmark's subprocess, which also runs the
 LocalCluster's scheduler (as ``mzpeak-dask convert`` does): its CPU is
@@ -287,6 +290,48 @@ def measure_scheduler(tasks: int = 3000) -> dict:
         }
 
 
+IN_FLIGHT = (100, 400, 1600)
+
+
+def measure_in_flight() -> dict:
+    """Coordinator CPU per task when ``n`` tasks that do nothing are in flight together and
+    each is collected as it ends: by the executor's :meth:`next_done` (a queue its tasks'
+    ends are put on), and, beside it, by one ``distributed.wait`` over all still in flight per
+    ended task (the coordinator's wait before it), whose cost grows with their number."""
+    from distributed import wait
+
+    from mzpeak_dask.parallel.executors import DaskExecutor
+
+    def by_executor(client, n: int) -> None:
+        executor = DaskExecutor(client, 120)
+        todo = [executor.submit(k, _nothing, k) for k in range(n)]
+        while todo:
+            task = executor.next_done(todo)
+            todo.remove(task)
+            executor.release(task)
+
+    def by_wait(client, n: int) -> None:
+        todo = [client.submit(_nothing, k, pure=False) for k in range(n)]
+        while todo:
+            done = next((f for f in todo if f.done()), None)
+            if done is None:
+                wait(todo, timeout=120, return_when="FIRST_COMPLETED")
+                done = next(f for f in todo if f.done())
+            todo.remove(done)
+            done.release()
+
+    out: dict[str, dict] = {"executor": {}, "wait": {}}
+    with _cluster(2) as client:
+        _warm(client)
+        by_executor(client, 200)  # warm the scheduler
+        for n in IN_FLIGHT:
+            for name, collect in (("executor", by_executor), ("wait", by_wait)):
+                cpu = _usage()
+                collect(client, n)
+                out[name][str(n)] = (_usage() - cpu) / n
+    return out
+
+
 def _pairs(batch: dict) -> list[tuple[dict, dict]]:
     """The (N, 2N) measurements in pairs, ordered by their marginal coordinator share."""
     pairs = list(zip(batch["n"], batch["2n"], strict=True))
@@ -298,9 +343,11 @@ def _share(cost: dict) -> float:
 
 
 def main() -> None:
-    if len(sys.argv) >= 3 and sys.argv[1] in ("batch", "run", "scheduler", "bare"):
+    if len(sys.argv) >= 3 and sys.argv[1] in ("batch", "run", "scheduler", "bare", "in-flight"):
         if sys.argv[1] == "bare":
             print(json.dumps(bare_partitions.measure(Path(sys.argv[2]))))
+        elif sys.argv[1] == "in-flight":
+            print(json.dumps(measure_in_flight()))
         elif sys.argv[1] == "batch":
             print(json.dumps(measure_batch(int(sys.argv[2]))))
         elif sys.argv[1] == "run":
@@ -321,6 +368,15 @@ def main() -> None:
     bare = in_subprocess(MODULE, "bare", str(big))
     sched = in_subprocess(MODULE, "scheduler", "3000")
     report(batches, runs, bare, sched, monitored)
+    flight = in_subprocess(MODULE, "in-flight", "-")
+    print(
+        "tasks in flight, each collected as it ends, coordinator CPU per task: "
+        + "; ".join(
+            f"{n}: {flight['executor'][str(n)] * 1e3:.1f} ms (one distributed.wait over all "
+            f"per ended task: {flight['wait'][str(n)] * 1e3:.1f} ms)"
+            for n in IN_FLIGHT
+        )
+    )
     print(f"load average at the end: {os.getloadavg()[0]:.2f}")
 
 
