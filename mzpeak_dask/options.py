@@ -99,9 +99,11 @@ class ConvertOptions(_Options):
     unpacked: bool = False
     overwrite: bool = False
     # input bytes a partition task parses: each task costs the coordinator and a worker's
-    # event loop a few ms of CPU whatever its size, and a worker's peak memory grows by about
-    # 9 MB per MiB (profile spectra, zlib); never changes the archive
-    partition_bytes: int = 12 << 20
+    # event loop a few ms of CPU whatever its size (tests/benchmarks/bench_scale.py, the
+    # 100 MB run: coordinator CPU about 19 % less at 24 MiB than at 12), and a worker's peak
+    # memory grows by about 9 MB per MiB (profile spectra, zlib). The data never change; the
+    # row groups end where partitions do
+    partition_bytes: int = 24 << 20
     partition_items: int = 1000
     # how mzML and mzMLb are parsed: "lean" (lxml and numpy, records built directly) or
     # "pyteomics" (pyteomics' generic XML walk); both give the same archive

@@ -42,7 +42,7 @@ CONVERT_FLAGS = {
     "data_page_size": "Parquet data page size (bytes, or with a unit: 1MiB)",
     "row_group_points": "points per row group",
     "partition_bytes": "input per worker task, about (bytes, or with a unit: 12MiB); a run is "
-    "cut in equal shares; never changes the archive",
+    "cut in equal shares, whose edges end row groups",
     "partition_items": "spectra per worker task (at most)",
     "parser": "how mzML and mzMLb are read: lean (lxml and numpy) or pyteomics (its generic "
     "XML walk, slower); both give the same archive",

@@ -69,8 +69,8 @@ def test_every_argument_has_help() -> None:
 def test_sizes_in_human_units(capsys) -> None:
     for name in ("convert", "batch"):
         text = _commands()[name].format_help()
-        assert "(default: 12 MiB)" in text and "(default: 1 MiB)" in text
-        assert "12582912" not in text and "1048576" not in text
+        assert "(default: 24 MiB)" in text and "(default: 1 MiB)" in text
+        assert "25165824" not in text and "1048576" not in text
     parse = cli.build_parser().parse_args
     for given, count in (("12MiB", 12 << 20), ("12 MiB", 12 << 20), ("500kB", 500_000)):
         args = parse(["convert", "a.mzML", "a.mzpeak", "--partition-bytes", given])

@@ -44,7 +44,7 @@ def test_the_command_reference_lists_every_flag_of_the_parser() -> None:
 
 def test_the_config_reference_lists_every_key_with_its_default() -> None:
     page = _hook().config_markdown()
-    assert "| `partition_bytes` | int | `12582912 (12 MiB)` |" in page
+    assert "| `partition_bytes` | int | `25165824 (24 MiB)` |" in page
     assert '| `layout` | str | `"point"` | `--layout` (convert, batch) |' in page
     for cls in GROUPS:
         section = page.split(f"## [{cls.section}]", 1)[1].split("\n## ", 1)[0]
