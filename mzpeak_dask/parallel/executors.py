@@ -95,8 +95,8 @@ class DaskExecutor:
         return task
 
     def next_done(self, tasks: list[Task]) -> Task:
-        """The first of ``tasks`` to end (other tasks that ended, a failed run's, are passed
-        over); :class:`ClusterError` when none ends in time."""
+        """The first of ``tasks`` (every task still wanted) to end; one that ends and is not
+        among them (a failed run's) is forgotten. :class:`ClusterError` when none ends in time."""
         wanted, deadline = set(tasks), time.monotonic() + self.task_timeout
         with contextlib.suppress(queue.Empty):
             while True:
