@@ -133,7 +133,8 @@ def test_killed_worker_does_not_lose_the_run(external_cluster, tmp_path) -> None
     source = tmp_path / "small_x4.mzML"
     replicate(SMALL, source, copies=4)
     expected = tmp_path / "expected.mzpeak"
-    convert(source, expected, ConvertOptions(partition_items=8), cluster=INLINE)
+    options = ConvertOptions(partition_items=8, partition_bytes=1 << 20)  # a run in steps
+    convert(source, expected, options, cluster=INLINE)
     victim = external_cluster.workers[0]
     killed = []
 
@@ -147,7 +148,7 @@ def test_killed_worker_does_not_lose_the_run(external_cluster, tmp_path) -> None
         result = convert(
             source,
             output,
-            ConvertOptions(partition_items=8),
+            options,
             client=client,
             progress=kill_one_worker,
         )
@@ -183,7 +184,7 @@ def test_a_worker_dying_on_every_try_fails_the_run_with_worker_died_error(tmp_pa
             convert(
                 source,
                 output,
-                ConvertOptions(partition_items=8),
+                ConvertOptions(partition_items=8, partition_bytes=1 << 20),  # in steps
                 client=client,
                 progress=kill_the_workers,
             )
