@@ -82,7 +82,7 @@ class Coordinator:
         pending = deque(enumerate(jobs))
         try:
             while pending or self.runs:
-                while pending and self._in_flight() < self.window:
+                while pending and sum(len(r.tasks) for r in self.runs) < self.window:
                     self._start(pending)
                 in_flight = [t for r in self.runs for t in r.tasks]
                 if in_flight:
@@ -104,9 +104,6 @@ class Coordinator:
             common = Path(os.path.commonpath(parents))
             if common.is_dir():
                 self.executor.workers_see(common)
-
-    def _in_flight(self) -> int:
-        return sum(len(r.tasks) for r in self.runs)
 
     def _start(self, pending: deque) -> None:
         """Start the next run in steps, or the next small runs whole (:meth:`_pack`)."""

@@ -103,25 +103,27 @@ class DaskExecutor:
                 task = self._ended.get(timeout=max(0.0, deadline - time.monotonic()))
                 if task in wanted:
                     return task
-        workers = len(self.client.scheduler_info()["workers"])
+        workers: Any = "an unknown number of"  # unless the scheduler answers in time
+        with contextlib.suppress(Exception):
+            workers = len(self.client.nthreads(callback_timeout=min(10, self.task_timeout)))
         raise ClusterError(
             f"no task ended on the Dask cluster in {self.task_timeout:g} s ({workers} workers): "
             "stopping (task_timeout)"
         )
 
     def result(self, task: Task) -> Any:
-        """The value of a task :meth:`next_done` gave (it is done: no wait)."""
-        return task.future.result()
+        """The value of a task :meth:`next_done` gave (fetched from its worker)."""
+        return task.future.result(timeout=self.task_timeout)
 
     def failed(self, task: Task) -> bool:
         return task.future.status == "error"
 
     def release(self, task: Task) -> None:
+        """Forget the task: the scheduler drops it unless it runs (a message, never a wait
+        on a scheduler that may not answer)."""
         task.future.release()
 
-    def cancel(self, task: Task) -> None:
-        with contextlib.suppress(Exception):
-            task.future.cancel()
+    cancel = release
 
 
 def _each_task(arg: Any, stand_in: Callable[[Task], Any]) -> Any:

@@ -69,7 +69,7 @@ def visible_to_workers(client: Any, folder: Path, timeout: float) -> bool:
     except OSError:  # e.g. a folder this process may not write in: not relied on
         return False
     try:
-        workers = list(client.scheduler_info()["workers"])
+        workers = list(client.nthreads(callback_timeout=timeout))
         probes = [
             client.submit(os.path.exists, str(marker), workers=[w], pure=False) for w in workers
         ]

@@ -5,8 +5,10 @@ nothing at the output."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -50,4 +52,30 @@ def test_a_cluster_on_which_no_task_ends_in_time_is_a_one_line_error(tmp_path) -
                 convert(SMALL, output, cluster=ClusterOptions(task_timeout=2), client=client)
     finally:
         cluster.close()
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_a_scheduler_that_stops_answering_is_a_one_line_error(tmp_path) -> None:
+    """A scheduler that stops answering, its connection left open (a frozen process, a network
+    cut): no wait of the conversion is endless, the failed run's tasks are let go without
+    asking the scheduler, and nothing is left at the output."""
+    cluster = ExternalCluster(workers=1)
+    scheduler = cluster.processes[0]
+    output = tmp_path / "small.mzpeak"
+    try:
+        with Client(cluster.address) as client, ThreadPoolExecutor(1) as pool:
+            scheduler.send_signal(signal.SIGSTOP)
+            try:
+                done = pool.submit(
+                    convert, SMALL, output, cluster=ClusterOptions(task_timeout=2), client=client
+                )
+                with pytest.raises(ClusterError) as raised:
+                    done.result(timeout=120)  # a TimeoutError here: the conversion hangs
+            finally:
+                scheduler.send_signal(signal.SIGCONT)
+    finally:
+        cluster.close()
+    message = str(raised.value)
+    assert message.startswith("no task ended on the Dask cluster in 2 s"), message
+    assert "an unknown number of workers" in message, message
     assert sorted(p.name for p in tmp_path.iterdir()) == []
