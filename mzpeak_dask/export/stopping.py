@@ -1,15 +1,17 @@
 """Stopping an export's write tasks before removing what they wrote.
 
-A failed export must not remove a run's objects while a write task may still add one. Cancelling
-a task's future does not stop it once a worker runs it, so each write task checks a stop flag
-(a ``distributed.Event`` named by :func:`new_flag`) with :func:`stopped` before each object it
-writes. :func:`stop` raises the flag, cancels the tasks the scheduler has not given to a worker
-and waits, with a deadline, for the others.
+A failed export must not remove a run's objects while a write task may still add one. Letting
+go of a task's future does not stop it once a worker runs it, so each write task checks a stop
+flag (a ``distributed.Event`` named by :func:`new_flag`) with :func:`stopped` before each object
+it writes. :func:`stop` raises the flag, lets go of the tasks the scheduler has not given to a
+worker (wanted by no client, they never start) and waits, with a deadline, for the others.
+Every call to the scheduler here has a deadline (``Event.set`` and ``Event.clear`` have none:
+the same calls are made with one).
 
 Why this is safe: a task that has started writing saw the flag down, so it started before the
 flag was raised and stays in the scheduler's "processing" state until it ends: it is waited
-for, not cancelled. A task cancelled had not started, and should it start all the same (the
-cancel racing its start), it sees the flag. Inline (no client), every task has ended when it
+for, not let go. A task let go had not started, and should it start all the same (the release
+racing its start), it sees the flag. Inline (no client), every task has ended when it
 was submitted: there is nothing to stop.
 """
 
@@ -20,6 +22,8 @@ import uuid
 from typing import Any
 
 from ..parallel.executors import Task
+
+FORGET_SECONDS = 10  # to clear the flag on the scheduler
 
 
 def new_flag(executor: Any) -> str | None:
@@ -37,17 +41,18 @@ def stopped(flag: str | None) -> bool:
 
 
 def stop(executor: Any, flag: str | None, tasks: list[Task], seconds: float) -> list[Task]:
-    """Raise ``flag``, cancel those of ``tasks`` not started and wait up to ``seconds`` for the
-    others to end; those still running then (cancelled too, but running on)."""
+    """Raise ``flag``, let go of those of ``tasks`` not started and wait up to ``seconds`` for
+    the others to end; those still running then (let go too, but running on)."""
     if flag is None:
         return []
-    from distributed import Event, wait
+    from distributed import wait
 
-    with contextlib.suppress(Exception):  # a scheduler gone: the futures end as lost
-        Event(flag, client=executor.client).set()
+    client = executor.client
+    with contextlib.suppress(Exception):  # a scheduler gone or silent: the futures end as lost
+        client.sync(client.scheduler.event_set, name=flag, callback_timeout=seconds)
     keys = [t.future.key for t in tasks]
     try:
-        states = executor.client.run_on_scheduler(_task_states, keys)
+        states = client.run_on_scheduler(_task_states, keys, callback_timeout=seconds)
     except Exception:  # noqa: BLE001 - then every task is waited for
         states = {}
     waited = []
@@ -65,13 +70,14 @@ def stop(executor: Any, flag: str | None, tasks: list[Task], seconds: float) -> 
 
 
 def forget(executor: Any, flag: str | None) -> None:
-    """Remove ``flag`` from the scheduler once the export has ended."""
+    """Remove ``flag`` from the scheduler once the export has ended (as ``Event.clear``
+    does, with a deadline: a scheduler that does not answer is not waited for)."""
     if flag is None:
         return
-    from distributed import Event
-
+    client = executor.client
     with contextlib.suppress(Exception):
-        Event(flag, client=executor.client).clear()
+        seconds = min(FORGET_SECONDS, executor.task_timeout)
+        client.sync(client.scheduler.event_clear, name=flag, callback_timeout=seconds)
 
 
 def _task_states(keys: list[Any], dask_scheduler: Any = None) -> dict[Any, str]:

@@ -3,20 +3,23 @@
 from __future__ import annotations
 
 import os
+import signal
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 import zarr
+from distributed import Client
 
-from mzpeak_dask import ClusterOptions
+from mzpeak_dask import ClusterError, ClusterOptions
 from mzpeak_dask.analysis import open_runs, xic
 from mzpeak_dask.export.zarr import to_zarr
 from mzpeak_dask.parallel.cluster import cluster_client
 
-from ..helpers.clusters import workers_apart
+from ..helpers.clusters import ExternalCluster, workers_apart
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 NAMES = ["ref.chunked", "small.peaks", "metabo.point", "kitchen.point"]
@@ -107,3 +110,30 @@ def test_workers_that_cannot_see_the_store_export_what_inline_does(
     assert sorted(p.name for p in (here / "apart.zarr").iterdir()) == sorted(
         p.name for p in inline.iterdir()
     )
+
+
+def test_an_export_stops_when_its_scheduler_stops_answering(exported, tmp_path) -> None:
+    """A scheduler that stops answering, its connection left open (a frozen process, a network
+    cut): the export's waits, its stop flag included, have deadlines; the store keeps nothing
+    of the run."""
+    cluster = ExternalCluster(workers=1)
+    scheduler = cluster.processes[0]
+    store = tmp_path / "out.zarr"
+    try:
+        with Client(cluster.address) as client, ThreadPoolExecutor(1) as pool:
+            scheduler.send_signal(signal.SIGSTOP)
+            try:
+                done = pool.submit(
+                    to_zarr,
+                    [exported.archives["small.peaks"]],
+                    store,
+                    client=client,
+                    cluster=ClusterOptions(task_timeout=2),
+                )
+                with pytest.raises(ClusterError, match="no task ended on the Dask cluster"):
+                    done.result(timeout=120)  # a TimeoutError here: the export hangs
+            finally:
+                scheduler.send_signal(signal.SIGCONT)
+    finally:
+        cluster.close()
+    assert sorted(p.name for p in store.iterdir()) == ["zarr.json"]  # the store's own group
