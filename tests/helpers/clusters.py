@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 from distributed import Client
 
@@ -109,5 +112,29 @@ def workers_apart(folder: str | os.PathLike) -> Iterator[Client]:
     try:
         with Client(cluster.address) as client:
             yield client
+    finally:
+        cluster.close()
+
+
+@contextlib.contextmanager
+def silent_scheduler() -> Iterator[Callable[..., Any]]:
+    """Yields ``call(fn, *args, **kwargs)``, which runs ``fn(*args, client=..., **kwargs)``
+    on a client of a scheduler (one worker) that has stopped answering, its connections left
+    open (SIGSTOP: a frozen process, a network cut), and returns or raises what ``fn`` does.
+    Should ``fn`` still run after 120 s, ``call`` raises TimeoutError (it hangs). The
+    scheduler answers again once ``fn`` is done."""
+    cluster = ExternalCluster(workers=1)
+    scheduler = cluster.processes[0]
+    try:
+        with Client(cluster.address) as client, ThreadPoolExecutor(1) as pool:
+
+            def call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+                scheduler.send_signal(signal.SIGSTOP)
+                try:
+                    return pool.submit(fn, *args, client=client, **kwargs).result(timeout=120)
+                finally:
+                    scheduler.send_signal(signal.SIGCONT)
+
+            yield call
     finally:
         cluster.close()
