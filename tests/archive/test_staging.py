@@ -152,6 +152,7 @@ def test_a_folder_a_cancelled_task_still_writes_in_is_removed_whole(tmp_path) ->
                 (folder.path / f"finish-{k}").mkdir()
             except FileNotFoundError:
                 refused.append(k)
+            time.sleep(0)  # lets the removal run between writes (a worker is another process)
 
     writer = threading.Thread(target=task)
     writer.start()

@@ -59,6 +59,7 @@ def part_numbers(requests, key: str) -> list[int]:
     ]
 
 
+@pytest.mark.slow  # a run of several parts
 def test_an_archive_is_sent_as_it_is_written_and_equals_the_local_one(
     s3_endpoint, bucket, tmp_path, large_run, five_mib_parts, monkeypatch
 ):
@@ -129,6 +130,7 @@ def test_a_run_failing_in_a_partition_leaves_nothing(
     assert uploads(s3_endpoint, bucket) == []
 
 
+@pytest.mark.slow  # a larger run, sent in parts
 def test_an_interrupt_after_parts_were_sent_leaves_nothing(
     s3_endpoint, bucket, larger_run, five_mib_parts
 ):
