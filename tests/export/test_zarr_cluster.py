@@ -13,8 +13,10 @@ import zarr
 
 from mzpeak_dask import ClusterError, ClusterOptions
 from mzpeak_dask.analysis import open_runs, xic
+from mzpeak_dask.export import stopping
 from mzpeak_dask.export.zarr import to_zarr
 from mzpeak_dask.parallel.cluster import cluster_client
+from mzpeak_dask.parallel.executors import DaskExecutor
 
 from ..helpers.clusters import silent_scheduler, workers_apart
 
@@ -118,3 +120,19 @@ def test_an_export_stops_when_its_scheduler_stops_answering(exported, tmp_path) 
         with pytest.raises(ClusterError, match="no task ended on the Dask cluster"):
             call(to_zarr, [archive], store, cluster=ClusterOptions(task_timeout=2))
     assert sorted(p.name for p in store.iterdir()) == ["zarr.json"]  # the store's own group
+
+
+def test_the_stop_flag_of_a_failed_export_reaches_the_workers(client) -> None:
+    """The flag that stops a failed export's write tasks (raised and cleared with deadlines,
+    not by Event.set and Event.clear) is seen by a task on a worker, until the export ends."""
+    executor = DaskExecutor(client, 30)
+    flag = stopping.new_flag(executor)
+
+    def seen() -> bool:
+        return client.submit(stopping.stopped, flag, pure=False).result(timeout=30)
+
+    assert not seen()
+    stopping.stop(executor, flag, [], 5)
+    assert seen()
+    stopping.forget(executor, flag)
+    assert not seen()
