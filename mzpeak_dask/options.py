@@ -99,10 +99,10 @@ class ConvertOptions(_Options):
     unpacked: bool = False
     overwrite: bool = False
     # input bytes a partition task parses: each task costs the coordinator and a worker's
-    # event loop a few ms of CPU whatever its size (tests/benchmarks/bench_scale.py, the
-    # 100 MB run: coordinator CPU about 19 % less at 24 MiB than at 12), and a worker's peak
-    # memory grows by about 9 MB per MiB (profile spectra, zlib). The data never change; the
-    # row groups end where partitions do
+    # event loop a few ms of CPU whatever its size (the 100 MB run of bench_scale, 12 against
+    # 24 MiB in alternating pairs with its meter: coordinator CPU about 19 % less at 24; see
+    # the performance page), and a worker's peak memory grows by about 9 MB per MiB (profile
+    # spectra, zlib). The data never change; the row groups end where partitions do
     partition_bytes: int = 24 << 20
     partition_items: int = 1000
     # how mzML and mzMLb are parsed: "lean" (lxml and numpy, records built directly) or
