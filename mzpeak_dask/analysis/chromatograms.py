@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import OptionsError
-from ..options import AnalysisOptions
+from ..options import AnalysisOptions, ClusterOptions
 from .kernels import add_rows, ppm_windows, select_spectra
 from .runs import Sources, as_runs, compute, unique_names
 from .source import Run
@@ -30,9 +30,12 @@ def _selection(run: Run, rt: tuple[float, float] | None, ms_level: int | None) -
     return select_spectra(spectra["time"].to_numpy(), spectra["ms_level"].to_numpy(), rt, ms_level)
 
 
-def _computed(pieces: list[list[Any]], client: Any) -> list[list[Any]]:
+TASK_TIMEOUT = ClusterOptions.task_timeout
+
+
+def _computed(pieces: list[list[Any]], client: Any, task_timeout: float) -> list[list[Any]]:
     """Compute every run's pieces together; hand back each run's results."""
-    flat = compute([p for run in pieces for p in run], client)
+    flat = compute([p for run in pieces for p in run], client, task_timeout)
     out, at = [], 0
     for run in pieces:
         out.append(flat[at : at + len(run)])
@@ -45,6 +48,7 @@ def _per_run(
     rt: tuple[float, float] | None,
     ms_level: int | None,
     client: Any,
+    task_timeout: float,
     pieces_of: Callable[[Run, np.ndarray], list[Any]],
 ) -> Iterator[tuple[str, Run, np.ndarray, list[Any]]]:
     """Select each run's spectra, compute the pieces of every run together, and hand back per
@@ -52,7 +56,7 @@ def _per_run(
     runs = as_runs(sources)
     selections = [_selection(run, rt, ms_level) for run in runs]
     pieces = [pieces_of(run, ids) for run, ids in zip(runs, selections, strict=True)]
-    results = _computed(pieces, client)
+    results = _computed(pieces, client, task_timeout)
     return zip(unique_names(runs), runs, selections, results, strict=True)
 
 
@@ -70,16 +74,18 @@ def xic(
     rt: tuple[float, float] | None = None,
     ms_level: int | None = AnalysisOptions.ms_level,
     client: Any = None,
+    task_timeout: float = TASK_TIMEOUT,
 ) -> dict[str, pd.DataFrame]:
     """Extracted-ion chromatograms, keyed by run name (repeats suffixed ``#2`` ...): per
     run, per selected spectrum (MS level ``ms_level``, None for all; time within ``rt``
     minutes), the summed intensity of the points within ``ppm`` of each target m/z. Columns:
-    ``time`` and one per target (the target m/z)."""
+    ``time`` and one per target (the target m/z). On a ``client``, a cluster on which no
+    piece ends for ``task_timeout`` seconds stops the call (:class:`ClusterError`)."""
     targets = np.asarray(targets, dtype=np.float64)
     low, high = ppm_windows(targets, ppm)
     out = {}
     for name, run, ids, parts in _per_run(
-        sources, rt, ms_level, client, lambda run, ids: run.xic_parts(ids, low, high)
+        sources, rt, ms_level, client, task_timeout, lambda run, ids: run.xic_parts(ids, low, high)
     ):
         total = add_rows(np.zeros((len(ids), len(targets))), parts)
         out[name] = _frame(run, ids, total, targets.tolist())
@@ -92,12 +98,14 @@ def spectrum_stats(
     rt: tuple[float, float] | None = None,
     ms_level: int | None = AnalysisOptions.ms_level,
     client: Any = None,
+    task_timeout: float = TASK_TIMEOUT,
 ) -> dict[str, pd.DataFrame]:
     """Per run and selected spectrum: ``tic`` (total intensity), ``base_peak_mz`` and
-    ``base_peak_intensity`` (NaN for a spectrum without points)."""
+    ``base_peak_intensity`` (NaN for a spectrum without points); ``client`` and
+    ``task_timeout`` as for :func:`xic`."""
     out = {}
     for name, run, ids, parts in _per_run(
-        sources, rt, ms_level, client, lambda run, ids: run.stats_parts(ids)
+        sources, rt, ms_level, client, task_timeout, lambda run, ids: run.stats_parts(ids)
     ):
         table = np.zeros((len(ids), 3))
         table[:, 1:] = np.nan
@@ -113,9 +121,12 @@ def tic(
     rt: tuple[float, float] | None = None,
     ms_level: int | None = AnalysisOptions.ms_level,
     client: Any = None,
+    task_timeout: float = TASK_TIMEOUT,
 ) -> dict[str, pd.DataFrame]:
     """Total-ion chromatograms (columns ``time``, ``tic``)."""
-    stats = spectrum_stats(sources, rt=rt, ms_level=ms_level, client=client)
+    stats = spectrum_stats(
+        sources, rt=rt, ms_level=ms_level, client=client, task_timeout=task_timeout
+    )
     return {name: frame[["time", "tic"]] for name, frame in stats.items()}
 
 
@@ -125,9 +136,12 @@ def base_peak(
     rt: tuple[float, float] | None = None,
     ms_level: int | None = AnalysisOptions.ms_level,
     client: Any = None,
+    task_timeout: float = TASK_TIMEOUT,
 ) -> dict[str, pd.DataFrame]:
     """Base-peak chromatograms (``time``, ``base_peak_mz``, ``base_peak_intensity``)."""
-    stats = spectrum_stats(sources, rt=rt, ms_level=ms_level, client=client)
+    stats = spectrum_stats(
+        sources, rt=rt, ms_level=ms_level, client=client, task_timeout=task_timeout
+    )
     columns = ["time", "base_peak_mz", "base_peak_intensity"]
     return {name: frame[columns] for name, frame in stats.items()}
 

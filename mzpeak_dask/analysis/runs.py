@@ -4,11 +4,13 @@ through the first of :data:`SOURCES` that can open it (see :mod:`.source`)."""
 from __future__ import annotations
 
 import os
+import queue
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError
+from ..errors import ClusterError, InputError
+from ..options import ClusterOptions
 from ..storage.urls import is_url, local_path
 from ..zarr_runs.locations import is_single_file, zip_location
 from ..zarr_runs.store import enable_rectilinear
@@ -74,18 +76,39 @@ def as_runs(sources: Sources) -> list[Run]:
     return runs
 
 
-def compute(parts: list[Any], client: Any = None) -> list[Any]:
-    """Compute lazy pieces: on ``client`` (a ``distributed.Client``), else with the scheduler
-    Dask is configured with (its threads in this process unless set otherwise, e.g.
-    ``dask.config.set(scheduler="sync")``)."""
+def compute(
+    parts: list[Any], client: Any = None, task_timeout: float = ClusterOptions.task_timeout
+) -> list[Any]:
+    """Compute lazy pieces: on ``client`` (a ``distributed.Client``; :class:`ClusterError`
+    when no piece ends for ``task_timeout`` seconds, or the scheduler does not answer in that
+    time), else with the scheduler Dask is configured with (its threads in this process
+    unless set otherwise, e.g. ``dask.config.set(scheduler="sync")``)."""
     import dask
 
     if not parts:
         return []
-    if client is not None:
-        client.run(enable_rectilinear)
-        return list(dask.compute(*parts, scheduler=client))
-    return list(dask.compute(*parts))
+    if client is None:
+        return list(dask.compute(*parts))
+    futures: list[Any] = []
+    ended: queue.SimpleQueue[int] = queue.SimpleQueue()
+    try:
+        client.run(enable_rectilinear, callback_timeout=task_timeout)
+        futures = client.compute(list(parts))
+        for at, future in enumerate(futures):
+            future.add_done_callback(lambda _, at=at: ended.put(at))
+        results: list[Any] = [None] * len(futures)
+        for _ in futures:  # each piece's result (or its error) fetched as it ends
+            at = ended.get(timeout=task_timeout)
+            results[at] = futures[at].result(timeout=task_timeout)
+        return results
+    except (queue.Empty, TimeoutError):
+        raise ClusterError(
+            f"no piece of the analysis ended on the Dask cluster in {task_timeout:g} s, or "
+            "its scheduler did not answer: stopping (task_timeout)"
+        ) from None
+    finally:
+        for future in futures:
+            future.release()  # a message: never a wait on a scheduler that may not answer
 
 
 __all__ = [

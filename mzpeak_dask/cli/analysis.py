@@ -56,8 +56,17 @@ def cmd_xic(args: argparse.Namespace) -> int:
     analysis = options(args, AnalysisOptions)
     rt = tuple(args.rt) if args.rt else None
     level = None if analysis.ms_level == 0 else analysis.ms_level
-    with cluster_client(analysis_cluster(args)) as client:  # none: Dask's threads here
-        results = xic(args.sources, args.mz, ppm=analysis.ppm, rt=rt, ms_level=level, client=client)
+    cluster = analysis_cluster(args)
+    with cluster_client(cluster) as client:  # none: Dask's threads here
+        results = xic(
+            args.sources,
+            args.mz,
+            ppm=analysis.ppm,
+            rt=rt,
+            ms_level=level,
+            client=client,
+            task_timeout=cluster.task_timeout,
+        )
     if args.json:
         for name, frame in results.items():
             print(json.dumps({"run": name, "xic": json.loads(frame.to_json(orient="split"))}))

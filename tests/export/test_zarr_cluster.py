@@ -3,22 +3,26 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 import zarr
+from distributed import Client
 
 from mzpeak_dask import ClusterError, ClusterOptions
-from mzpeak_dask.analysis import open_runs, xic
+from mzpeak_dask.analysis import open_runs, tic, xic
 from mzpeak_dask.export import stopping
 from mzpeak_dask.export.zarr import to_zarr
 from mzpeak_dask.parallel.cluster import cluster_client
 from mzpeak_dask.parallel.executors import DaskExecutor
 
-from ..helpers.clusters import silent_scheduler, workers_apart
+from ..helpers.clusters import ExternalCluster, silent_scheduler, workers_apart
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 NAMES = ["ref.chunked", "small.peaks", "metabo.point", "kitchen.point"]
@@ -68,6 +72,54 @@ def test_cluster_xic_equals_threaded_xic(exported, client) -> None:
     for name in threaded:
         pd.testing.assert_frame_equal(threaded[name], distributed[name])
     assert np.count_nonzero(threaded["ref.point"][810.4155].to_numpy()) > 3
+
+
+def test_an_analysis_stops_when_its_scheduler_stops_answering(exported) -> None:
+    """An XIC on a client whose scheduler stops answering ends with the one-line error in
+    about its deadline, instead of waiting for ever."""
+    runs = open_runs([exported.archives["ref.point"]])
+    with silent_scheduler() as call, pytest.raises(ClusterError) as raised:
+        call(xic, runs, [445.12], task_timeout=2)
+    message = str(raised.value)
+    assert message.startswith("no piece of the analysis ended on the Dask cluster in 2 s"), message
+    assert "\n" not in message
+
+
+def test_an_analysis_stops_when_no_piece_ends(exported) -> None:
+    """A scheduler with no worker (all lost, none coming): no piece of a TIC ever ends. (The
+    call runs in a thread, given 120 s: were it to wait for ever, the test fails instead.)"""
+    runs = open_runs([exported.archives["ref.point"]])
+    cluster = ExternalCluster(workers=0)
+    pool = ThreadPoolExecutor(1)
+    try:
+        with Client(cluster.address) as client:
+            called = pool.submit(tic, runs, client=client, task_timeout=2)
+            with pytest.raises(ClusterError, match=r"no piece of the analysis ended .* in 2 s"):
+                called.result(timeout=120)
+    finally:
+        cluster.close()  # a call still waiting ends with its scheduler
+        pool.shutdown()
+
+
+def test_the_xic_command_on_a_cluster_where_nothing_ends_is_a_one_line_error(exported) -> None:
+    """``mzpeak-dask xic --scheduler`` honours ``--task-timeout``: a scheduler with no worker
+    ends the command with one error line and exit code 1."""
+    cluster = ExternalCluster(workers=0)
+    try:
+        result = subprocess.run(
+            [sys.executable, "-m", "mzpeak_dask", "xic", str(exported.archives["ref.point"])]
+            + ["--mz", "445.12", "--scheduler", cluster.address, "--task-timeout", "2"],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+    finally:
+        cluster.close()
+    assert result.returncode == 1, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("error: no piece of the analysis ended on the Dask cluster in 2 s")
+    assert result.stdout == ""
 
 
 @pytest.fixture(scope="module")
