@@ -91,16 +91,20 @@ def compute(
         return list(dask.compute(*parts))
     futures: list[Any] = []
     ended: queue.SimpleQueue[int] = queue.SimpleQueue()
+    results: list[Any] = []
+    failure: BaseException | None = None
     try:
         client.run(enable_rectilinear, callback_timeout=task_timeout)
         futures = client.compute(list(parts))
         for at, future in enumerate(futures):
             future.add_done_callback(lambda _, at=at: ended.put(at))
-        results: list[Any] = [None] * len(futures)
+        results = [None] * len(futures)
         for _ in futures:  # each piece's result (or its error) fetched as it ends
             at = ended.get(timeout=task_timeout)
+            if futures[at].status == "error":  # its own error, raised below (a TimeoutError too)
+                failure = futures[at].exception(timeout=task_timeout)
+                break
             results[at] = futures[at].result(timeout=task_timeout)
-        return results
     except (queue.Empty, TimeoutError):
         raise ClusterError(
             f"no piece of the analysis ended on the Dask cluster in {task_timeout:g} s, or "
@@ -109,6 +113,9 @@ def compute(
     finally:
         for future in futures:
             future.release()  # a message: never a wait on a scheduler that may not answer
+    if failure is not None:
+        raise failure
+    return results
 
 
 __all__ = [

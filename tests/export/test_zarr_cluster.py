@@ -9,6 +9,7 @@ import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import dask
 import numpy as np
 import pandas as pd
 import pytest
@@ -17,6 +18,7 @@ from distributed import Client
 
 from mzpeak_dask import ClusterError, ClusterOptions
 from mzpeak_dask.analysis import open_runs, tic, xic
+from mzpeak_dask.analysis.runs import compute
 from mzpeak_dask.export import stopping
 from mzpeak_dask.export.zarr import to_zarr
 from mzpeak_dask.parallel.cluster import cluster_client
@@ -83,6 +85,19 @@ def test_an_analysis_stops_when_its_scheduler_stops_answering(exported) -> None:
     message = str(raised.value)
     assert message.startswith("no piece of the analysis ended on the Dask cluster in 2 s"), message
     assert "\n" not in message
+
+
+def _times_out() -> None:
+    raise TimeoutError("the store did not answer in 5 s")
+
+
+def test_a_piece_that_fails_on_a_worker_raises_its_own_error(client) -> None:
+    """A piece's own error (here a TimeoutError, as a store's read raises) reaches the caller
+    as it is, not as the cluster's deadline."""
+    pieces = [dask.delayed(_times_out)(), dask.delayed(sum)([1, 2])]
+    with pytest.raises(TimeoutError, match="the store did not answer in 5 s"):
+        compute(pieces, client, task_timeout=60)
+    assert compute([dask.delayed(sum)([1, 2])], client, task_timeout=60) == [3]
 
 
 def test_an_analysis_stops_when_no_piece_ends(exported) -> None:
