@@ -30,9 +30,6 @@ def _selection(run: Run, rt: tuple[float, float] | None, ms_level: int | None) -
     return select_spectra(spectra["time"].to_numpy(), spectra["ms_level"].to_numpy(), rt, ms_level)
 
 
-TASK_TIMEOUT = ClusterOptions.task_timeout
-
-
 def _computed(pieces: list[list[Any]], client: Any, task_timeout: float) -> list[list[Any]]:
     """Compute every run's pieces together; hand back each run's results."""
     flat = compute([p for run in pieces for p in run], client, task_timeout)
@@ -74,7 +71,7 @@ def xic(
     rt: tuple[float, float] | None = None,
     ms_level: int | None = AnalysisOptions.ms_level,
     client: Any = None,
-    task_timeout: float = TASK_TIMEOUT,
+    task_timeout: float = ClusterOptions.task_timeout,
 ) -> dict[str, pd.DataFrame]:
     """Extracted-ion chromatograms, keyed by run name (repeats suffixed ``#2`` ...): per
     run, per selected spectrum (MS level ``ms_level``, None for all; time within ``rt``
@@ -98,7 +95,7 @@ def spectrum_stats(
     rt: tuple[float, float] | None = None,
     ms_level: int | None = AnalysisOptions.ms_level,
     client: Any = None,
-    task_timeout: float = TASK_TIMEOUT,
+    task_timeout: float = ClusterOptions.task_timeout,
 ) -> dict[str, pd.DataFrame]:
     """Per run and selected spectrum: ``tic`` (total intensity), ``base_peak_mz`` and
     ``base_peak_intensity`` (NaN for a spectrum without points); ``client`` and
@@ -121,7 +118,7 @@ def tic(
     rt: tuple[float, float] | None = None,
     ms_level: int | None = AnalysisOptions.ms_level,
     client: Any = None,
-    task_timeout: float = TASK_TIMEOUT,
+    task_timeout: float = ClusterOptions.task_timeout,
 ) -> dict[str, pd.DataFrame]:
     """Total-ion chromatograms (columns ``time``, ``tic``)."""
     stats = spectrum_stats(
@@ -136,7 +133,7 @@ def base_peak(
     rt: tuple[float, float] | None = None,
     ms_level: int | None = AnalysisOptions.ms_level,
     client: Any = None,
-    task_timeout: float = TASK_TIMEOUT,
+    task_timeout: float = ClusterOptions.task_timeout,
 ) -> dict[str, pd.DataFrame]:
     """Base-peak chromatograms (``time``, ``base_peak_mz``, ``base_peak_intensity``)."""
     stats = spectrum_stats(

@@ -91,14 +91,13 @@ def compute(
         return list(dask.compute(*parts))
     futures: list[Any] = []
     ended: queue.SimpleQueue[int] = queue.SimpleQueue()
-    results: list[Any] = []
     failure: BaseException | None = None
     try:
         client.run(enable_rectilinear, callback_timeout=task_timeout)
         futures = client.compute(list(parts))
         for at, future in enumerate(futures):
             future.add_done_callback(lambda _, at=at: ended.put(at))
-        results = [None] * len(futures)
+        results: list[Any] = [None] * len(futures)
         for _ in futures:  # each piece's result (or its error) fetched as it ends
             at = ended.get(timeout=task_timeout)
             if futures[at].status == "error":  # its own error, raised below (a TimeoutError too)

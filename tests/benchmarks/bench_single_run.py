@@ -360,7 +360,8 @@ def main() -> None:
             flags = ("--cluster", "inline") if kind == "inline" else ()
             t, choice = cold_convert(THREE_MB, small_out, *flags)
             small[kind].append(t)
-            small_choice = choice if kind == "defaults" else small_choice
+            if kind == "defaults":
+                small_choice = choice  # where the defaults put the run
     t_small, t_small_inline = (statistics.median(v) for v in small.values())
     t_small_cluster, _ = cold_convert(THREE_MB, small_out, "--workers", "2")
     print(
