@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import ast
 import logging
 import os
 import sys
+from typing import Any
 
 LEVELS = {"distributed": "critical", "tornado.application": "critical"}
 
@@ -21,8 +23,21 @@ def quiet_dask_logs() -> None:
         import dask
 
         os.environ.setdefault("DASK_LOGGING__DISTRIBUTED", "critical")
-        dask.config.set({"logging": {**dask.config.get("logging", {}), **LEVELS}})
-    else:
-        os.environ["DASK_LOGGING"] = repr(LEVELS)
+        config = dask.config.get("logging", {})
+        if isinstance(config, dict):  # else not a logging config Dask can use: left as it is
+            dask.config.set({"logging": {**config, **LEVELS}})
+    else:  # read as Dask reads it; another logger's level set there is kept
+        given = os.environ.get("DASK_LOGGING")
+        config = _literal(given) if given else {}
+        if isinstance(config, dict):
+            os.environ["DASK_LOGGING"] = repr({**config, **LEVELS})
     for name in LEVELS:
         logging.getLogger(name).setLevel(logging.CRITICAL)
+
+
+def _literal(text: str) -> Any:
+    """A Python literal, as Dask's config reads an environment variable (None if not one)."""
+    try:
+        return ast.literal_eval(text)
+    except (SyntaxError, ValueError):
+        return None

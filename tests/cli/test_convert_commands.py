@@ -3,8 +3,10 @@ SLURM batch script."""
 
 from __future__ import annotations
 
+import ast
 import json
 import logging
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -97,6 +99,28 @@ def test_dask_and_tornado_logs_are_quiet_unless_verbose() -> None:
             [sys.executable, "-c", probe, when], capture_output=True, text=True, check=True
         )
         assert out.stdout.split() == [str(logging.CRITICAL), str(logging.CRITICAL), "critical"]
+
+
+def test_quieting_dask_keeps_the_users_own_dask_logging_settings() -> None:
+    """``DASK_LOGGING`` set by the user (other loggers' levels) keeps its settings beside the
+    command's, before and after Dask is imported."""
+    probe = (
+        "import sys\n"
+        "from mzpeak_dask.cli.logs import quiet_dask_logs\n"
+        "if sys.argv[1] == 'before': quiet_dask_logs()\n"
+        "import dask, distributed\n"
+        "if sys.argv[1] == 'after': quiet_dask_logs()\n"
+        "print(repr(dask.config.get('logging')))\n"
+    )
+    for when in ("before", "after"):
+        env = {**os.environ, "DASK_LOGGING": "{'bokeh': 'error', 'distributed': 'info'}"}
+        out = subprocess.run(
+            [sys.executable, "-c", probe, when], capture_output=True, text=True, env=env
+        )
+        assert out.returncode == 0, out.stderr
+        config = ast.literal_eval(out.stdout.strip())
+        assert config["bokeh"] == "error", (when, config)
+        assert config["distributed"] == config["tornado.application"] == "critical", (when, config)
 
 
 EXIT_PROBE = """
