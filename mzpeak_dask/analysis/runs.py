@@ -3,6 +3,7 @@ through the first of :data:`SOURCES` that can open it (see :mod:`.source`)."""
 
 from __future__ import annotations
 
+import concurrent.futures
 import os
 import queue
 from collections.abc import Iterable
@@ -109,6 +110,8 @@ def compute(
             f"no piece of the analysis ended on the Dask cluster in {task_timeout:g} s, or "
             "its scheduler did not answer: stopping (task_timeout)"
         ) from None
+    except concurrent.futures.CancelledError as exc:  # a restart, a client's cancel
+        raise ClusterError(f"the Dask cluster cancelled a piece of the analysis ({exc})") from None
     finally:
         for future in futures:
             future.release()  # a message: never a wait on a scheduler that may not answer

@@ -6,6 +6,9 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
+import time
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -14,7 +17,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import zarr
-from distributed import Client
+from distributed import Client, Future
 
 from mzpeak_dask import ClusterError, ClusterOptions
 from mzpeak_dask.analysis import open_runs, tic, xic
@@ -97,6 +100,31 @@ def test_a_piece_that_fails_on_a_worker_raises_its_own_error(client) -> None:
     pieces = [dask.delayed(_times_out)(), dask.delayed(sum)([1, 2])]
     with pytest.raises(TimeoutError, match="the store did not answer in 5 s"):
         compute(pieces, client, task_timeout=60)
+    assert compute([dask.delayed(sum)([1, 2])], client, task_timeout=60) == [3]
+
+
+def _sleep(seconds: float) -> float:
+    time.sleep(seconds)
+    return seconds
+
+
+def test_a_piece_the_cluster_cancels_is_a_one_line_cluster_error(client) -> None:
+    """A piece the cluster cancels (a restart, another client's cancel) stops the analysis with
+    one ClusterError line, not distributed's CancelledError."""
+    piece = dask.delayed(_sleep)(15, dask_key_name=f"slow-{uuid.uuid4().hex}")
+
+    def cancel_it() -> None:
+        deadline = time.monotonic() + 30
+        while piece.key not in client.futures and time.monotonic() < deadline:
+            time.sleep(0.05)
+        client.cancel([Future(piece.key, client)])
+
+    canceller = threading.Thread(target=cancel_it, daemon=True)
+    canceller.start()
+    with pytest.raises(ClusterError, match=r"the Dask cluster cancelled a piece") as raised:
+        compute([piece], client, task_timeout=120)
+    canceller.join(30)
+    assert "\n" not in str(raised.value)
     assert compute([dask.delayed(sum)([1, 2])], client, task_timeout=60) == [3]
 
 
