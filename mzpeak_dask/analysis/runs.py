@@ -81,8 +81,8 @@ def compute(
     parts: list[Any], client: Any = None, task_timeout: float = ClusterOptions.task_timeout
 ) -> list[Any]:
     """Compute lazy pieces: on ``client`` (a ``distributed.Client``; :class:`ClusterError`
-    when no piece ends for ``task_timeout`` seconds, or the scheduler does not answer in that
-    time), else with the scheduler Dask is configured with (its threads in this process
+    when no piece ends for ``task_timeout`` seconds, the scheduler does not answer in that
+    time, or the cluster cancels a piece), else with the scheduler Dask is configured with (its threads in this process
     unless set otherwise, e.g. ``dask.config.set(scheduler="sync")``)."""
     import dask
 
