@@ -116,7 +116,7 @@ class DaskExecutor:
         return task.future.result(timeout=self.task_timeout)
 
     def failed(self, task: Task) -> bool:
-        return task.future.status == "error"
+        return task.future.status in ("error", "cancelled")
 
     def release(self, task: Task) -> None:
         """Forget the task: the scheduler drops it unless it runs (a message, never a wait

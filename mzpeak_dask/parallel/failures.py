@@ -3,8 +3,8 @@ spectra of the partition, or the step), whatever failed where.
 
 A task's number says where: a partition's (0, 1, ...), the plan's or the finishing one's. A
 failure to write the output names the output and its cause rather than a temporary file; a
-worker that died each time it ran a task becomes a
-:class:`~mzpeak_dask.errors.WorkerDiedError`, which a batch recognises.
+worker that died each time it ran a task becomes a :class:`~mzpeak_dask.errors.WorkerDiedError`
+(which a batch recognises), and a task the cluster cancelled (a restart) a ``ClusterError``.
 
 The package's own errors (:class:`~mzpeak_dask.errors.MzPeakDaskError`) are built with the
 names the user gave (:class:`~mzpeak_dask.run_paths.RunPaths`: the tasks receive them beside
@@ -18,10 +18,11 @@ from __future__ import annotations
 import errno
 import os
 import re
+from concurrent.futures import CancelledError
 
 from ..archive.job import RunJob
 from ..contracts import RunPlan
-from ..errors import MzPeakDaskError, OutputError, WorkerDiedError
+from ..errors import ClusterError, MzPeakDaskError, OutputError, WorkerDiedError
 
 PLAN = -1  # a run's plan task
 FINISH = -2  # the task finishing a run (or this process putting the archive in place)
@@ -29,11 +30,6 @@ WHOLE = -3  # a task converting small runs whole
 # errors of writing, whatever is written: they name the output, not a temporary file
 _WRITE_ERRNOS = {errno.ENOSPC, errno.EFBIG, errno.EDQUOT, errno.EROFS}
 _ERRNO_TEXT = re.compile(r"\[errno (\d+)\]", re.IGNORECASE)  # in Arrow's messages
-
-
-def _worker_death(exc: BaseException) -> bool:
-    """Dask gave up on a task whose worker died each time it ran it."""
-    return type(exc).__name__ == "KilledWorker"
 
 
 def _output_failure(job: RunJob, exc: BaseException) -> OutputError | None:
@@ -75,10 +71,14 @@ def describe_failure(
         items = plan.partitions[n].items
         kind = "spectra" if items.kind == "spectrum" else "chromatograms"
         where = f"{kind} {items.start}-{items.stop - 1} (0-based)"
-    if _worker_death(exc):
+    if type(exc).__name__ == "KilledWorker":  # Dask gave up: its worker died each time
         return WorkerDiedError(
             f"{job.paths.named_source}: {where}: the worker process died each time it "
             "tried (the input may exhaust the worker's memory or crash it)"
+        )
+    if isinstance(exc, CancelledError):
+        return ClusterError(
+            f"{job.paths.named_source}: {where}: the Dask cluster cancelled it ({exc})"
         )
     detail = job.paths.foreign(str(exc), job.staging.path)
     return MzPeakDaskError(f"{job.paths.named_source}: {where}: {type(exc).__name__}: {detail}")

@@ -10,6 +10,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import zipfile
 from pathlib import Path
 
@@ -17,9 +18,10 @@ import dask
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from distributed import Client
+from distributed import Client, Future
 
 from mzpeak_dask import (
+    ClusterError,
     ClusterOptions,
     ConversionResult,
     ConvertOptions,
@@ -199,6 +201,39 @@ def test_data_error_fails_the_run_and_leaves_nothing(local_client, tmp_path) -> 
             path, tmp_path / "out.mzpeak", ConvertOptions(partition_items=4), client=local_client
         )
     assert sorted(p.name for p in tmp_path.iterdir()) == ["corrupt.mzML"]
+
+
+def test_a_task_the_cluster_cancels_fails_the_run_with_one_cluster_error_line(
+    local_client, tmp_path
+) -> None:
+    """A run whose task the cluster cancels (a restart, another client's cancel) fails with
+    one ClusterError line naming the input, not distributed's FutureCancelledError, and
+    leaves nothing; the cluster converts the next run."""
+    source = tmp_path / "small_x4.mzML"
+    replicate(SMALL, source, 4)
+    stop = threading.Event()
+
+    def cancel_every_task() -> None:
+        while not stop.wait(0.01):
+            keys = list(local_client.futures)
+            if keys:
+                local_client.cancel([Future(k, local_client) for k in keys])
+
+    canceller = threading.Thread(target=cancel_every_task, daemon=True)
+    canceller.start()
+    try:
+        with pytest.raises(ClusterError, match=r"the Dask cluster cancelled it") as raised:
+            options = ConvertOptions(partition_items=4)
+            convert(source, tmp_path / "out.mzpeak", options, client=local_client)
+    finally:
+        stop.set()
+        canceller.join(30)
+    message = str(raised.value)
+    assert message.startswith(f"{source}: ") and "\n" not in message, message
+    assert sorted(p.name for p in tmp_path.iterdir()) == [source.name]
+    convert(SMALL, tmp_path / "next.mzpeak", client=local_client)
+    with open_archive(tmp_path / "next.mzpeak") as archive:
+        assert len(archive) == 48
 
 
 def test_several_inputs_side_by_side(local_client, tmp_path) -> None:
