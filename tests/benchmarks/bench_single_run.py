@@ -163,40 +163,36 @@ if __name__ == "__main__":
 """
 
 
-def cold_pool(source: Path, output: Path) -> float:
-    """The cold conversion with its tasks on a pool of 2 spawned processes, without Dask
-    (:data:`POOL`; a comparison, not a way the package runs): seconds."""
+def run_script(script: str, source: Path, output: Path) -> tuple[float, str]:
+    """``script`` run by a fresh Python with ``source`` and ``output`` as arguments: its
+    seconds, and what it printed."""
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     start = time.perf_counter()
     done = subprocess.run(
-        [sys.executable, "-c", POOL, str(source), str(output)],
+        [sys.executable, "-c", script, str(source), str(output)],
         capture_output=True,
         text=True,
         env=env,
         check=False,
     )
+    seconds = time.perf_counter() - start
     if done.returncode != 0:
         raise RuntimeError(done.stderr[-3000:])
-    return time.perf_counter() - start
+    return seconds, done.stdout
+
+
+def cold_pool(source: Path, output: Path) -> float:
+    """The cold conversion with its tasks on a pool of 2 spawned processes, without Dask
+    (:data:`POOL`; a comparison, not a way the package runs): seconds."""
+    return run_script(POOL, source, output)[0]
 
 
 def cold_breakdown(source: Path, output: Path) -> None:
     """Where a cold conversion on a LocalCluster of 2 workers spends its time, in a fresh
     process: importing the command, importing distributed, starting the cluster (spawned
     workers), the conversion itself, closing the cluster."""
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    start = time.perf_counter()
-    done = subprocess.run(
-        [sys.executable, "-c", BREAKDOWN, str(source), str(output)],
-        capture_output=True,
-        text=True,
-        env=env,
-        check=False,
-    )
-    total = time.perf_counter() - start
-    if done.returncode != 0:
-        raise RuntimeError(done.stderr[-3000:])
-    parts = [float(x) for x in done.stdout.split()]
+    total, printed = run_script(BREAKDOWN, source, output)
+    parts = [float(x) for x in printed.split()]
     names = ("import the command", "import distributed", "start", "convert", "close")
     shown = ", ".join(f"{n} {t:.2f} s" for n, t in zip(names, parts, strict=True))
     print(f"cold 2-worker convert, breakdown: {shown}; process {total:.2f} s in all")
