@@ -82,8 +82,9 @@ def compute(
 ) -> list[Any]:
     """Compute lazy pieces: on ``client`` (a ``distributed.Client``; :class:`ClusterError`
     when no piece ends for ``task_timeout`` seconds, the scheduler does not answer in that
-    time, or the cluster cancels a piece), else with the scheduler Dask is configured with (its threads in this process
-    unless set otherwise, e.g. ``dask.config.set(scheduler="sync")``)."""
+    time, or the cluster cancels a piece), else with the scheduler Dask is configured with
+    (its threads in this process unless set otherwise, e.g.
+    ``dask.config.set(scheduler="sync")``)."""
     import dask
 
     if not parts:

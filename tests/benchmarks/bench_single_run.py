@@ -85,17 +85,24 @@ def lean_iterate(path: Path) -> int:
     return sum(1 for _ in MzMLFormat.read(str(path), items, survey.hints))
 
 
-def cold_convert(source: Path, output: Path, *flags: str) -> tuple[float, str]:
-    """``mzpeak-dask convert`` in a fresh process: seconds, and the line saying where it ran."""
-    command = [sys.executable, "-m", "mzpeak_dask", "convert", str(source), str(output)]
+def fresh_python(*args: str) -> tuple[float, subprocess.CompletedProcess]:
+    """``python ARGS`` in a fresh process, this checkout first on its path: its seconds, and
+    what it printed (RuntimeError with its stderr if it fails)."""
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     start = time.perf_counter()
     done = subprocess.run(
-        [*command, "--overwrite", *flags], capture_output=True, text=True, env=env, check=False
+        [sys.executable, *args], capture_output=True, text=True, env=env, check=False
     )
     seconds = time.perf_counter() - start
     if done.returncode != 0:
         raise RuntimeError(done.stderr[-3000:])
+    return seconds, done
+
+
+def cold_convert(source: Path, output: Path, *flags: str) -> tuple[float, str]:
+    """``mzpeak-dask convert`` in a fresh process: seconds, and the line saying where it ran."""
+    command = ["-m", "mzpeak_dask", "convert", str(source), str(output), "--overwrite"]
+    seconds, done = fresh_python(*command, *flags)
     lines = [line for line in done.stderr.splitlines() if line.startswith(("running", "starting"))]
     return seconds, lines[0] if lines else "as forced"
 
@@ -163,36 +170,18 @@ if __name__ == "__main__":
 """
 
 
-def run_script(script: str, source: Path, output: Path) -> tuple[float, str]:
-    """``script`` run by a fresh Python with ``source`` and ``output`` as arguments: its
-    seconds, and what it printed."""
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    start = time.perf_counter()
-    done = subprocess.run(
-        [sys.executable, "-c", script, str(source), str(output)],
-        capture_output=True,
-        text=True,
-        env=env,
-        check=False,
-    )
-    seconds = time.perf_counter() - start
-    if done.returncode != 0:
-        raise RuntimeError(done.stderr[-3000:])
-    return seconds, done.stdout
-
-
 def cold_pool(source: Path, output: Path) -> float:
     """The cold conversion with its tasks on a pool of 2 spawned processes, without Dask
     (:data:`POOL`; a comparison, not a way the package runs): seconds."""
-    return run_script(POOL, source, output)[0]
+    return fresh_python("-c", POOL, str(source), str(output))[0]
 
 
 def cold_breakdown(source: Path, output: Path) -> None:
     """Where a cold conversion on a LocalCluster of 2 workers spends its time, in a fresh
     process: importing the command, importing distributed, starting the cluster (spawned
     workers), the conversion itself, closing the cluster."""
-    total, printed = run_script(BREAKDOWN, source, output)
-    parts = [float(x) for x in printed.split()]
+    total, done = fresh_python("-c", BREAKDOWN, str(source), str(output))
+    parts = [float(x) for x in done.stdout.split()]
     names = ("import the command", "import distributed", "start", "convert", "close")
     shown = ", ".join(f"{n} {t:.2f} s" for n, t in zip(names, parts, strict=True))
     print(f"cold 2-worker convert, breakdown: {shown}; process {total:.2f} s in all")
@@ -395,7 +384,7 @@ def main() -> None:
         f"cold, tasks on a pool of 2 spawned processes, no Dask (comparison only) {t_pool:.2f} s"
         f"  ratio {t_pool / t_parse:.2f}"
     )
-    print(f"  (the first five lines and the last: medians of {ROUNDS} interleaved rounds, in s:")
+    print(f"  the first five lines and the last: medians of {ROUNDS} interleaved rounds, in s:")
     for name, values in rounds.items():
         print(f"   {name:6s} " + ", ".join(f"{v:.2f}" for v in values))
     for name in ("cold", "pool"):
@@ -404,7 +393,7 @@ def main() -> None:
         print(f"   {name} / parse, round by round: {shown}; median {statistics.median(ratios):.2f}")
     print(
         "goal: cold convert with defaults <= 0.6x the bare pyteomics parse (moonshot 0.3x), "
-        "the median of the rounds' ratios (cold / parse above))"
+        "the median of the rounds' ratios (cold / parse above)"
     )
     cold_breakdown(source, out / "breakdown.mzpeak")
 
