@@ -3,12 +3,15 @@ LocalCluster, and the archives and Zarr export the export and analysis tests sha
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
 from hypothesis import settings
 
 from mzpeak_dask import ClusterOptions
+
+from .helpers import marks
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
@@ -25,6 +28,48 @@ def input_files() -> list[Path]:
 
 
 INLINE = ClusterOptions(cluster="inline")
+
+# The fixtures that start a server or a cluster: a test that asks for one is marked as if it
+# said so itself. A test that starts one any other way carries the mark or fails at once
+# (tests/helpers/marks.py), so `make test-fast` runs none of them.
+SERVER_FIXTURES = {
+    "s3_endpoint",
+    "bucket",
+    "served",
+    "http_server",
+    "gcs_host",
+    "azurite_endpoint",
+    "s3rver_endpoint",
+    "store",
+}
+CLUSTER_FIXTURES = {"local_client"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        names = set(getattr(item, "fixturenames", ()))
+        if names & SERVER_FIXTURES:
+            item.add_marker(pytest.mark.server)
+        if names & CLUSTER_FIXTURES:
+            item.add_marker(pytest.mark.cluster)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """The running test's marks, set before its fixtures start anything."""
+    marks.enforcing = True
+    marks.current = frozenset(m.name for m in item.iter_markers())
+
+
+@pytest.fixture(autouse=True)
+def _clusters_are_marked(request):
+    """A LocalCluster made in this process by an unmarked test fails it."""
+    spec = sys.modules.get("distributed.deploy.spec")
+    before = set(map(id, spec.SpecCluster._instances)) if spec else set()
+    yield
+    spec = sys.modules.get("distributed.deploy.spec")
+    if spec and set(map(id, spec.SpecCluster._instances)) - before:
+        marks.require("cluster", "a LocalCluster")
 
 # One Hypothesis profile for every property test, loaded here and by name in CI
 # (``--hypothesis-profile=mzpeak``): no deadline (a first example pays imports and caches, and

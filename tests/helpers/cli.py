@@ -6,12 +6,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+from .marks import require
+
 
 def run_cli(
     *args: str, cwd: Path | None = None, timeout: int = 600, **kwargs
 ) -> subprocess.CompletedProcess:
-    """``mzpeak-dask ARGS`` in a fresh process, as a user runs it."""
-    return subprocess.run(
+    """``mzpeak-dask ARGS`` in a fresh process, as a user runs it. A command that says it
+    started a cluster must run in a test marked ``cluster``."""
+    result = subprocess.run(
         [sys.executable, "-m", "mzpeak_dask", *args],
         capture_output=True,
         text=True,
@@ -19,6 +22,9 @@ def run_cli(
         cwd=cwd,
         **kwargs,
     )
+    if CHOICE[1] in (result.stderr or ""):
+        require("cluster", "a LocalCluster (the command said so)")
+    return result
 
 
 CHOICE = ("running in-process (", "starting a LocalCluster of ")

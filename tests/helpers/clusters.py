@@ -16,6 +16,8 @@ from typing import Any
 
 from distributed import Client
 
+from .marks import require
+
 UNSHARE = ["unshare", "--mount", "--propagation", "private"]
 
 
@@ -43,6 +45,7 @@ class ExternalCluster:
     folder: it cannot see what this process writes there, as a worker on another machine."""
 
     def __init__(self, workers: int, nanny: bool = False, hidden: str | None = None):
+        require("cluster", "a Dask scheduler and workers")
         self.hidden = hidden
         self.port = _free_port()
         self.address = f"tcp://127.0.0.1:{self.port}"

@@ -21,6 +21,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import unquote
 
+from .marks import require
+
 _RANGE = re.compile(r"bytes=(\d*)-(\d*)$")
 _COLOURS = re.compile(r"\x1b\[[0-9;]*m")  # the server's log colours a 206 answer
 
@@ -141,6 +143,7 @@ def range_span(header: str, size: int) -> tuple[int, int] | None:
 @contextmanager
 def range_server(root: Path):
     """A RangeServer over ``root`` on loopback, for the duration of the block."""
+    require("server", "an HTTP server")
     server = RangeServer(root)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -160,6 +163,7 @@ def s3_server(own_process: bool = False):
     ``own_process``: the server runs in a process of its own (``python -m moto.server``), as a
     real store would, so that its serving does not take this process' interpreter lock (what
     a benchmark timing the client needs); else on a thread of this process."""
+    require("server", "moto's S3 server")
     if own_process:
         stop, endpoint = _moto_process()
     else:
@@ -231,6 +235,7 @@ def _moto_process():
 def refusing_s3_server():
     """moto's S3 server (its own process) checking every request's credentials, which it
     knows none of: each request is refused ``403``, as with wrong credentials."""
+    require("server", "moto's S3 server")
     port = _free_port()
     command = [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)]
     env = {**os.environ, "INITIAL_NO_AUTH_ACTION_COUNT": "0"}
@@ -301,6 +306,7 @@ def gcs_server():
     gcsfs' experimental bucket-type lookup (a gRPC call the emulator does not answer, waited
     on for a minute per bucket) is turned off, as ``GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT=false``
     does for any user of an emulator."""
+    require("server", "a GCS emulator")
     from gcp_storage_emulator.server import create_server
 
     logging.getLogger("gcp_storage_emulator").setLevel(logging.ERROR)
@@ -344,6 +350,7 @@ def _node_server(package: str, binary: str, arguments: list[str]):
     started in a process of its own with ``arguments``, where the argument :data:`PORT`
     stands for a free loopback port; yields the port and the process once it answers, and
     stops it after (a server waits for its clients' idle connections to close: not long)."""
+    require("server", "a Node server")
     missing = node_server_missing(package, binary)
     if missing:
         raise RuntimeError(missing)

@@ -102,6 +102,7 @@ def test_a_bad_remote_input_fails_alone_naming_the_url_and_spectrum(
     assert files_in(staging) == []
 
 
+@pytest.mark.server
 def test_a_scan_of_an_object_reads_large_chunks_once(inputs):
     """An MGF (no index) is scanned to its end: in chunks of megabytes, one request each,
     finding what the scan of the local file finds."""

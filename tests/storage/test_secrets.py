@@ -41,6 +41,7 @@ def _shown(result: subprocess.CompletedProcess) -> str:
     return result.stdout + result.stderr
 
 
+@pytest.mark.server
 def test_a_failing_conversion_hides_the_password(web, tmp_path):
     source = f"{web}/missing.mzML"
     result = run_cli("convert", source, str(tmp_path / "out.mzpeak"), "--cluster", "inline")
@@ -48,6 +49,7 @@ def test_a_failing_conversion_hides_the_password(web, tmp_path):
     assert SECRET not in _shown(result)
 
 
+@pytest.mark.server
 def test_verbose_tracebacks_hide_the_password(web, tmp_path):
     source = f"{web}/missing.mzML"
     result = run_cli("convert", source, str(tmp_path / "o.mzpeak"), "--cluster", "inline", "-v")
@@ -65,6 +67,7 @@ def test_credentials_in_an_s3_url_are_refused_unshown(s3_endpoint, bucket, tmp_p
     assert SECRET not in _shown(result)
 
 
+@pytest.mark.server
 def test_a_conversion_hides_the_password_in_its_lines_and_archive(web, tmp_path):
     output = tmp_path / "out.mzpeak"
     source = f"{web}/small.mzML"
@@ -80,6 +83,7 @@ def test_a_conversion_hides_the_password_in_its_lines_and_archive(web, tmp_path)
     assert progress.returncode == 0 and SECRET not in _shown(progress)
 
 
+@pytest.mark.server
 @pytest.mark.parametrize("command", [["info"], ["info", "--json"], ["validate", "--json"]])
 def test_reading_an_archive_hides_the_password(web, command):
     result = run_cli(*command, f"{web}/small.mzpeak")
@@ -87,6 +91,7 @@ def test_reading_an_archive_hides_the_password(web, command):
     assert "user:***@127.0.0.1" in result.stdout and SECRET not in _shown(result)
 
 
+@pytest.mark.server
 def test_a_batch_of_urls_hides_the_password_in_its_reports(web, s3_endpoint, bucket, tmp_path):
     manifest = tmp_path / "urls.txt"
     manifest.write_text(f"{web}/small.mzML\n{web}/broken.mzML\n")
@@ -115,6 +120,7 @@ def test_a_batch_of_urls_hides_the_password_in_its_reports(web, s3_endpoint, buc
     assert [r["source"] for r in rows] == [f"{web}/small.mzML".replace(SECRET, "***")]
 
 
+@pytest.mark.cluster
 def test_storage_options_are_not_on_the_workers_command_lines(tmp_path):
     """The workers of a LocalCluster show no storage option given with --storage-options; nor
     does the command itself once they run."""

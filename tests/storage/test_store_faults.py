@@ -197,6 +197,7 @@ def test_missing_inputs_are_one_line(s3_endpoint, bucket, tmp_path):
     assert keys(s3_endpoint, bucket) == sorted(f"out/{name}" for name in REPORTS)
 
 
+@pytest.mark.server
 def test_refused_credentials_are_one_line_before_any_work(tmp_path):
     with refusing_s3_server() as endpoint:
         env = {**os.environ, **S3_ENVIRONMENT, "AWS_ENDPOINT_URL": endpoint}
