@@ -17,6 +17,11 @@ class InputError(MzPeakDaskError, ValueError):
     """The input file cannot be read as MS data (missing, not MS data, truncated, corrupt)."""
 
 
+class TargetsError(InputError):
+    """A target list (``quantify``) is unusable: a missing column, an empty list, or a row
+    with a bad value (the message names the row)."""
+
+
 class ZarrStoreError(InputError):
     """A Zarr store of exported runs is damaged (unreadable metadata, a chunk that is missing,
     garbled, or inflates past the size its array declares) or not one the export writes."""

@@ -45,14 +45,35 @@ def select_spectra(
     return np.flatnonzero(keep)
 
 
+def merged(low: np.ndarray, high: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The union of the intervals ``[low, high]`` (NaN ones left out) as disjoint intervals,
+    sorted."""
+    low, high = np.asarray(low, np.float64), np.asarray(high, np.float64)
+    ok = ~(np.isnan(low) | np.isnan(high)) & (low <= high)
+    low, high = low[ok], high[ok]
+    if not len(low):
+        return low, high
+    order = np.argsort(low, kind="stable")
+    low, high = low[order], np.maximum.accumulate(high[order])
+    start = np.r_[True, low[1:] > high[:-1]]
+    ends = np.r_[np.flatnonzero(start)[1:] - 1, len(low) - 1]
+    return low[start], high[ends]
+
+
 def overlapping(
     start: np.ndarray, end: np.ndarray, low: np.ndarray, high: np.ndarray
 ) -> np.ndarray:
-    """Which intervals ``[start, end]`` meet at least one window ``[low, high]`` (a loop over
-    the windows, vectorised over the intervals). NaN bounds never match."""
+    """Which intervals ``[start, end]`` meet at least one window ``[low, high]``: one binary
+    search per interval among the merged windows, whatever their number. NaN bounds never
+    match."""
+    lows, highs = merged(low, high)
+    start, end = np.asarray(start, np.float64), np.asarray(end, np.float64)
     hit = np.zeros(len(start), dtype=bool)
-    for a, b in zip(low.tolist(), high.tolist(), strict=True):
-        hit |= (start <= b) & (end >= a)
+    if not len(lows):
+        return hit
+    j = np.searchsorted(highs, start, side="left")  # the first merged window ending >= start
+    inside = j < len(highs)  # a NaN start sorts past the end
+    hit[inside] = lows[j[inside]] <= end[inside]  # a NaN end compares False
     return hit
 
 
@@ -244,6 +265,7 @@ __all__ = [
     "hit_sums",
     "item_window_sums",
     "compact",
+    "merged",
     "overlapping",
     "ppm_windows",
     "select_spectra",

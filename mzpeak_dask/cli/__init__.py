@@ -16,7 +16,7 @@ from .._version import __version__
 from ..errors import MzPeakDaskError, OptionsError, OutputBusyError
 from ..pathtext import text
 from ..storage.urls import set_default_options
-from . import analysis, convert
+from . import analysis, convert, quantify
 from .args import storage_options
 from .convert import EXIT_FAILED
 from .hidden import hide_storage_options
@@ -40,6 +40,7 @@ examples:
   mzpeak-dask batch /data/repository /data/mzpeak --resume
   mzpeak-dask export-zarr a.mzpeak b.mzpeak runs.zarr
   mzpeak-dask xic runs.zarr --mz 445.12 --plot xic.png
+  mzpeak-dask quantify runs.zarr --targets targets.csv --output q.parquet --plot heatmap.png
 
 'mzpeak-dask COMMAND --help' describes a command. Options follow one rule: command line >
 --config file > built-in defaults (configs/default.toml lists them all)."""
@@ -59,6 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     convert.add_commands(sub)
     analysis.add_commands(sub)
+    quantify.add_commands(sub)
     return parser
 
 

@@ -1,0 +1,143 @@
+"""Ion maps: runs as images of summed intensity over (retention time, m/z) bins, as an
+``xarray.DataArray`` backed by a Dask array (one chunk per run).
+
+Each run's bins are those of ``numpy.histogram2d(time, mz, bins=[rt_edges, mz_edges],
+weights=intensity)``: a value ``x`` falls in bin ``i`` when ``edges[i] <= x < edges[i + 1]``,
+the last bin also holding ``x == edges[-1]``, and values outside the edges in none. Pieces of a
+run (blocks of spectra, batches of chunks) add their points into the rows of RT bins their
+spectra fall in, so a run's memory is that of its image plus one piece, never the whole run;
+only spectra inside the RT edges and chunks inside the m/z edges are read.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from dask import delayed
+
+from ..errors import InputError, OptionsError
+from .guarded import Failed
+from .kernels import select_spectra
+from .runs import Sources, as_runs, unique_names
+from .source import Run
+
+
+def bin_index(values: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """The bin of each value as ``numpy.histogramdd`` finds it (-1: outside every bin)."""
+    values = np.asarray(values, dtype=np.float64)
+    at = np.searchsorted(edges, values, side="right")
+    at[values == edges[-1]] -= 1
+    return np.where((at >= 1) & (at < len(edges)), at - 1, -1)
+
+
+def _piece(mz, intensity, positions, lo: int, time, rt_edges, mz_edges) -> tuple:
+    """``(first row, rows)``: the piece's sums in the RT bins its spectra fall in."""
+    rt_bin = bin_index(time, rt_edges)[np.asarray(positions, np.int64) - lo]
+    mz_bin = bin_index(mz, mz_edges)
+    weights = np.asarray(intensity, dtype=np.float64)
+    inside = (rt_bin >= 0) & (mz_bin >= 0) & ~np.isnan(weights)
+    width = len(mz_edges) - 1
+    if not inside.any():
+        return 0, np.zeros((0, width))
+    rows = rt_bin[inside]
+    first, last = int(rows.min()), int(rows.max())
+    cell = (rows - first) * width + mz_bin[inside]
+    sums = np.bincount(cell, weights=weights[inside], minlength=(last - first + 1) * width)
+    return first, sums.reshape(-1, width)
+
+
+def _image(shape: tuple[int, int], *parts: tuple) -> np.ndarray:
+    """A run's image from its pieces' rows (InputError naming the run if one failed)."""
+    out = np.zeros(shape)
+    for part in parts:
+        if isinstance(part, Failed):
+            raise InputError(part.message)
+        first, rows = part
+        out[first : first + len(rows)] += rows
+    return out
+
+
+def _edges(edges, name: str) -> np.ndarray:
+    edges = np.asarray(edges, dtype=np.float64)
+    if edges.ndim != 1 or len(edges) < 2 or not np.all(np.isfinite(edges)):
+        raise OptionsError(f"{name}: give at least two finite bin edges")
+    if np.any(np.diff(edges) < 0):
+        raise OptionsError(f"{name}: bin edges must increase")
+    return edges
+
+
+def _run_image(run: Run, mz_edges, rt_edges, ms_level: int | None):
+    import dask.array as da
+
+    time = run.spectra["time"].to_numpy(dtype=np.float64)
+    levels = run.spectra["ms_level"].to_numpy()
+    ids = select_spectra(time, levels, (rt_edges[0], rt_edges[-1]), ms_level)
+    times = time[ids]
+    windows = (mz_edges[:1], mz_edges[-1:])
+
+    def args_of(lo: int, hi: int):
+        return windows, (lo, times[lo:hi], rt_edges, mz_edges)
+
+    parts = run.point_parts(ids, _piece, args_of, windows) if len(ids) else []
+    shape = (len(rt_edges) - 1, len(mz_edges) - 1)
+    image = delayed(_image, pure=True)(shape, *parts)
+    return da.from_delayed(image, shape=shape, dtype=np.float64)
+
+
+def ion_map(sources: Sources, mz_edges, rt_edges, ms_level: int | None = 1):
+    """Ion maps of ``sources`` (paths, URLs, or runs of :func:`open_runs`): an
+    ``xarray.DataArray`` of dims ``(run, rt, mz)``, coordinates the run names and the bin
+    centres (RT in minutes), backed by a Dask array with one chunk per run, not computed.
+    Spectra of MS level ``ms_level`` (None: all). A run that cannot be read raises
+    :class:`~mzpeak_dask.errors.InputError` naming it when the map is computed."""
+    import dask.array as da
+    import xarray as xr
+
+    mz_edges, rt_edges = _edges(mz_edges, "m/z bins"), _edges(rt_edges, "RT bins")
+    runs = as_runs(sources)
+    if not runs:
+        raise OptionsError("no runs to map")
+    images = [_run_image(run, mz_edges, rt_edges, ms_level) for run in runs]
+    return xr.DataArray(
+        da.stack(images),
+        dims=("run", "rt", "mz"),
+        coords={
+            "run": unique_names(runs),
+            "rt": (rt_edges[:-1] + rt_edges[1:]) / 2,
+            "mz": (mz_edges[:-1] + mz_edges[1:]) / 2,
+        },
+        name="intensity",
+        attrs={"mz_edges": mz_edges, "rt_edges": rt_edges, "ms_level": ms_level},
+    )
+
+
+def plot_ion_map(image, path, *, title: str = "") -> None:
+    """One run's map (a 2-D DataArray, computed) as a log-scaled image saved to ``path``."""
+    try:
+        from matplotlib.colors import LogNorm
+        from matplotlib.figure import Figure
+    except ImportError:
+        raise OptionsError("--plot needs matplotlib (pip install 'mzpeak-dask[plot]')") from None
+    values = np.asarray(image.values, dtype=np.float64)
+    positive = values[values > 0]
+    figure = Figure(figsize=(8, 6))
+    axis = figure.subplots()
+    mz, rt = image.attrs["mz_edges"], image.attrs["rt_edges"]
+    norm = LogNorm(positive.min(), positive.max()) if len(positive) else None
+    shown = axis.imshow(
+        np.where(values > 0, values, np.nan),
+        origin="lower",
+        aspect="auto",
+        extent=(mz[0], mz[-1], rt[0], rt[-1]),
+        norm=norm,
+        cmap="viridis",
+        interpolation="nearest",
+    )
+    figure.colorbar(shown, ax=axis, label="summed intensity")
+    axis.set_xlabel("m/z")
+    axis.set_ylabel("retention time (min)")
+    axis.set_title(title, fontsize=9)
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+
+
+__all__ = ["bin_index", "ion_map", "plot_ion_map"]
