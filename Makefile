@@ -8,19 +8,25 @@ AZURITE := azurite@3.37.0
 S3RVER := s3rver@3.7.1
 AZURITE_STAMP := $(VENV)/node/.installed-stamp
 DEMO   := demo-output
+# The install takes the exact versions of requirements.lock, those the whole test suite last
+# passed with; pyproject.toml keeps the ranges the package supports. `make lock` refreshes the
+# lock: the newest releases in those ranges, in a new environment, kept only if `make test`
+# passes there.
+LOCK   := requirements.lock
+CONSTRAINTS := $(if $(REFRESH),,-c $(LOCK))
 
-.PHONY: setup demo test test-fast docs lint bench clean
+.PHONY: setup demo test test-fast docs lint bench clean lock
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml Makefile
+$(STAMP): pyproject.toml Makefile $(LOCK)
 	@if [ ! -x $(PY) ] || ! $(PY) -c 'import sys; sys.exit(sys.version_info < (3, 12))' 2>/dev/null; then \
 		python=$$(sh .ci/find-python) || exit 1; \
 		echo "creating $(VENV) with $$python"; \
 		rm -rf $(VENV); "$$python" -m venv $(VENV); \
 	fi
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet $(CONSTRAINTS) -e '.[dev]'
 	@# the bytecode an installed wheel has, written even where PYTHONDONTWRITEBYTECODE is set:
 	@# without it every command compiles the package's sources again (about 0.1 s a process)
 	$(PY) -m compileall -q mzpeak_dask
@@ -49,6 +55,14 @@ docs: setup
 
 lint: setup
 	$(VENV)/bin/ruff check mzpeak_dask tests workflows docs
+
+lock:
+	rm -rf .venv-lock
+	$(MAKE) VENV=.venv-lock REFRESH=1 test
+	{ echo "# The versions \`make test\` last passed with; made by \`make lock\` on $$(date -u +%F)."; \
+	  .venv-lock/bin/python -m pip freeze --exclude-editable; } > $(LOCK).tmp
+	mv $(LOCK).tmp $(LOCK)
+	rm -rf .venv-lock
 
 clean:
 	rm -rf $(VENV) $(DEMO) site .pytest_cache .hypothesis
