@@ -59,7 +59,7 @@ lint: setup
 lock:
 	rm -rf .venv-lock
 	$(MAKE) VENV=.venv-lock REFRESH=1 test
-	{ echo "# The versions \`make test\` last passed with; made by \`make lock\` on $$(date -u +%F)."; \
+	{ echo "# The versions \`make test\` last passed with; \`make lock\` refreshes it."; \
 	  .venv-lock/bin/python -m pip freeze --exclude-editable; } > $(LOCK).tmp
 	mv $(LOCK).tmp $(LOCK)
 	rm -rf .venv-lock
