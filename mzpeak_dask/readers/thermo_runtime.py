@@ -121,14 +121,17 @@ def open_raw(path: str, name: str) -> Any:
         raise InputError(f"{name}: not a readable Thermo .raw file ({_one_line(message)})")
     if raw.GetInstrumentCountOfType(rt.device_ms) < 1:
         raw.Dispose()
-        raise InputError(f"{name}: the Thermo .raw file holds no mass spectrometer data")
+        raise InputError(f"{name}: not a readable Thermo .raw file (no mass spectrometer data)")
     raw.SelectInstrument(rt.device_ms, 1)
     return raw
 
 
 def _one_line(text: str | None) -> str:
+    """The gist of a .NET error text: its message, without the stack trace the reader adds."""
     words = " ".join((text or "").split())
-    return words or "unreadable"
+    words = words.split(" Stacktrace:")[0]
+    words = words.split("Message : ", 1)[-1]
+    return words.strip() or "unreadable"
 
 
 def _first_line(exc: BaseException) -> str:
