@@ -36,10 +36,16 @@ demo: setup
 	$(VENV)/bin/mzpeak-dask convert tests/data/small.mzML $(DEMO)/small.mzpeak --overwrite --workers 2
 	$(VENV)/bin/mzpeak-dask info $(DEMO)/small.mzpeak
 
-test: setup $(AZURITE_STAMP)
+# the thermo extra (fisher-py); its tests also need Mono (.ci/install-mono), else they skip
+THERMO_STAMP := $(VENV)/.thermo-stamp
+$(THERMO_STAMP): $(STAMP)
+	$(PY) -m pip install --quiet -e '.[thermo]'
+	@touch $(THERMO_STAMP)
+
+test: setup $(AZURITE_STAMP) $(THERMO_STAMP)
 	$(PY) -m pytest -q
 
-test-fast: setup $(AZURITE_STAMP)
+test-fast: setup $(AZURITE_STAMP) $(THERMO_STAMP)
 	$(PY) -m pytest -q -m "not slow"
 
 # the documentation site (docs/, mkdocs.yml) into site/; a warning is an error

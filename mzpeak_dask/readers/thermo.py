@@ -19,7 +19,7 @@ from ..records import ChromatogramRecord, Param, RunMetadata, SpectrumRecord
 from . import thermo_terms as T
 from .base import CHROMATOGRAMS, InputFormat, ItemRange, Survey, input_error, spectrum_error
 from .thermo_runtime import dotnet_error, open_raw, runtime
-from .thermo_scans import TrailerIndex, chromatogram_arrays, instrument_key, spectrum
+from .thermo_scans import ScanReader, chromatogram_arrays, instrument_key, spectrum
 
 SIGNATURE = b"\x01\xa1" + "Finnigan".encode("utf-16-le")
 CENTROID_HINT = "thermo_centroid"  # survey hint: read the centroid stream (--thermo-centroid)
@@ -136,11 +136,11 @@ class ThermoRawFormat(InputFormat):
             return
         first = int(hints["first_scan"])  # type: ignore[call-overload]
         centroid = bool(hints.get(CENTROID_HINT, False))
-        trailer = TrailerIndex(raw)
+        reader = ScanReader(raw)
         for position in range(items.start, items.stop):
             scan = first + position
             try:
-                record = spectrum(raw, scan, position, trailer, centroid)
+                record = spectrum(reader, scan, position, centroid)
             except Exception as exc:  # noqa: BLE001 - .NET exceptions from a damaged scan
                 raise spectrum_error(name, f"scan {scan}", dotnet_error(exc)) from None
             yield record

@@ -72,11 +72,23 @@ def _load() -> ThermoRuntime | str:
     except Exception as exc:  # noqa: BLE001 - pythonnet raises whatever the runtime throws
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         return f"cannot load Thermo's RawFileReader through Mono ({first}): {MONO_HINT}"
-    # pythonnet and clr_loader shut Mono down at exit, from the main thread: a thread Mono
-    # has not seen when a worker thread loaded it, and Mono aborts the process. Registered
-    # after theirs, this runs before them (atexit runs last-in first-out) and attaches it.
-    atexit.register(_attach_this_thread)
+    _no_shutdown_at_exit()
     return loaded
+
+
+def _no_shutdown_at_exit() -> None:
+    """Leave Mono running until the process ends, instead of the shutdown pythonnet and
+    clr_loader register at exit: that shutdown runs on the main thread, and when a worker
+    thread loaded Mono (a Dask worker's task thread, since gone) it aborts the process or
+    hangs in it. The main thread is attached to Mono instead (atexit runs last-in first-out,
+    so before anything else registered earlier), for the .NET objects Python frees as it
+    finalizes."""
+    import pythonnet
+    from clr_loader import mono
+
+    atexit.unregister(pythonnet.unload)
+    atexit.unregister(mono._release)
+    atexit.register(_attach_this_thread)
 
 
 def _attach_this_thread() -> None:

@@ -9,6 +9,7 @@ centroid stream when asked (``thermo_centroid``) and the scan has one."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -35,18 +36,58 @@ def instrument_key(analyzer: int) -> str:
     return f"IC_{T.ANALYZER_NAMES.get(analyzer, str(analyzer))}"
 
 
-class TrailerIndex:
-    """Where each label of the file's trailer extra values sits (read once per file)."""
+TRAILER_LABELS = (MASTER_SCAN, MONOISOTOPIC_MZ, CHARGE_STATE, INJECTION_TIME)
+EVENTS_KEPT = 4096  # scan filters whose facts are kept (a DDA run has one per precursor m/z)
+
+
+@dataclass(frozen=True, slots=True)
+class EventFacts:
+    """What a scan's filter string says in full, the same for every scan of that filter (not
+    its precursor: the filter shows the m/z rounded, the scan event holds it whole)."""
+
+    level: int
+    positive: bool
+    analyzer: int
+    windows: tuple[tuple[Param, ...], ...]
+
+
+class ScanReader:
+    """Per file: where the trailer extra labels it reads sit, and the facts of each scan
+    filter met so far (read from Thermo's scan event once per filter)."""
 
     def __init__(self, raw: Any):
         labels = [str(h.Label).strip() for h in raw.GetTrailerExtraHeaderInformation()]
-        self.at = {label: i for i, label in enumerate(labels)}
+        self.raw = raw
+        self.at = {label: i for i, label in enumerate(labels) if label in TRAILER_LABELS}
+        self.events: dict[str, EventFacts] = {}
 
-    def values(self, raw: Any, scan: int) -> dict[str, str]:
+    def extra(self, scan: int) -> dict[str, str]:
         if not self.at:
             return {}
-        values = list(raw.GetTrailerExtraValues(scan, True))
-        return {k: str(values[i]).strip() for k, i in self.at.items() if i < len(values)}
+        values = self.raw.GetTrailerExtraValues(scan, True)
+        return {k: str(values[i]).strip() for k, i in self.at.items() if i < values.Length}
+
+    def facts(self, scan: int, filter_string: str) -> EventFacts:
+        found = self.events.get(filter_string)
+        if found is None:
+            if len(self.events) >= EVENTS_KEPT:
+                self.events.clear()
+            found = self.events[filter_string] = _facts(self.raw.GetScanEventForScanNumber(scan))
+        return found
+
+
+def _facts(event: Any) -> EventFacts:
+    level = max(int(event.MSOrder), 1)
+    windows = []
+    for i in range(int(event.MassRangeCount)):
+        window = event.GetMassRange(i)
+        windows.append(
+            (
+                Param.term(V.SCAN_WINDOW_LOWER_LIMIT, float(window.Low), V.UNIT_MZ),
+                Param.term(V.SCAN_WINDOW_UPPER_LIMIT, float(window.High), V.UNIT_MZ),
+            )
+        )
+    return EventFacts(level, bool(int(event.Polarity)), int(event.MassAnalyzer), tuple(windows))
 
 
 def _number(text: str | None) -> float | None:
@@ -66,24 +107,26 @@ def scan_data(raw: Any, scan: int, stats: Any, centroid_stream: bool) -> tuple:
     return numbers(segmented.Positions), numbers(segmented.Intensities), bool(stats.IsCentroidScan)
 
 
-def spectrum(
-    raw: Any, scan: int, position: int, trailer: TrailerIndex, centroid_stream: bool
-) -> SpectrumRecord:
+def spectrum(reader: ScanReader, scan: int, position: int, centroid_stream: bool) -> SpectrumRecord:
+    raw = reader.raw
     stats = raw.GetScanStatsForScanNumber(scan)
-    event = raw.GetScanEventForScanNumber(scan)
-    extra = trailer.values(raw, scan)
     mz, intensity, centroid = scan_data(raw, scan, stats, centroid_stream)
-    level = max(int(event.MSOrder), 1)
+    filter_string = str(raw.GetScanEventStringForScanNumber(scan))
+    facts = reader.facts(scan, filter_string)
+    extra = reader.extra(scan)
     params = spectrum_params(
-        level, ms1=level == 1, centroid=centroid, polarity="+" if int(event.Polarity) else "-"
+        facts.level,
+        ms1=facts.level == 1,
+        centroid=centroid,
+        polarity="+" if facts.positive else "-",
     )
     params += _summary(stats, mz)
     return SpectrumRecord(
         position=position,
         id=native_id(scan),
         params=params,
-        scans=[_scan(raw, scan, event, stats, extra)],
-        precursors=_precursors(event, extra, level),
+        scans=[_scan(stats, filter_string, facts, extra)],
+        precursors=_precursors(raw, scan, extra) if facts.level >= 2 else [],
         arrays=signal_arrays(mz, intensity),
     )
 
@@ -102,10 +145,10 @@ def _summary(stats: Any, mz: np.ndarray) -> list[Param]:
     return out
 
 
-def _scan(raw: Any, scan: int, event: Any, stats: Any, extra: dict[str, str]) -> ScanRecord:
+def _scan(stats: Any, filter_string: str, facts: EventFacts, extra: dict[str, str]) -> ScanRecord:
     params = [
         Param.term(V.SCAN_START_TIME, float(stats.StartTime), V.UNIT_MINUTE),
-        Param.term(V.FILTER_STRING, str(raw.GetScanEventStringForScanNumber(scan))),
+        Param.term(V.FILTER_STRING, filter_string),
     ]
     injection = _number(extra.get(INJECTION_TIME))
     if injection is not None:
@@ -115,24 +158,11 @@ def _scan(raw: Any, scan: int, event: Any, stats: Any, extra: dict[str, str]) ->
     mono = _number(extra.get(MONOISOTOPIC_MZ))
     if mono is not None:
         params.append(Param(TRAILER_PREFIX + MONOISOTOPIC_MZ, None, mono))
-    windows = []
-    for i in range(int(event.MassRangeCount)):
-        window = event.GetMassRange(i)
-        windows.append(
-            [
-                Param.term(V.SCAN_WINDOW_LOWER_LIMIT, float(window.Low), V.UNIT_MZ),
-                Param.term(V.SCAN_WINDOW_UPPER_LIMIT, float(window.High), V.UNIT_MZ),
-            ]
-        )
-    return ScanRecord(params, instrument_key(int(event.MassAnalyzer)), windows)
+    windows = [list(window) for window in facts.windows]
+    return ScanRecord(params, instrument_key(facts.analyzer), windows)
 
 
-def _precursors(event: Any, extra: dict[str, str], level: int) -> list[PrecursorRecord]:
-    count = int(event.MassCount)
-    if level < 2 or count < 1:
-        return []
-    reaction = event.GetReaction(count - 1)
-    target = float(reaction.PrecursorMass)
+def _isolation(reaction: Any, target: float) -> list[Param]:
     width = float(reaction.IsolationWidth)
     offset = float(reaction.IsolationWidthOffset)
     isolation = [Param.term(V.ISOLATION_WINDOW_TARGET_MZ, target, V.UNIT_MZ)]
@@ -141,6 +171,16 @@ def _precursors(event: Any, extra: dict[str, str], level: int) -> list[Precursor
             Param.term(V.ISOLATION_WINDOW_LOWER_OFFSET, width / 2 - offset, V.UNIT_MZ),
             Param.term(V.ISOLATION_WINDOW_UPPER_OFFSET, width / 2 + offset, V.UNIT_MZ),
         ]
+    return isolation
+
+
+def _precursors(raw: Any, scan: int, extra: dict[str, str]) -> list[PrecursorRecord]:
+    event = raw.GetScanEventForScanNumber(scan)
+    count = int(event.MassCount)
+    if count < 1:
+        return []
+    reaction = event.GetReaction(count - 1)  # the last: the precursor of this scan
+    target = float(reaction.PrecursorMass)
     mono = _number(extra.get(MONOISOTOPIC_MZ))
     charge = _number(extra.get(CHARGE_STATE))
     ion = selected_ion(
@@ -151,7 +191,7 @@ def _precursors(event: Any, extra: dict[str, str], level: int) -> list[Precursor
     return [
         PrecursorRecord(
             spectrum_ref=native_id(int(master)) if master is not None and master > 0 else None,
-            isolation_window=isolation,
+            isolation_window=_isolation(reaction, target),
             activation=_activation(reaction),
             selected_ions=[ion],
         )
