@@ -9,6 +9,7 @@ centroid stream when asked (``thermo_centroid``) and the scan has one."""
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,12 +61,14 @@ class ScanReader:
         self.raw = raw
         self.at = {label: i for i, label in enumerate(labels) if label in TRAILER_LABELS}
         self.events: dict[str, EventFacts] = {}
+        self.windows: dict[tuple, tuple[list[Param], list[Param]]] = {}
 
     def extra(self, scan: int) -> dict[str, str]:
         if not self.at:
             return {}
-        values = self.raw.GetTrailerExtraValues(scan, True)
-        return {k: str(values[i]).strip() for k, i in self.at.items() if i < values.Length}
+        values = self.raw.GetTrailerExtraValues(scan, False)  # unformatted: full precision
+        n = values.Length
+        return {k: str(values[i]).strip() for k, i in self.at.items() if i < n}
 
     def facts(self, scan: int, filter_string: str) -> EventFacts:
         found = self.events.get(filter_string)
@@ -114,19 +117,13 @@ def spectrum(reader: ScanReader, scan: int, position: int, centroid_stream: bool
     filter_string = str(raw.GetScanEventStringForScanNumber(scan))
     facts = reader.facts(scan, filter_string)
     extra = reader.extra(scan)
-    params = spectrum_params(
-        facts.level,
-        ms1=facts.level == 1,
-        centroid=centroid,
-        polarity="+" if facts.positive else "-",
-    )
-    params += _summary(stats, mz)
+    params = [*_kind_params(facts.level, centroid, facts.positive), *_summary(stats, mz)]
     return SpectrumRecord(
         position=position,
         id=native_id(scan),
         params=params,
         scans=[_scan(stats, filter_string, facts, extra)],
-        precursors=_precursors(raw, scan, extra) if facts.level >= 2 else [],
+        precursors=_precursors(reader, scan, extra) if facts.level >= 2 else [],
         arrays=signal_arrays(mz, intensity),
     )
 
@@ -174,13 +171,41 @@ def _isolation(reaction: Any, target: float) -> list[Param]:
     return isolation
 
 
-def _precursors(raw: Any, scan: int, extra: dict[str, str]) -> list[PrecursorRecord]:
+@functools.cache
+def _kind_params(level: int, centroid: bool, positive: bool) -> tuple[Param, ...]:
+    return tuple(
+        spectrum_params(level, ms1=level == 1, centroid=centroid, polarity="+" if positive else "-")
+    )
+
+
+def _reaction(raw: Any, scan: int) -> tuple[float, Any] | None:
+    """The precursor m/z of the scan's last reaction (its own precursor), and the reaction."""
     event = raw.GetScanEventForScanNumber(scan)
     count = int(event.MassCount)
     if count < 1:
+        return None
+    reaction = event.GetReaction(count - 1)
+    return float(reaction.PrecursorMass), reaction
+
+
+def _precursors(reader: ScanReader, scan: int, extra: dict[str, str]) -> list[PrecursorRecord]:
+    found = _reaction(reader.raw, scan)
+    if found is None:
         return []
-    reaction = event.GetReaction(count - 1)  # the last: the precursor of this scan
-    target = float(reaction.PrecursorMass)
+    target, reaction = found
+    key = (  # every value the window and activation params are made of
+        target,
+        float(reaction.IsolationWidth),
+        float(reaction.IsolationWidthOffset),
+        int(reaction.ActivationType),
+        float(reaction.CollisionEnergy),
+        bool(reaction.CollisionEnergyValid),
+    )
+    window = reader.windows.get(key)
+    if window is None:
+        if len(reader.windows) >= EVENTS_KEPT:
+            reader.windows.clear()
+        window = reader.windows[key] = (_isolation(reaction, target), _activation(reaction))
     mono = _number(extra.get(MONOISOTOPIC_MZ))
     charge = _number(extra.get(CHARGE_STATE))
     ion = selected_ion(
@@ -191,8 +216,8 @@ def _precursors(raw: Any, scan: int, extra: dict[str, str]) -> list[PrecursorRec
     return [
         PrecursorRecord(
             spectrum_ref=native_id(int(master)) if master is not None and master > 0 else None,
-            isolation_window=_isolation(reaction, target),
-            activation=_activation(reaction),
+            isolation_window=list(window[0]),
+            activation=list(window[1]),
             selected_ions=[ion],
         )
     ]
