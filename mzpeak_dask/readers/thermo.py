@@ -40,7 +40,7 @@ def _scan_range(raw: Any, name: str) -> tuple[int, int]:
     return first, last - first + 1
 
 
-def _run_metadata(raw: Any, path: str, first: int, count: int) -> RunMetadata:
+def _run_metadata(raw: Any, path: str, count: int) -> RunMetadata:
     meta = RunMetadata()
     data = raw.GetInstrumentData()
     model = T.model_param(str(data.Model or data.Name or ""))
@@ -116,7 +116,7 @@ class ThermoRawFormat(InputFormat):
         raw = open_raw(path, name)
         try:
             first, count = _scan_range(raw, name)
-            meta = _run_metadata(raw, path, first, count)
+            meta = _run_metadata(raw, path, count)
         except MzPeakDaskError:
             raise
         except Exception as exc:  # noqa: BLE001 - .NET exceptions from a damaged file

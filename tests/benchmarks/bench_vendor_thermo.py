@@ -14,6 +14,8 @@ rounds, the figure least disturbed by other work on the machine):
   intensities made numpy arrays), the least any reader built on it can do;
 - ``reader``: this package's reader (``ThermoRawFormat.read``: the same data plus every
   metadata field it maps, as records);
+- ``cached``/``uncached``: the records of the scans with the reader's caches (scan filter
+  facts, precursor params) and with them bypassed, the figure that keeps those caches;
 - ``convert``: a whole inline conversion of the sample (survey, read, encode, write), divided
   by its scans, timed after the two loops.
 The goal is reader / bare <= 1.5.
@@ -72,6 +74,20 @@ def per_spectrum() -> dict:
     from mzpeak_dask import ClusterOptions, ConvertOptions, convert
     from mzpeak_dask.readers import ItemRange
     from mzpeak_dask.readers.thermo import ThermoRawFormat
+    from mzpeak_dask.readers.thermo_runtime import open_raw
+    from mzpeak_dask.readers.thermo_scans import ScanReader, _facts, spectrum
+
+    class _Uncached(ScanReader):  # the reader's caches bypassed: every scan read in full
+        def facts(self, scan, filter_string):
+            return _facts(self.raw.GetScanEventForScanNumber(scan))
+
+        @property
+        def windows(self):
+            return {}
+
+        @windows.setter
+        def windows(self, value) -> None:
+            pass
 
     path = str(SAMPLE)
     survey = ThermoRawFormat.survey(path)  # loads Mono and opens the file (not timed)
@@ -93,6 +109,13 @@ def per_spectrum() -> dict:
         for _ in ThermoRawFormat.read(path, ItemRange("spectrum", 0, n), survey.hints):
             pass
 
+    raw = open_raw(path, path)
+    cached, uncached = ScanReader(raw), _Uncached(raw)
+
+    def records(scans: ScanReader) -> None:
+        for scan in range(1, n + 1):
+            spectrum(scans, scan, scan - 1, False)
+
     out_dir = workdir() / "thermo-inline"
     out_dir.mkdir(exist_ok=True)
     options = ConvertOptions(overwrite=True)
@@ -100,7 +123,8 @@ def per_spectrum() -> dict:
     def whole() -> None:
         convert(SAMPLE, out_dir / "run.mzpeak", options, cluster=ClusterOptions(cluster="inline"))
 
-    samples: dict[str, list[float]] = {"bare": [], "reader": [], "convert": []}
+    samples: dict[str, list[float]] = {k: [] for k in ("bare", "reader", "cached", "uncached")}
+    samples["convert"] = []
 
     def timed(name: str, fn) -> None:
         start = time.perf_counter()
@@ -108,9 +132,11 @@ def per_spectrum() -> dict:
         samples[name].append((time.perf_counter() - start) / n * 1e6)
 
     bare(), reader()  # warm
-    for _ in range(ROUNDS):  # the two loops alternate, so that load on the machine hits both
+    for _ in range(ROUNDS):  # the loops alternate, so that load on the machine hits each
         timed("bare", bare)
         timed("reader", reader)
+        timed("cached", lambda: records(cached))
+        timed("uncached", lambda: records(uncached))
     whole()  # warm: imports, caches (after the loops: its garbage would weigh on them)
     for _ in range(ROUNDS // 3):
         timed("convert", whole)
@@ -125,6 +151,11 @@ def main() -> None:
     copies = int(sys.argv[1]) if len(sys.argv) > 1 else 100
     print(f"machine: {machine()}")
     costs = in_subprocess("tests.benchmarks.bench_vendor_thermo", "--per-spectrum")
+    gain = 1 - costs["cached"] / costs["uncached"]
+    print(
+        f"records per spectrum: with the reader's caches {costs['cached']:.0f} us, without "
+        f"{costs['uncached']:.0f} us ({gain:.0%} saved; kept if >= 10%)"
+    )
     print(
         f"per spectrum ({costs['scans']} profile scans x {ROUNDS} interleaved rounds, medians): "
         f"fisher-py bare loop {costs['bare']:.0f} us, our reader {costs['reader']:.0f} us "
