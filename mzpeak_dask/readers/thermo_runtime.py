@@ -4,9 +4,10 @@ Mono: loaded in the process that reads a ``.raw`` file, and only there.
 Loading puts a .NET runtime (Mono, with threads of its own) into the process, so nothing
 imports fisher-py or pythonnet at module level: the coordinator of a conversion on a cluster
 never loads it (it only sniffs the file's signature); the spawned Dask workers that survey and
-read the file do, once each, and so does the process of an inline conversion. A file is opened
-once per worker thread (:func:`open_raw`, a :class:`~mzpeak_dask.filecache.FileCache`): the
-reader Thermo's library hands out is not safe to share between threads.
+read the file do, once each, and so does the process of an inline conversion. A process loads
+a file once (Thermo's thread manager, kept in a :class:`~mzpeak_dask.filecache.FileCache`)
+and each of its threads reads it through an accessor of its own (:func:`open_raw`): one
+accessor is not safe to share between threads.
 
 Where the extra or Mono is missing, :func:`runtime` raises one line saying what to install.
 """
@@ -115,16 +116,31 @@ def runtime(name: str) -> ThermoRuntime:
     return loaded
 
 
-def _close(raw: Any) -> None:
-    raw.Dispose()
+def _close(handle: Any) -> None:
+    handle.Dispose()
+
+
+@per_file(16, close=_close)
+def _opened(path: str, name: str) -> Any:
+    """The file loaded once per process (Thermo's thread manager), whatever threads read it;
+    more files are kept here than accessors per thread, so that an accessor a thread holds
+    outlives none of its files."""
+    rt = runtime(name)
+    try:
+        return rt.adapter.ThreadedFileFactory(path)
+    except Exception as exc:  # noqa: BLE001 - a .NET exception
+        raise InputError(f"{name}: not a readable Thermo .raw file ({_first_line(exc)})") from None
 
 
 @per_file(4, per_thread=True, close=_close)
 def open_raw(path: str, name: str) -> Any:
-    """The file's RawFileReader (its MS device selected), opened once per worker thread."""
+    """The file's reader for this thread (its MS device selected): an accessor of the file
+    the process loaded once (:func:`_opened`)."""
     rt = runtime(name)
     try:
-        raw = rt.adapter.FileFactory(path)
+        raw = _opened(path, name).CreateThreadAccessor()
+    except InputError:
+        raise
     except Exception as exc:  # noqa: BLE001 - a .NET exception
         raise InputError(f"{name}: not a readable Thermo .raw file ({_first_line(exc)})") from None
     if raw.IsError or not raw.IsOpen:
