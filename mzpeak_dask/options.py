@@ -108,6 +108,9 @@ class ConvertOptions(_Options):
     # how mzML and mzMLb are parsed: "lean" (lxml and numpy, records built directly) or
     # "pyteomics" (pyteomics' generic XML walk); both give the same archive
     parser: str = "lean"
+    # Thermo .raw: each scan's centroid stream instead of the scan as stored (profile scans
+    # of an Orbitrap have one; a scan without one is kept as stored)
+    thermo_centroid: bool = False
 
     def __post_init__(self) -> None:
         super().__post_init__()

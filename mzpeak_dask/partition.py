@@ -189,6 +189,7 @@ def _plan(
     readable = url or decompress_to(str(source), str(staging_dir), name)
     survey = fmt.survey(readable, name)
     survey.hints["parser"] = options.parser
+    survey.hints["thermo_centroid"] = options.thermo_centroid
     run = survey.run_metadata
     schemas, sampled = _schemas(fmt, readable, name, survey, options)
     spec = EncodeSpec(

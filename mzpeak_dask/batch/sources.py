@@ -17,6 +17,7 @@ from ..storage.origins import SUFFIX as ORIGIN
 from ..storage.urls import join, object_identity
 
 SUFFIXES = (".mzml", ".mzxml", ".mgf", ".mzmlb")
+SUFFIXES += (".raw",)  # Thermo (the thermo extra reads them)
 WRAPPERS = ("", ".gz", ".bz2")
 
 

@@ -47,6 +47,8 @@ CONVERT_FLAGS = {
     "parser": "how mzML and mzMLb are read: lean (lxml and numpy) or pyteomics (its generic "
     "XML walk, slower); both give the same archive",
     "unpacked": "write the directory form instead of a ZIP",
+    "thermo_centroid": "Thermo .raw: take each scan's centroid stream instead of the scan as "
+    "stored (scans without one are kept as stored)",
     "overwrite": "replace existing outputs",
 }
 CLUSTER_FLAGS = {

@@ -14,10 +14,12 @@ from .mgf import MGFFormat
 from .mzml import MzMLFormat
 from .mzmlb import MzMLbFormat
 from .mzxml import MzXMLFormat
+from .thermo import ThermoRawFormat
 
 FORMATS: dict[str, type[InputFormat]] = {
     f.name: f for f in (MzMLbFormat, MzMLFormat, MzXMLFormat, MGFFormat)
 }
+FORMATS[ThermoRawFormat.name] = ThermoRawFormat  # the thermo extra's reader (loaded on use)
 
 
 def detect_format(path: str, name: str | None = None) -> type[InputFormat]:
