@@ -122,8 +122,11 @@ class ConvertOptions(_Options):
 
     def content_options(self) -> dict[str, Any]:
         """The options that shape the archive's content (recorded in its data processing);
-        how the work was split and where it was written do not."""
+        how the work was split and where it was written do not, nor a vendor reader's choice
+        left at its default (the archives of other inputs stay as they were)."""
         skip = {"partition_bytes", "partition_items", "overwrite", "unpacked", "parser"}
+        if not self.thermo_centroid:
+            skip.add("thermo_centroid")
         return {k: v for k, v in self.to_dict().items() if k not in skip}
 
     @property
