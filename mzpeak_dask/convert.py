@@ -95,15 +95,27 @@ def convert_many(
     and output (default: the paths or URLs given).
     """
     options = options or ConvertOptions()
-    run = partial(_run_local, check=check, announce=announce)
+    run = partial(
+        _run_local,
+        options=options,
+        cluster=cluster,
+        client=client,
+        progress=progress,
+        fail_fast=fail_fast,
+        check=check,
+        announce=announce,
+    )
     if not any(is_url(i) or is_url(o) for i, o in jobs):  # file:// URLs too
         local = [(Path(local_path(i)), Path(local_path(o))) for i, o in jobs]
         named = names or [(str(i), str(o)) for i, o in local]
         paths = [RunPaths(*pair, *name) for pair, name in zip(local, named, strict=True)]
-        return run(paths, options, cluster, client, progress, fail_fast, on_result)
+        return run(paths, on_result=on_result)
     refuse_overwriting_objects(jobs)
     with StagedJobs(jobs, options, names) as staged:  # URLs: staged locally, uploaded at the end
-        return staged.run(run, cluster, client, progress, fail_fast, on_result)
+        paths = staged.start(fail_fast, on_result)
+        if paths:  # each archive uploaded as its run ends
+            run(paths, on_result=staged.finished)
+        return staged.outcomes()
 
 
 def refuse_overwriting_objects(jobs: list[tuple[str | os.PathLike, str | os.PathLike]]) -> None:
@@ -120,8 +132,17 @@ def refuse_overwriting_objects(jobs: list[tuple[str | os.PathLike, str | os.Path
 
 
 def _run_local(
-    paths, options, cluster, client, progress, fail_fast, on_result, check=False, announce=None
-):
+    paths: list[RunPaths],
+    *,
+    options: ConvertOptions,
+    cluster: ClusterOptions | None,
+    client: Any,
+    progress: Progress | None,
+    fail_fast: bool,
+    on_result: Callable[[int, ConversionResult | MzPeakDaskError], None] | None,
+    check: bool,
+    announce: Callable[[str], None] | None,
+) -> list[ConversionResult | MzPeakDaskError]:
     """Convert the runs of ``paths`` (:class:`~.run_paths.RunPaths`, local) where ``cluster``
     says (``auto``: by their size)."""
     cluster = cluster or ClusterOptions()

@@ -27,7 +27,7 @@ import logging
 import os
 import shutil
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from pathlib import Path
 
@@ -47,12 +47,15 @@ from .storage.urls import basename, filesystem, is_url, local_path
 
 log = logging.getLogger(__name__)
 
+OnResult = Callable[[int, "ConversionResult | MzPeakDaskError"], None]
 TEMPORARY = "mzpeak-dask-staging"  # the staging folders in the temporary folder: .NAME.*.tmp
 
 
 class StagedJobs:
     """The jobs of a conversion with their URLs replaced by staged local paths; their runs
-    are named as ``names`` says (default: the paths and URLs given)."""
+    are named as ``names`` says (default: the paths and URLs given). The caller converts the
+    runs :meth:`start` gives, telling each outcome to :meth:`finished`, then reads
+    :meth:`outcomes`."""
 
     def __init__(
         self,
@@ -69,6 +72,10 @@ class StagedJobs:
         self.local: list[tuple[Path, Path]] = []
         self.errors: dict[int, MzPeakDaskError] = {}
         self._probed: dict[str, str | None] = {}  # bucket -> why it cannot take outputs
+        self.todo: list[int] = []  # the jobs converted, in the order of start()'s runs
+        self.results: dict[int, ConversionResult | MzPeakDaskError] = {}
+        self.fail_fast = True
+        self.on_result: OnResult | None = None
         self._held = ExitStack()
 
     def __enter__(self) -> StagedJobs:
@@ -140,28 +147,32 @@ class StagedJobs:
             follow(folder / basename(output), output)
         return folder / basename(output)
 
-    def run(self, run_jobs, cluster, client, progress, fail_fast, on_result) -> list:
-        """Convert the staged jobs with ``run_jobs``, uploading each archive as it ends."""
+    def start(self, fail_fast: bool, on_result: OnResult | None) -> list[RunPaths]:
+        """The runs left to convert (their outcomes go to :meth:`finished`, in their order);
+        the jobs that failed already are told to ``on_result`` (with ``fail_fast``, the first
+        is raised)."""
         if fail_fast and self.errors:
             raise next(iter(self.errors.values()))
-        results: dict[int, ConversionResult | MzPeakDaskError] = dict(self.errors)
-        todo = [k for k in range(len(self.jobs)) if k not in self.errors]
-
-        def finished(j: int, outcome: ConversionResult | MzPeakDaskError) -> None:
-            k = todo[j]
-            results[k] = self.finish(k, outcome)
-            if on_result is not None:
-                on_result(k, results[k])
-            if fail_fast and isinstance(results[k], BaseException):
-                raise results[k]
-
+        self.fail_fast, self.on_result = fail_fast, on_result
+        self.results = dict(self.errors)
+        self.todo = [k for k in range(len(self.jobs)) if k not in self.errors]
         if on_result is not None:
             for k, error in self.errors.items():
                 on_result(k, error)
-        local = [RunPaths(*self.local[k], *self.names[k]) for k in todo]
-        if local:
-            run_jobs(local, self.options, cluster, client, progress, fail_fast, finished)
-        return [results[k] for k in range(len(self.jobs))]
+        return [RunPaths(*self.local[k], *self.names[k]) for k in self.todo]
+
+    def finished(self, j: int, outcome: ConversionResult | MzPeakDaskError) -> None:
+        """The ``j``-th run :meth:`start` gave has ended: its archive goes to its URL."""
+        k = self.todo[j]
+        self.results[k] = self.finish(k, outcome)
+        if self.on_result is not None:
+            self.on_result(k, self.results[k])
+        if self.fail_fast and isinstance(self.results[k], BaseException):
+            raise self.results[k]
+
+    def outcomes(self) -> list[ConversionResult | MzPeakDaskError]:
+        """Each job's outcome, in the order of the jobs."""
+        return [self.results[k] for k in range(len(self.jobs))]
 
     def finish(self, k: int, outcome: ConversionResult | MzPeakDaskError):
         """Upload job ``k``'s staged archive to its URL (the outcome names the URLs)."""

@@ -6,7 +6,9 @@ finishing task, submitted together (the partitions' results pass from worker to 
 finishing task). Inline, the same tasks run in this process. A small run takes the same three
 steps one after another in one task, with the small runs after it (:meth:`Coordinator._pack`).
 Where the workers cannot see a run's staging folder (other machines, no shared storage), its
-plan and finishing task run here, and its partitions' parts come back to be filed.
+plan and finishing task run here, and its partitions' parts come back to be filed. Each task
+carries a :class:`Tag` (its :class:`~.failures.Step` and runs); one run here is collected
+from a queue as one run on a worker is, and every run's progress is one :class:`_Run`.
 
 New runs start while fewer than ``window`` tasks are in flight, so memory stays bounded however
 many and large the inputs. A task that fails for a data reason fails its run (with
@@ -34,7 +36,7 @@ from ..options import ClusterOptions, ConvertOptions
 from ..run_paths import RunPaths
 from . import handoff, tasks
 from .executors import InlineExecutor, Task, open_executor
-from .failures import FINISH, PLAN, WHOLE, describe_failure
+from .failures import Step, describe_failure
 
 log = logging.getLogger(__name__)
 MAX_PACK = 32  # small runs converted whole by one task
@@ -43,15 +45,25 @@ OnResult = Callable[[int, "ConversionResult | MzPeakDaskError"], None]
 
 @dataclass(eq=False)
 class _Run:
+    """A run's progress: its plan, its tasks in flight, parts filed here, items written."""
+
     number: int
     job: RunJob
     shared: bool  # the workers see its staging folder
     plan: RunPlan | None = None
-    tasks: list[Task] = field(default_factory=list)  # in flight
-    parts: list[Task] = field(default_factory=list)
-    filed: dict[int, tasks.Written] = field(default_factory=dict)  # parts filed here
+    tasks: list[Task] = field(default_factory=list)
+    filed: dict[int, tasks.Written] = field(default_factory=dict)
     items_done: int = 0
     items_total: int = 0
+
+
+@dataclass(frozen=True)
+class Tag:
+    """What a task does, for which runs (several: small runs converted whole), which part."""
+
+    step: Step
+    runs: tuple[_Run, ...]
+    part: int = 0
 
 
 class Coordinator:
@@ -67,7 +79,8 @@ class Coordinator:
     ):
         """``check``: each finishing task also checks its archive, for a batch to record."""
         self.executor = executor
-        self.here = InlineExecutor()  # for what runs in this process
+        self.here = InlineExecutor()  # the steps of runs the workers cannot see, run here:
+        self.ended_here: deque[Task] = deque()  # their tasks, collected as the executor's are
         self.options, self.check = options, check
         self.progress, self.fail_fast, self.on_result = progress, fail_fast, on_result
         self.threads = executor.worker_threads
@@ -82,11 +95,13 @@ class Coordinator:
         pending = deque(enumerate(jobs))
         try:
             while pending or self.runs:
-                while pending and sum(len(r.tasks) for r in self.runs) < self.window:
-                    self._start(pending)
                 in_flight = [t for r in self.runs for t in r.tasks]
-                if in_flight:
-                    self._collect(self.executor.next_done(in_flight))
+                if self.ended_here:
+                    self._collect(self.ended_here.popleft(), self.here)
+                elif pending and len(in_flight) < self.window:
+                    self._start(pending)
+                else:
+                    self._collect(self.executor.next_done(in_flight), self.executor)
         except BaseException:
             try:
                 for run in list(self.runs):
@@ -100,29 +115,22 @@ class Coordinator:
     def _probe_common(self, jobs: list[RunPaths]) -> None:
         """Ask once whether the workers see the folder holding every output (a batch's)."""
         parents = {os.path.abspath(p.output.parent) for p in jobs}
-        if len(parents) > 1:
-            common = Path(os.path.commonpath(parents))
-            if common.is_dir():
-                self.executor.workers_see(common)
+        if len(parents) > 1 and (common := Path(os.path.commonpath(parents))).is_dir():
+            self.executor.workers_see(common)
 
     def _start(self, pending: deque) -> None:
         """Start the next run in steps, or the next small runs whole (:meth:`_pack`)."""
         pack = self._pack(pending)
         if pack:
             whole = [(run.job.paths, str(run.job.staging.path), self._check(run)) for run in pack]
-            pack[0].tasks.append(
-                self.executor.submit((pack, WHOLE), tasks.convert_each, whole, self.options)
-            )
-            return
-        run = self._open(*pending.popleft()) if pending else None
-        if run is not None:
+            self._submit(Tag(Step.WHOLE, tuple(pack)), tasks.convert_each, whole, self.options)
+        elif pending and (run := self._open(*pending.popleft())) is not None:
             self._steps(run)
 
     def _steps(self, run: _Run) -> None:
         """The run's plan task (here when the workers cannot see its staging folder)."""
-        where = self.executor if run.shared else self.here
-        staging = str(run.job.staging.path)
-        self._submit(run, where, PLAN, tasks.plan, run.job.paths, staging, self.options)
+        args = (run.job.paths, str(run.job.staging.path), self.options)
+        self._submit(Tag(Step.PLAN, (run,)), tasks.plan, *args)
 
     def _pack(self, pending: deque) -> list[_Run]:
         """Consecutive small local runs (a partition's bytes at most) converted whole by one
@@ -134,8 +142,8 @@ class Coordinator:
         runs: list[_Run] = []
         held, limit = 0, max(1, min(MAX_PACK, len(pending) // (2 * self.threads)))
         while pending and len(runs) < limit:
-            size = self._small_size(pending[0][1])
-            if size is None or (runs and held + size > 2 * self.options.partition_bytes):
+            size, most = self.inputs.size(pending[0][1].source), self.options.partition_bytes
+            if size is None or size > min(most, 2 * most - held):  # remote or large; pack full
                 break
             run = self._open(*pending.popleft())
             if run is None:
@@ -146,11 +154,6 @@ class Coordinator:
             runs.append(run)
             held += size
         return runs
-
-    def _small_size(self, paths: RunPaths) -> int | None:
-        """The size of a local input no larger than a partition, else None."""
-        size = self.inputs.size(paths.source)
-        return size if size is not None and size <= self.options.partition_bytes else None
 
     def _open(self, number: int, paths: RunPaths) -> _Run | None:
         try:
@@ -167,27 +170,25 @@ class Coordinator:
         self.runs.append(run)
         return run
 
-    def _submit(self, run: _Run, where: Any, n: int, fn: Callable, *args: Any) -> Task:
-        task = where.submit((run, n), fn, *args)
-        if where is self.here:
-            self._done(run, n, task, where)
-        else:
-            run.tasks.append(task)
+    def _submit(self, tag: Tag, fn: Callable, *args: Any) -> Task:
+        """The task of ``tag`` on the executor, or here for a run the workers cannot see."""
+        here = tag.step in (Step.PLAN, Step.FINISH) and not tag.runs[0].shared
+        task = (self.here if here else self.executor).submit(tag, fn, *args)
+        (self.ended_here if here else tag.runs[0].tasks).append(task)
         return task
 
-    def _collect(self, task: Task) -> None:
-        run, n = task.tag
-        if n == WHOLE:
-            self._wholes(run, task)
-            return
-        if run not in self.runs:  # its run failed meanwhile
-            return
-        run.tasks.remove(task)
-        self._done(run, n, task, self.executor)
+    def _collect(self, task: Task, where: Any) -> None:
+        """A task ``where`` ran has ended: its outcome goes to its runs still going."""
+        tag: Tag = task.tag
+        if where is self.executor:
+            tag.runs[0].tasks.remove(task)
+        if tag.step is Step.WHOLE:
+            self._wholes(tag.runs, task)
+        elif tag.runs[0] in self.runs:  # else its run failed meanwhile
+            self._done(tag, task, where)
 
-    def _wholes(self, pack: list[_Run], task: Task) -> None:
+    def _wholes(self, pack: tuple[_Run, ...], task: Task) -> None:
         """The outcomes of a task converting the runs of ``pack`` whole."""
-        pack[0].tasks.remove(task)
         try:
             outcomes = self.executor.result(task)
         except Exception as exc:  # noqa: BLE001 - e.g. its worker died each time
@@ -195,53 +196,50 @@ class Coordinator:
         finally:
             self.executor.release(task)
         for run, outcome in zip(pack, outcomes, strict=True):
-            if run not in self.runs:
-                continue
-            if isinstance(outcome, Exception):
-                self._fail(run, describe_failure(run.job, WHOLE, outcome))
-            else:
+            if run in self.runs and isinstance(outcome, Exception):
+                self._fail(run, describe_failure(run.job, Step.WHOLE, outcome))
+            elif run in self.runs:
                 self._finished(run, outcome)
 
-    def _done(self, run: _Run, n: int, task: Task, where: Any) -> None:
+    def _done(self, tag: Tag, task: Task, where: Any) -> None:
+        run = tag.runs[0]
         # a partition whose parts the finishing task reads: here only its end (or error) counts
-        fetch = n < 0 or not run.shared or where.failed(task)
+        fetch = tag.step is not Step.PART or not run.shared or where.failed(task)
         try:
             value = where.result(task) if fetch else None
         except Exception as exc:  # noqa: BLE001 - one run's failure, never the whole call
-            if n == FINISH:  # a partition it needed may have failed: that one is named
-                n = next((k for k, p in enumerate(run.parts) if where.failed(p)), n)
-            self._fail(run, describe_failure(run.job, n, exc, run.plan))
+            if tag.step is Step.FINISH:  # a partition it needed may have failed: that one is named
+                failed = (t.tag for t in run.tasks if t.tag.step is Step.PART and where.failed(t))
+                tag = next(failed, tag)
+            part = run.plan.partitions[tag.part] if tag.step is Step.PART else None
+            self._fail(run, describe_failure(run.job, tag.step, exc, part))
             return
         finally:
             where.release(task)
-        if n == PLAN:
+        if tag.step is Step.PLAN:
             self._planned(run, value)
-        elif n == FINISH:
+        elif tag.step is Step.FINISH:
             self._finished(run, value)
         else:
-            self._written(run, n, value)
+            self._written(run, tag.part, value)
 
     def _planned(self, run: _Run, plan: RunPlan) -> None:
         """Submit the run's partitions and, where the workers see its staging folder, the
         task finishing it after them."""
         run.plan = plan
         run.items_total = sum(len(p.items) for p in plan.partitions)
-        staging = str(run.job.staging.path)
-        folder = staging if run.shared else None
-        offsets = tasks.planned_offsets(plan)
-        for n, partition in enumerate(plan.partitions):
-            fn, spec = tasks.write_partition_file, plan.spec
-            run.parts.append(
-                self._submit(run, self.executor, n, fn, folder, partition, spec, offsets[n])
-            )
-            if run not in self.runs:  # an inline partition failed: the run is over
-                return
+        folder = str(run.job.staging.path) if run.shared else None
+        offsets, write = tasks.planned_offsets(plan), tasks.write_partition_file
+        parts = [
+            self._submit(Tag(Step.PART, (run,), n), write, folder, p, plan.spec, offsets[n])
+            for n, p in enumerate(plan.partitions)
+        ]
         if run.shared:
-            self._finish(run, self.executor, run.parts)
+            self._finish(run, parts)
 
-    def _finish(self, run: _Run, where: Any, written: list) -> None:
+    def _finish(self, run: _Run, written: list) -> None:
         args = (run.job.paths, self.options, run.plan, str(run.job.staging.path), written)
-        self._submit(run, where, FINISH, tasks.finish, *args, self._check(run))
+        self._submit(Tag(Step.FINISH, (run,)), tasks.finish, *args, self._check(run))
 
     def _check(self, run: _Run) -> str | None:
         """What a finished archive's inspection calls it (None: not checked)."""
@@ -255,14 +253,14 @@ class Coordinator:
             return
         run.filed[n] = (handoff.dump(written[0], str(run.job.staging.path)), *written[1:])
         if len(run.filed) == len(run.plan.partitions):
-            self._finish(run, self.here, [run.filed[k] for k in range(len(run.filed))])
+            self._finish(run, [run.filed[k] for k in range(len(run.filed))])
 
     def _finished(self, run: _Run, finished: tasks.Finished) -> None:
         """The run's archive is finished in its staging folder: rename it into place."""
         try:
             result = run.job.put_in_place(finished.result, Path(finished.archive))
         except Exception as exc:  # noqa: BLE001 - one run's failure, never the whole call
-            self._fail(run, describe_failure(run.job, FINISH, exc))
+            self._fail(run, describe_failure(run.job, Step.FINISH, exc))
             return
         self.runs.remove(run)
         paths = run.job.paths
@@ -289,7 +287,7 @@ class Coordinator:
         if run in self.runs:
             self.runs.remove(run)
         try:
-            for task in run.tasks + run.parts:
+            for task in run.tasks:
                 self.executor.cancel(task)
         finally:
             run.tasks.clear()

@@ -1,10 +1,11 @@
 """What the coordinator tells the user when a run fails: one line naming the input (and the
 spectra of the partition, or the step), whatever failed where.
 
-A task's number says where: a partition's (0, 1, ...), the plan's or the finishing one's. A
-failure to write the output names the output and its cause rather than a temporary file; a
-worker that died each time it ran a task becomes a :class:`~mzpeak_dask.errors.WorkerDiedError`
-(which a batch recognises), and a task the cluster cancelled (a restart) a ``ClusterError``.
+A task's :class:`Step` says where: the plan, a partition (told by its items), the finishing
+task or one converting small runs whole. A failure to write the output names the output and
+its cause rather than a temporary file; a worker that died each time it ran a task becomes a
+:class:`~mzpeak_dask.errors.WorkerDiedError` (which a batch recognises), and a task the
+cluster cancelled (a restart) a ``ClusterError``.
 
 The package's own errors (:class:`~mzpeak_dask.errors.MzPeakDaskError`) are built with the
 names the user gave (:class:`~mzpeak_dask.run_paths.RunPaths`: the tasks receive them beside
@@ -15,18 +16,26 @@ package does not word, has the run's local paths in it told by those names
 
 from __future__ import annotations
 
+import enum
 import errno
 import os
 import re
 from concurrent.futures import CancelledError
 
 from ..archive.job import RunJob
-from ..contracts import RunPlan
+from ..contracts import Partition
 from ..errors import ClusterError, MzPeakDaskError, OutputError, WorkerDiedError
 
-PLAN = -1  # a run's plan task
-FINISH = -2  # the task finishing a run (or this process putting the archive in place)
-WHOLE = -3  # a task converting small runs whole
+
+class Step(enum.Enum):
+    """What a task does for its run, in the words a failure of it is told with."""
+
+    PLAN = "planning the conversion"
+    PART = "writing a partition"  # told by the partition's items when it is known
+    FINISH = "writing the archive"  # or this process putting the archive in place
+    WHOLE = "converting the run"  # a task converting small runs whole
+
+
 # errors of writing, whatever is written: they name the output, not a temporary file
 _WRITE_ERRNOS = {errno.ENOSPC, errno.EFBIG, errno.EDQUOT, errno.EROFS}
 _ERRNO_TEXT = re.compile(r"\[errno (\d+)\]", re.IGNORECASE)  # in Arrow's messages
@@ -52,25 +61,19 @@ def _output_failure(job: RunJob, exc: BaseException) -> OutputError | None:
 
 
 def describe_failure(
-    job: RunJob, n: int, exc: BaseException, plan: RunPlan | None = None
+    job: RunJob, step: Step, exc: BaseException, part: Partition | None = None
 ) -> MzPeakDaskError:
-    """``exc``, raised by the run's task ``n`` (its plan's, a partition's of ``plan``, or the
-    finishing one), as the one-line error the user sees."""
+    """``exc``, raised by the run's task doing ``step`` (for ``part``, a partition's), as the
+    one-line error the user sees."""
     output = _output_failure(job, exc)
     if output is not None:
         return output
     if isinstance(exc, MzPeakDaskError):
         return exc  # worded with the user's names
-    if n == PLAN:
-        where = "planning the conversion"
-    elif n == WHOLE:
-        where = "converting the run"
-    elif n == FINISH or plan is None:
-        where = "writing the archive"
-    else:
-        items = plan.partitions[n].items
-        kind = "spectra" if items.kind == "spectrum" else "chromatograms"
-        where = f"{kind} {items.start}-{items.stop - 1} (0-based)"
+    where = step.value
+    if part is not None:
+        kind = "spectra" if part.items.kind == "spectrum" else "chromatograms"
+        where = f"{kind} {part.items.start}-{part.items.stop - 1} (0-based)"
     if type(exc).__name__ == "KilledWorker":  # Dask gave up: its worker died each time
         return WorkerDiedError(
             f"{job.paths.named_source}: {where}: the worker process died each time it "
@@ -84,4 +87,4 @@ def describe_failure(
     return MzPeakDaskError(f"{job.paths.named_source}: {where}: {type(exc).__name__}: {detail}")
 
 
-__all__ = ["FINISH", "PLAN", "WHOLE", "describe_failure"]
+__all__ = ["Step", "describe_failure"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import signal
 import tempfile
 import zipfile
@@ -17,9 +18,11 @@ import pytest
 from distributed import Client
 
 from mzpeak_dask import ConvertOptions, convert_many
+from mzpeak_dask.errors import SpectrumDecodeError
 
 from ..conftest import BUNDLED, DATA, INLINE
 from ..helpers.clusters import ExternalCluster, workers_apart
+from ..helpers.hostile_inputs import corrupt_binary
 from ..helpers.servers import s3_client
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
@@ -205,3 +208,24 @@ def test_any_worker_count_writes_the_inline_archive(workers, expected, tmp_path)
             output = tmp_path / f"{name}.mzpeak"
             convert_many([(INPUTS[name], output)], SIZES["many-partitions"], client=client)
             assert output.read_bytes() == expected[name, "many-partitions"][1], name
+
+
+def test_workers_apart_fail_one_run_alone_and_write_the_others(apart, expected, tmp_path) -> None:
+    """Workers that cannot see the outputs' folder: each run's plan and finishing task run in
+    this process, its partitions on the workers, several runs side by side. A run with a
+    corrupt spectrum fails alone, in one line naming it, and leaves nothing; the runs beside
+    it are the inline archives byte for byte."""
+    client, folder = apart
+    here = Path(tempfile.mkdtemp(dir=folder))
+    bad = corrupt_binary(tmp_path, 30, lambda b64: b64[:20] + "%%%" + b64[23:])
+    jobs = [
+        (INPUTS["thermo-mzML"], here / "a.mzpeak"),
+        (bad, here / "bad.mzpeak"),
+        (INPUTS["tmt-mzXML"], here / "c.mzpeak"),
+    ]
+    outcomes = convert_many(jobs, SIZES["many-partitions"], client=client, fail_fast=False)
+    assert isinstance(outcomes[1], SpectrumDecodeError)
+    assert re.fullmatch(rf"{re.escape(str(bad))}: spectrum .*scan=31\b[^\n]*", str(outcomes[1]))
+    assert (here / "a.mzpeak").read_bytes() == expected["thermo-mzML", "many-partitions"][1]
+    assert (here / "c.mzpeak").read_bytes() == expected["tmt-mzXML", "many-partitions"][1]
+    assert sorted(p.name for p in here.iterdir()) == ["a.mzpeak", "c.mzpeak"]
