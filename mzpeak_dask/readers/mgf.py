@@ -51,17 +51,21 @@ def _is_line(text: bytes, at: int, base: int) -> bool:
 
 
 def begin_offsets(source: ByteSource, start: int = 0, stop: int | None = None) -> list[int]:
-    """The offsets of the ``BEGIN IONS`` lines in ``[start, stop)``, searched chunk by chunk
-    (each chunk with its line before and after, so a line across a chunk edge is whole)."""
+    """The offsets of the ``BEGIN IONS`` lines in ``[start, stop)``, searched chunk by chunk;
+    each chunk is read once (with a little of the next, and the end of the one before kept), so
+    a line across a chunk edge is seen whole and an object in storage costs one request a
+    chunk."""
     stop = source.size if stop is None else stop
-    found, position, overlap = [], start, 4096
+    found, position, before, overlap = [], start, b"", 4096
     while position < stop:
         end = min(stop, position + CHUNK)
-        base = max(0, position - overlap)
-        text = source.read(base, min(source.size, end + overlap))
-        for m in _BEGIN_ANY.finditer(text, position - base, end - base):
-            if _is_line(text, m.start(), base):
+        data = source.read(position, min(source.size, end + overlap))
+        text, base = before + data, position - len(before)
+        stop_at = len(before) + end - position  # matches that start before the chunk's end
+        for m in _BEGIN_ANY.finditer(text, len(before), stop_at + len(_BEGIN)):
+            if m.start() < stop_at and _is_line(text, m.start(), base):
                 found.append(base + m.start())
+        before = data[max(0, end - position - overlap) : end - position]
         position = end
     return found
 

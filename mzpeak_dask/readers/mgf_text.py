@@ -49,11 +49,11 @@ class Block:
 
 def parse_block(block: bytes) -> Block:
     """Parse one block, from its ``BEGIN IONS`` line to (at most) the next block's start."""
-    end = _END.search(block)
-    if end is None:
+    end = _end_line(block)
+    if end < 0:
         raise BlockError("no END IONS before the next BEGIN IONS or the end of the file", 0)
     first = block.find(b"\n") + 1
-    body = block[first : end.start()] if 0 < first <= end.start() else b""
+    body = block[first:end] if 0 < first <= end else b""
     out = Block()
     peak = _PEAK_START.search(body)
     split = peak.start() if peak else len(body)
@@ -67,6 +67,22 @@ def parse_block(block: bytes) -> Block:
         peaks = _META_LINE.sub(lambda m: b"\n" if m.group().endswith(b"\n") else b"", peaks)
     out.mz, out.intensity, out.charges = _peaks(peaks, line)
     return out
+
+
+def _end_line(block: bytes) -> int:
+    """Where the block's ``END IONS`` line starts, or -1 (a literal search from the end, the
+    line checked; the pattern over the whole block only when that finds something else)."""
+    at = block.rfind(b"END IONS")
+    if at >= 0:
+        start = block.rfind(b"\n", 0, at) + 1
+        stop = block.find(b"\n", at)
+        line = block[start : stop if stop >= 0 else len(block)]
+        if line.strip() == b"END IONS":
+            return start
+    found = None
+    for found in _END.finditer(block):  # noqa: B007 - the last one
+        pass
+    return found.start() if found else -1
 
 
 def _read_params(text: bytes, params: dict[str, str], line: int) -> None:
@@ -85,7 +101,7 @@ def _peaks(text: bytes, line: int) -> tuple[np.ndarray, np.ndarray, np.ndarray |
     line in the block."""
     rows = text.count(b"\n") + (0 if text.endswith(b"\n") or not text else 1)
     try:
-        values = np.fromstring(text, sep=" ") if text else np.empty(0)  # noqa: NPY201
+        values = np.fromstring(text, sep=" ") if text else np.empty(0)
     except ValueError:
         values = None  # signed charges, annotations or a bad value: column by column
     if values is not None:

@@ -35,11 +35,14 @@ def replicate_mgf(source: Path, output: Path, copies: int) -> int:
             if copy == 0:
                 out.write(body)
                 continue
-            suffix = b".copy%d" % copy
-            new = _TITLE.sub(lambda m: m.group(1) + suffix, body)
-            new = _RT.sub(lambda m: m.group(1) + repr(float(m.group(2)) + copy * span).encode(), new)
-            out.write(new)
+            out.write(_copied(body, copy, copy * span))
     return output.stat().st_size
+
+
+def _copied(body: bytes, copy: int, shift: float) -> bytes:
+    suffix = b".copy%d" % copy
+    body = _TITLE.sub(lambda m: m.group(1) + suffix, body)
+    return _RT.sub(lambda m: m.group(1) + repr(float(m.group(2)) + shift).encode(), body)
 
 
 def copies_for(source: Path, target_mb: float) -> int:
