@@ -28,7 +28,7 @@ from ..records import (
 )
 from .base import InputFormat, ItemRange, Survey, input_error, spectrum_error
 from .bytesource import CHUNK, ByteSource, read_bytes
-from .mgf_text import Block, BlockError, parse_block, parse_charges
+from .mgf_text import Block, BlockError, bulk_peaks, parse_block, parse_charges
 from .plain_values import selected_ion, signal_arrays, spectrum_params, user_params
 
 _BEGIN = b"BEGIN IONS"
@@ -206,20 +206,33 @@ class MGFFormat(InputFormat):
                 f"not {len(items)})",
             )
         charge = hints.get("charge")
-        for k, (a, b) in enumerate(zip(starts, [*starts[1:], len(raw)], strict=True)):
-            position = items.start + k
-            block = raw[a:b]
+        spans = list(zip(starts, [*starts[1:], len(raw)], strict=True))
+        blocks = []
+        for k, (a, b) in enumerate(spans):
             try:
-                yield _spectrum(parse_block(block), position, charge)
+                blocks.append(parse_block(raw[a:b], deferred=True))
             except (BlockError, ValueError) as exc:
-                raise _block_error(path, name, items.byte_start + a, block, position, exc) from None
+                raise _block_error(path, name, items, raw, spans[k], k, exc) from None
+        bulk_peaks(blocks)
+        for k, block in enumerate(blocks):
+            try:
+                yield _spectrum(block.finish(), items.start + k, charge)
+            except (BlockError, ValueError) as exc:
+                raise _block_error(path, name, items, raw, spans[k], k, exc) from None
 
 
 def _block_error(
-    path: str, name: str, offset: int, block: bytes, position: int, exc: Exception
+    path: str,
+    name: str,
+    items: ItemRange,
+    raw: bytes,
+    span: tuple[int, int],
+    k: int,
+    exc: Exception,
 ) -> Exception:
-    """The error of the spectrum at byte ``offset``, naming its title and line."""
+    """The error of the ``k``-th spectrum of ``items`` (``span``: its bytes in ``raw``),
+    naming its title and line."""
     with ByteSource(path) as source:
-        line = _line_of(source, offset) + getattr(exc, "line", 0)
-    where = f"spectrum index={position} ({_title_in(block)}, line {line})"
+        line = _line_of(source, items.byte_start + span[0]) + getattr(exc, "line", 0)
+    where = f"spectrum index={items.start + k} ({_title_in(raw[span[0] : span[1]])}, line {line})"
     return spectrum_error(name, where, f"malformed MGF: {exc}")

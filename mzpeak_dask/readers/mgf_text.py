@@ -26,6 +26,7 @@ _META_LINE = re.compile(rb"^[ \t]*(?:[#;!/][^\n]*|[^\n=]*=[^\n]*)(?:\n|$)", re.M
 _CHARGE_SPLIT = re.compile(r"(?:,\s*)|(?:\s*and\s*)")
 _SIGNED = re.compile(r"^(\d+)([+-])$")
 _COMMENT = tuple(b"#;!/")
+BULK_PEAKS = True  # off only to measure what it gains (tests/benchmarks/bench_mgf.py)
 
 
 class BlockError(ValueError):
@@ -45,10 +46,20 @@ class Block:
     mz: np.ndarray | None = None
     intensity: np.ndarray | None = None
     charges: np.ndarray | None = None
+    text: bytes = b""  # peak lines not converted yet (``deferred``), and the first one's line
+    line: int = 0
+
+    def finish(self) -> Block:
+        """The peaks converted, if :func:`bulk_peaks` has not."""
+        if self.mz is None:
+            self.mz, self.intensity, self.charges = _peaks(self.text, self.line)
+            self.text = b""
+        return self
 
 
-def parse_block(block: bytes) -> Block:
-    """Parse one block, from its ``BEGIN IONS`` line to (at most) the next block's start."""
+def parse_block(block: bytes, deferred: bool = False) -> Block:
+    """Parse one block, from its ``BEGIN IONS`` line to (at most) the next block's start;
+    ``deferred``: plain peak lines are left for :func:`bulk_peaks` (then :meth:`Block.finish`)."""
     end = _end_line(block)
     if end < 0:
         raise BlockError("no END IONS before the next BEGIN IONS or the end of the file", 0)
@@ -65,8 +76,54 @@ def parse_block(block: bytes) -> Block:
             _read_params(m.group(), out.params, line + peaks.count(b"\n", 0, m.start()))
         # each such line left blank, so that a bad peak's line is still counted as written
         peaks = _META_LINE.sub(lambda m: b"\n" if m.group().endswith(b"\n") else b"", peaks)
+    elif deferred and peaks.endswith(b"\n"):
+        out.text, out.line = peaks, line
+        return out
     out.mz, out.intensity, out.charges = _peaks(peaks, line)
     return out
+
+
+def bulk_peaks(blocks: list[Block]) -> None:
+    """Convert the deferred peak lines of ``blocks`` in one call (pyarrow's CSV parser, about
+    three times numpy's text parser's speed; tests/benchmarks/bench_mgf.py prints the reader
+    with and without it): done when every line holds two numbers separated by one tab or one
+    space, else left to each block's :meth:`Block.finish` (which names a bad line)."""
+    waiting = [b for b in blocks if b.mz is None and b.text]
+    if not waiting or not BULK_PEAKS:
+        return
+    text = b"".join(b.text for b in waiting)
+    first = text[: text.find(b"\n")]
+    delimiter = "\t" if b"\t" in first else " "
+    rows = np.array([b.text.count(b"\n") for b in waiting], dtype=np.int64)
+    try:
+        table = _csv().read_csv(
+            pa_input(text),
+            read_options=_csv().ReadOptions(column_names=["mz", "intensity"], use_threads=False),
+            parse_options=_csv().ParseOptions(delimiter=delimiter, quote_char=False),
+            convert_options=_csv().ConvertOptions(
+                column_types={"mz": "float64", "intensity": "float64"}
+            ),
+        )
+    except (ValueError, OSError):  # pyarrow.ArrowInvalid: not plain pairs
+        return
+    if table.num_rows != int(rows.sum()) or table.column("mz").null_count:
+        return
+    mz = table.column("mz").to_numpy()
+    intensity = table.column("intensity").to_numpy()
+    for block, a, b in zip(waiting, np.cumsum(rows) - rows, np.cumsum(rows), strict=True):
+        block.mz, block.intensity, block.text = mz[a:b], intensity[a:b], b""
+
+
+def _csv():  # noqa: ANN202 - the pyarrow.csv module
+    import pyarrow.csv
+
+    return pyarrow.csv
+
+
+def pa_input(data: bytes):  # noqa: ANN201 - a pyarrow buffer reader
+    import pyarrow as pa
+
+    return pa.BufferReader(data)
 
 
 def _end_line(block: bytes) -> int:

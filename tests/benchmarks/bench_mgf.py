@@ -16,7 +16,9 @@ shared machine are noisy, ratios less so, CPU seconds least):
 * cold conversions forced onto a LocalCluster of 1 and of 2 workers (``--workers``), and the
   speed-up of 2 over 1 (goal: at least 1.7);
 * each cold run's CPU seconds (the process and its children), beside its wall time;
-* the MGF reader alone (survey and records, no encoding), in this process;
+* the MGF reader alone (survey and records, no encoding), in this process, with the peak lines
+  of a partition converted in one call (pyarrow's CSV parser) and, for comparison, one call a
+  spectrum (numpy's text parser), in interleaved rounds;
 * the archive of the default conversion checked against pyteomics: every spectrum's m/z and
   intensity bit for bit, ids, times, precursor m/z and charges of every spectrum, and every
   record of the reader equal to the pyteomics path's (tests/helpers/mgf_reference.py).
@@ -40,7 +42,7 @@ import pyarrow.parquet as pq
 from pyteomics import mgf
 
 from mzpeak_dask import open_archive
-from mzpeak_dask.readers import ItemRange
+from mzpeak_dask.readers import ItemRange, mgf_text
 from mzpeak_dask.readers.mgf import MGFFormat
 
 from ..helpers.mgf_reference import assert_same, our_spectra, pyteomics_spectra
@@ -174,9 +176,18 @@ def main() -> None:
     print(f"cold convert, --workers 1       {wall['one']:6.2f} s  CPU {cpu['one']:.2f} s")
     print(f"cold convert, --workers 2       {wall['two']:6.2f} s  CPU {cpu['two']:.2f} s  "
           f"speed-up {statistics.median(speedups):.2f}x (goal >= 1.70)")  # fmt: skip
-    t, c, count = reader_only(source)
-    print(f"MGF reader alone (records)      {t:6.2f} s  CPU {c:.2f} s  ({count:,} spectra), "
-          f"CPU ratio to pyteomics {c / cpu['parse']:.2f}")  # fmt: skip
+    bulk: dict[bool, list[tuple[float, float]]] = {True: [], False: []}
+    for _ in range(args.rounds):  # the reader with and without its one-call peak conversion
+        for on in (True, False):
+            mgf_text.BULK_PEAKS = on
+            t, c, count = reader_only(source)
+            bulk[on].append((t, c))
+    mgf_text.BULK_PEAKS = True
+    for on, label in ((True, "one call a partition"), (False, "one call a spectrum ")):
+        t = statistics.median(x[0] for x in bulk[on])
+        c = statistics.median(x[1] for x in bulk[on])
+        print(f"MGF reader alone, peaks parsed in {label}  {t:6.2f} s  CPU {c:.2f} s  "
+              f"({count:,} spectra), CPU ratio to pyteomics {c / cpu['parse']:.2f}")  # fmt: skip
     print("archive check: " + check_archive(out / "mgf_cold.mzpeak", source))
     print(f"load average at the end {os.getloadavg()[0]:.2f}")
 
