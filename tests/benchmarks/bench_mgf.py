@@ -13,6 +13,7 @@ shared machine are noisy, ratios less so, CPU seconds least):
   no ``use_index``), in this process (pyteomics already imported);
 * a cold ``mzpeak-dask convert`` with the defaults (a fresh process, which chooses where to
   run from the input's size), as a ratio to the bare iteration (goal: at most 0.6);
+* a cold conversion forced into one process (``--cluster inline``), as a ratio too;
 * cold conversions forced onto a LocalCluster of 1 and of 2 workers (``--workers``), and the
   speed-up of 2 over 1 (goal: at least 1.7);
 * each cold run's CPU seconds (the process and its children), beside its wall time;
@@ -145,7 +146,7 @@ def main() -> None:
         f"input: {source.name}, {source.stat().st_size / 1e6:.1f} MB, {args.source.name} "
         f"x{copies} (synthetic by replication); {machine()}"
     )
-    names = ("parse", "cold", "one", "two")
+    names = ("parse", "cold", "inline", "one", "two")
     walls: dict[str, list[float]] = {k: [] for k in names}
     cpus: dict[str, list[float]] = {k: [] for k in names}
     choice, n = "", 0
@@ -153,14 +154,20 @@ def main() -> None:
         wall, cpu, n = pyteomics_iterate(source)
         walls["parse"].append(wall)
         cpus["parse"].append(cpu)
-        for name, flags in (("cold", ()), ("one", ("--workers", "1")), ("two", ("--workers", "2"))):
+        for name, flags in (
+            ("cold", ()),
+            ("inline", ("--cluster", "inline")),
+            ("one", ("--workers", "1")),
+            ("two", ("--workers", "2")),
+        ):
             wall, cpu, where = cold_convert(source, out / f"mgf_{name}.mzpeak", *flags)
             walls[name].append(wall)
             cpus[name].append(cpu)
             choice = where if name == "cold" else choice
         print(
             f"  round {r + 1}: parse {walls['parse'][-1]:.2f} s, cold {walls['cold'][-1]:.2f} s "
-            f"({walls['cold'][-1] / walls['parse'][-1]:.2f}), 1 worker {walls['one'][-1]:.2f} s, "
+            f"({walls['cold'][-1] / walls['parse'][-1]:.2f}), inline {walls['inline'][-1]:.2f} s "
+            f"({walls['inline'][-1] / walls['parse'][-1]:.2f}), 1 worker {walls['one'][-1]:.2f} s, "
             f"2 workers {walls['two'][-1]:.2f} s ({walls['one'][-1] / walls['two'][-1]:.2f}x); "
             f"load {os.getloadavg()[0]:.2f}"
         )
@@ -173,6 +180,10 @@ def main() -> None:
     print(f"cold convert, defaults          {wall['cold']:6.2f} s  ratio "
           f"{statistics.median(cold_ratios):.2f} (goal <= 0.60)  CPU {cpu['cold']:.2f} s, "
           f"CPU ratio {cpu['cold'] / cpu['parse']:.2f}  ({choice})")  # fmt: skip
+    inline_ratios = [c / p for c, p in zip(walls["inline"], walls["parse"], strict=True)]
+    print(f"cold convert, --cluster inline  {wall['inline']:6.2f} s  ratio "
+          f"{statistics.median(inline_ratios):.2f}  CPU {cpu['inline']:.2f} s, "
+          f"CPU ratio {cpu['inline'] / cpu['parse']:.2f}")  # fmt: skip
     print(f"cold convert, --workers 1       {wall['one']:6.2f} s  CPU {cpu['one']:.2f} s")
     print(f"cold convert, --workers 2       {wall['two']:6.2f} s  CPU {cpu['two']:.2f} s  "
           f"speed-up {statistics.median(speedups):.2f}x (goal >= 1.70)")  # fmt: skip
