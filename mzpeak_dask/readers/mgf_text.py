@@ -4,9 +4,10 @@ Parameters are ``KEY=value`` lines (the key matched without case, the value stri
 may hold ``=`` itself); lines starting ``#``, ``;``, ``!`` or ``/`` are comments; blank lines
 and Windows line ends are allowed anywhere. Every other line is a peak: m/z, intensity and
 optionally a third column (a fragment charge such as ``2``, ``2+`` or ``1-``; anything else is
-an annotation, not kept). The peak lines of a block are converted to numbers in one numpy call
-(lines of two or three plain numbers) or, when lines differ in width or hold signs and
-annotations, column by column from the block's tokens — never point by point in Python.
+an annotation, not kept). The plain peak lines (two numbers) of a whole partition are converted
+in one call (:func:`bulk_peaks`); any other block's in one numpy call (lines of two or three
+plain numbers) or, when lines differ in width or hold signs and annotations, column by column
+from the block's tokens — never point by point in Python.
 
 A malformed block raises :class:`BlockError` with the line (counted from the block's first
 line) where it went wrong; the reader adds the file and the spectrum.
@@ -95,35 +96,33 @@ def bulk_peaks(blocks: list[Block]) -> None:
     first = text[: text.find(b"\n")]
     delimiter = "\t" if b"\t" in first else " "
     rows = np.array([b.text.count(b"\n") for b in waiting], dtype=np.int64)
+    pairs = _pairs(text, delimiter)
+    if pairs is None or len(pairs[0]) != int(rows.sum()):
+        return
+    ends = np.cumsum(rows)
+    for block, a, b in zip(waiting, ends - rows, ends, strict=True):
+        block.mz, block.intensity, block.text = pairs[0][a:b], pairs[1][a:b], b""
+
+
+def _pairs(text: bytes, delimiter: str) -> tuple[np.ndarray, np.ndarray] | None:
+    """Lines of two numbers (blank lines skipped) as two float64 arrays; None when a line holds
+    anything else (other widths, other separators, text, or a value pyarrow reads as null)."""
+    import pyarrow as pa
+    import pyarrow.csv as csv  # imported when an MGF is read
+
+    names = ["mz", "intensity"]
     try:
-        table = _csv().read_csv(
-            pa_input(text),
-            read_options=_csv().ReadOptions(column_names=["mz", "intensity"], use_threads=False),
-            parse_options=_csv().ParseOptions(delimiter=delimiter, quote_char=False),
-            convert_options=_csv().ConvertOptions(
-                column_types={"mz": "float64", "intensity": "float64"}
-            ),
+        table = csv.read_csv(
+            pa.BufferReader(text),
+            read_options=csv.ReadOptions(column_names=names, use_threads=False),
+            parse_options=csv.ParseOptions(delimiter=delimiter, quote_char=False),
+            convert_options=csv.ConvertOptions(column_types=dict.fromkeys(names, pa.float64())),
         )
     except (ValueError, OSError):  # pyarrow.ArrowInvalid: not plain pairs
-        return
-    if table.num_rows != int(rows.sum()) or table.column("mz").null_count:
-        return
-    mz = table.column("mz").to_numpy()
-    intensity = table.column("intensity").to_numpy()
-    for block, a, b in zip(waiting, np.cumsum(rows) - rows, np.cumsum(rows), strict=True):
-        block.mz, block.intensity, block.text = mz[a:b], intensity[a:b], b""
-
-
-def _csv():  # noqa: ANN202 - the pyarrow.csv module
-    import pyarrow.csv
-
-    return pyarrow.csv
-
-
-def pa_input(data: bytes):  # noqa: ANN201 - a pyarrow buffer reader
-    import pyarrow as pa
-
-    return pa.BufferReader(data)
+        return None
+    if any(table.column(n).null_count for n in names):  # "NaN", "NA", ...: numpy reads them
+        return None
+    return table.column("mz").to_numpy(), table.column("intensity").to_numpy()
 
 
 def _end_line(block: bytes) -> int:

@@ -181,3 +181,21 @@ def test_partitions_are_cut_between_blocks(tmp_path: Path) -> None:
     records = list(MGFFormat.read(str(tmp_path / "big.mgf"), items, {}))
     assert [plain(r)["arrays"]["m/z array"].tolist() for r in records] == [[1.0], [1.0]]
     assert np.array_equal(plain(records[1])["arrays"]["intensity array"], [2.0])
+
+
+def test_every_value_python_reads_as_a_number_is_one(tmp_path: Path) -> None:
+    """Peak values such as ``NaN``, ``inf``, ``1e3`` and ``+5`` (which a CSV parser may read as
+    null or refuse) read as pyteomics reads them, whether the partition's peak lines are
+    converted together or block by block."""
+    body = ["100.5\t1e3", "101.25\tNaN", "102\t+5", "103.125\tinf", "1.5E2\t-0.0"]
+    blocks = [["BEGIN IONS", f"TITLE=s{k}", "PEPMASS=400", *body, "END IONS"] for k in range(3)]
+    path = tmp_path / "values.mgf"
+    path.write_text("\n".join(line for block in blocks for line in block) + "\n")
+    expected = pyteomics_spectra(path)
+    for cuts in (None, [1, 2]):
+        got = our_spectra(path, cuts)
+        assert len(got) == len(expected) == 3
+        for e, g in zip(expected, got, strict=True):
+            for name in ("m/z array", "intensity array"):
+                assert np.array_equal(e["arrays"][name], g["arrays"][name], equal_nan=True)
+                assert np.array_equal(np.signbit(e["arrays"][name]), np.signbit(g["arrays"][name]))
