@@ -119,6 +119,11 @@ class ConvertOptions(_Options):
                 raise OptionsError(f"{name} must be a positive integer")
         if not self.chunk_width > 0:
             raise OptionsError("chunk_width must be positive")
+        if self.numpress_intensity is not None and self.layout == "point":
+            raise OptionsError(
+                f"numpress_intensity={self.numpress_intensity!r} needs layout='chunked': the "
+                f"point layout stores intensities as they are"
+            )
 
     def content_options(self) -> dict[str, Any]:
         """The options that shape the archive's content (recorded in its data processing);

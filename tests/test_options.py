@@ -99,3 +99,13 @@ def test_every_cluster_option_has_a_kind() -> None:
     a kind of cluster that can be started."""
     assert {*KINDS, "auto", "inline"} == set(CLUSTERS)
     assert all(kind.name == name for name, kind in KINDS.items())
+
+
+def test_numpress_intensity_needs_the_chunked_layout() -> None:
+    """The point layout stores intensities as they are: a Numpress intensity transform there
+    would do nothing and be recorded as done, so it is refused, naming both parameters."""
+    with pytest.raises(OptionsError, match=r"numpress_intensity='slof' needs layout='chunked'"):
+        ConvertOptions(numpress_intensity="slof")
+    with pytest.raises(OptionsError, match=r"numpress_intensity='pic' needs layout='chunked'"):
+        resolve(ConvertOptions, {"convert": {"numpress_intensity": "pic"}}, {})
+    assert ConvertOptions(layout="chunked", numpress_intensity="pic").lossy

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import textwrap
 from dataclasses import fields
 from typing import Any
 
+from ..errors import OptionsError
 from ..options import (
     AnalysisOptions,
     BatchOptions,
@@ -30,7 +32,7 @@ CONVERT_FLAGS = {
     "layout": "one row per data point, or one row per chunk",
     "chunk_encoding": "chunked layout: how the m/z of a chunk are stored",
     "chunk_width": "chunk width in main-axis units (m/z, min)",
-    "numpress_intensity": "store intensities with an MS-Numpress transform (lossy)",
+    "numpress_intensity": "chunked layout: store intensities with an MS-Numpress transform (lossy)",
     "peaks": "also store centroided peak lists of profile spectra in spectra_peaks.parquet",
     "centroids": "where centroid-only spectra go: data (spectra_data, where every mzPeak "
     "reader looks) or peaks (spectra_peaks only: the reference readers return these spectra "
@@ -240,8 +242,22 @@ def given(args: argparse.Namespace, cls: type) -> dict[str, Any]:
 
 
 def options(args: argparse.Namespace, cls: type) -> Any:
-    """Option group ``cls`` for this command: command line > --config file > defaults."""
-    return resolve(cls, load_config(args.config), given(args, cls))
+    """Option group ``cls`` for this command: command line > --config file > defaults. An
+    error that names an option as a keyword (``layout='chunked'``) names its flag instead
+    (``--layout chunked``)."""
+    try:
+        return resolve(cls, load_config(args.config), given(args, cls))
+    except OptionsError as exc:
+        raise OptionsError(_as_flags(str(exc), cls)) from None
+
+
+def _as_flags(message: str, cls: type) -> str:
+    names = "|".join(f.name for f in fields(cls))
+    return re.sub(
+        rf"\b({names})=('?)([^' :,]*)\2",
+        lambda m: f"--{m.group(1).replace('_', '-')} {m.group(3)}",
+        message,
+    )
 
 
 def analysis_cluster(args: argparse.Namespace) -> ClusterOptions:

@@ -4,15 +4,16 @@ A chunk's main-axis values are stored as they are, except that the start point, 
 keeps in ``<axis>_chunk_start``, is left out of ``<axis>_chunk_values``. Nulls are carried as a
 value array plus a boolean ``valid`` mask (True = non-null).
 
-Null rule (ours; the reference writer only ever uses this encoding for centroids, which have no
-nulls, and there it drops element 0 unconditionally): we mirror the delta encoding. When the
-chunk's first element is null it is *kept* as a leading null, and ``start`` is the first non-null
-value. Decoding prepends ``start`` when the first stored element is non-null, or when the stored
-values begin with nulls followed by a value other than ``start`` (a start point directly followed by
-a null pair); see :func:`starts_with_start_point`. Without the chunk's point count a few shapes stay
-ambiguous (``[s, null]``; equal values on both sides of a null pair); none comes out of
-:func:`mzpeak_dask.transforms.chunking.chunk_boundaries` with ``min_points >= 2``. Pass ``size``
-(the length of the chunk's secondary arrays, which the layout always has) to make decoding exact.
+The format's rule, whatever the first point holds: the values of points 1…n−1 are stored (nulls as
+nulls) and ``start`` is the chunk's first non-null value; decoding is ``[start] + values``. A chunk
+whose first point is null (the second null of a null pair, cut from the first by a chunk edge)
+therefore decodes with ``start`` in that place: the layout's reader treats such a head as the
+null it was when the point's intensity is null (:mod:`mzpeak_dask.layouts.chunked`), so the m/z is
+rebuilt like any null-marked point's. (Mirroring the delta rule instead, a leading null kept as
+a stored null, made a chunk's values as long as its intensities, which the reference readers
+cannot decode.) ``size`` (the chunk's point count, the length of its secondary arrays, which the
+layout always has) tells a chunk written by this rule from one written with a stored leading null
+by earlier versions of this package; without it the format's rule is assumed.
 """
 
 from __future__ import annotations
@@ -59,24 +60,27 @@ def starts_with_start_point(
 
 
 def encode(values: np.ndarray, valid: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
-    """Return ``(start, out_values, out_valid)`` for one chunk; null outputs hold 0.0."""
+    """Return ``(start, out_values, out_valid)`` for one chunk: its first non-null value, and
+    points 1…n−1 (null outputs hold 0.0)."""
     values = np.asarray(values)
     valid = np.asarray(valid, dtype=bool)
     start = first_valid_value(values, valid)
-    skip = 1 if valid.shape[0] and valid[0] else 0
-    out_valid = valid[skip:].copy()
-    out_values = np.where(out_valid, values[skip:], np.zeros((), dtype=values.dtype))
+    out_valid = valid[1:].copy()
+    out_values = np.where(out_valid, values[1:], np.zeros((), dtype=values.dtype))
     return start, out_values, out_valid
 
 
 def decode(
     start: float, values: np.ndarray, valid: np.ndarray, *, size: int | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Invert :func:`encode`; ``size`` (the chunk's point count) settles the ambiguous shapes."""
+    """Invert :func:`encode` (``[start] + values``; a NaN start, a chunk without a non-null
+    value, decodes as a null); with ``size``, a chunk whose values are as many as its points
+    (a stored leading null, as earlier versions wrote) is returned as stored."""
     values = np.asarray(values)
     valid = np.asarray(valid, dtype=bool)
-    if not starts_with_start_point(start, values, valid, size):
+    if size is not None and size == valid.shape[0]:
         return np.where(valid, values, np.zeros((), dtype=values.dtype)), valid.copy()
-    out_values = np.concatenate((np.array([start], dtype=values.dtype), values))
-    out_valid = np.concatenate(([True], valid))
+    head = not np.isnan(start)
+    out_values = np.concatenate((np.array([start if head else 0.0], dtype=values.dtype), values))
+    out_valid = np.concatenate(([head], valid))
     return np.where(out_valid, out_values, np.zeros((), dtype=values.dtype)), out_valid

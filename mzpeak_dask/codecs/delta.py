@@ -118,8 +118,9 @@ def decode_chunks(
     out[destination] = np.where(valid, values, 0.0)
     ok[destination] = valid
     heads = out_offsets[:-1][prepend]
-    out[heads] = starts[prepend]
-    ok[heads] = True
+    head_starts = starts[prepend]
+    out[heads] = np.where(np.isnan(head_starts), 0.0, head_starts)
+    ok[heads] = ~np.isnan(head_starts)  # a chunk without a non-null value: its head is null
     delta_points = np.repeat(is_delta, sizes)
     if delta_points.any():
         breaks = np.zeros(total, dtype=bool)
@@ -173,6 +174,7 @@ def encode_chunks(
     body[heads] = 0.0  # a null first element is stored as a null; a valid one is left out
     skip = np.zeros(sizes.shape[0], dtype=np.int64)
     skip[sizes > 0] = valid[heads]
+    skip[(sizes > 0) & ~is_delta] = 1  # basic: points 1…n−1, whatever the first holds
     stored = []
     for delta_encoded, a, b in zip(
         is_delta.tolist(), (offsets[:-1] + skip).tolist(), offsets[1:].tolist(), strict=True

@@ -310,7 +310,10 @@ def decode(
                 else (np.zeros(sizes[c], views[k].dtype), np.zeros(sizes[c], bool))
             )
     raw = {k: concat(v) for k, v in parts.items()}
-    return raw, np.array([len(p[0]) for p in parts[0]], dtype=np.int64)
+    sizes_out = np.array([len(p[0]) for p in parts[0]], dtype=np.int64)
+    stored = np.array([0 if v is None else len(v[0]) for v in main_values], dtype=np.int64)
+    is_basic = np.array([e in (V.NO_COMPRESSION, None) for e in encodings], dtype=bool)
+    return _null_heads(raw, views, sizes_out, is_basic & (sizes_out == stored + 1)), sizes_out
 
 
 def _decode_plain_chunks(
@@ -352,7 +355,27 @@ def _decode_plain_chunks(
         return None
     raw = {0: decoded}
     raw.update({k: (v[0], v[1]) for k, v in plain.items()})
-    return raw, sizes
+    return _null_heads(raw, views, sizes, is_basic & (sizes == np.diff(offsets) + 1)), sizes
+
+
+def _null_heads(
+    raw: dict[int, Pair], views: list[ArrayView], sizes: np.ndarray, headed: np.ndarray
+) -> dict[int, Pair]:
+    """``raw`` with the m/z of every basic chunk's decoded head (``headed``: the chunks whose
+    start was put before their values) made null where a null-marked array is null there: the
+    head was the second null of a null pair, which the basic rule stores as ``start``; it is
+    rebuilt as every null-marked point is (format document §5.2, §5.4)."""
+    marked = [raw[k][1] for k, v in enumerate(views) if k and v.null_marked and k in raw]
+    marked = [valid for valid in marked if valid is not None]
+    if not marked or not headed.any():
+        return raw
+    heads = (np.cumsum(sizes) - sizes)[headed]
+    values, ok = raw[0]
+    ok = np.ones(len(values), bool) if ok is None else ok.copy()
+    for valid in marked:
+        ok[heads] &= valid[heads]
+    raw[0] = (values, ok)
+    return raw
 
 
 def _secondary(rows: pa.StructArray, view: ArrayView, where: str) -> list[Pair | None]:

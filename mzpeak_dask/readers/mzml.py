@@ -202,10 +202,24 @@ class MzMLFormat(InputFormat):
         yield from parser(hints)(document, items.kind, items.start, name or path)
 
 
+_ITEM_OPEN = {
+    SPECTRA: re.compile(rb"<spectrum[\s/>]"),
+    CHROMATOGRAMS: re.compile(rb"<chromatogram[\s/>]"),
+}
+
+
 def range_document(prefix: bytes, items: ItemRange, read_bytes) -> bytes:  # noqa: ANN001
-    """A self-contained mzML document holding only ``items``."""
-    list_tag = b"chromatogramList" if items.kind == CHROMATOGRAMS else b"spectrumList"
+    """A self-contained mzML document holding only ``items``.
+
+    The range ends at its last item's own closing tag: what follows it up to the next offset
+    is dropped (psims' mzMLb indexes end at the end of the document, so the range of a run's
+    last item would take in ``</spectrumList></run></mzML>``)."""
+    item_tag = b"chromatogram" if items.kind == CHROMATOGRAMS else b"spectrum"
+    list_tag = item_tag + b"List"
     body = read_bytes(items.byte_start, items.byte_stop)
+    closed = body.rfind(b"</" + item_tag + b">") + len(item_tag) + 3
+    if closed >= len(item_tag) + 3 and not _ITEM_OPEN[items.kind].search(body, closed):
+        body = body[:closed]  # (unless an empty element, <spectrum .../>, follows)
     return b"".join(
         [
             prefix,

@@ -107,12 +107,12 @@ def test_a_scan_of_an_object_reads_large_chunks_once(inputs):
     """An MGF (no index) is scanned to its end: in chunks of megabytes, one request each,
     finding what the scan of the local file finds."""
     from mzpeak_dask.readers.bytesource import ByteSource
-    from mzpeak_dask.readers.mgf import _BEGIN
+    from mzpeak_dask.readers.mgf import begin_offsets
 
     with ByteSource(str(inputs.root / "small.mgf")) as local:
-        expected = list(local.starts(_BEGIN))
+        expected = begin_offsets(local)
     inputs.served.reset()
     with ByteSource(f"{inputs.url}/small.mgf") as remote:
-        assert list(remote.starts(_BEGIN)) == expected and len(expected) == 35
+        assert begin_offsets(remote) == expected and len(expected) == 35
     gets = [entry for entry in inputs.served.log if entry[0] == "GET"]
     assert len(gets) == 1 and gets[0][3] == (inputs.root / "small.mgf").stat().st_size
