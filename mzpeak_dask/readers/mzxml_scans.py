@@ -171,19 +171,18 @@ def parse_scans(
         huge_tree=True,
         remove_comments=True,
     )
-    opened: list[int] = []  # the number (in start order) of each scan open, innermost last
+    opened: list[tuple[int, str]] = []  # each scan open (its number in start order, its name)
     done: dict[int, SpectrumRecord] = {}
-    started = 0
-    where, namespace = "the header", 0
+    started, last, namespace = 0, "the header", 0
     try:
         for event, element in events:
             if event == "start":
-                opened.append(started)
+                last = _label(element, first_position + started - lead)
+                opened.append((started, last))
                 started += 1
                 namespace = element.tag.rfind("}") + 1
-                where = _label(element, first_position + started - 1 - lead)
                 continue
-            number = opened.pop()
+            number = opened.pop()[0]
             if number >= lead:
                 position = first_position + number - lead
                 done[number] = _record(element, position, name, build, namespace)
@@ -191,6 +190,9 @@ def parse_scans(
             if not opened:  # an outermost scan ended: it and its nested scans, in order
                 yield from (done.pop(k) for k in sorted(done))
     except etree.XMLSyntaxError as exc:
+        # a scan cut short swallows what follows it: the outermost scan open (not a
+        # placeholder) is the one
+        where = next((label for number, label in opened if number >= lead), last)
         raise input_error(name, f"{where}: malformed mzXML ({exc})") from None
 
 
