@@ -58,7 +58,7 @@ def scan_offsets(name: str, source: ByteSource) -> np.ndarray:
     """The n + 1 offsets of the run's scans: each scan's start, then the end of the last
     (``name``: what errors call the input)."""
     listed = _listed_offsets(source)
-    declared = _SCAN_COUNT.search(source.read(0, HEADER_BYTES))
+    declared = _SCAN_COUNT.search(source.read(0, 1 << 16))
     if (
         listed is None
         or not len(listed)

@@ -21,8 +21,9 @@ def _renumbered(body: bytes, shift: int) -> bytes:
 
 def replicated(source: Path, target: Path, size: int) -> int:
     """``source``'s scans repeated until the file holds at least ``size`` bytes, each copy's
-    scan numbers (and precursor scan numbers) moved past the last copy's, with a scan index
-    and ``indexOffset`` of the new file; returns the number of scans written."""
+    scan numbers (and precursor scan numbers) moved past the last copy's, with the run's
+    ``scanCount``, a scan index and ``indexOffset`` of the new file; returns the number of
+    scans written."""
     data = source.read_bytes()
     first = _SCAN_START.search(data).start()
     end = data.rindex(b"</msRun>")
@@ -30,6 +31,7 @@ def replicated(source: Path, target: Path, size: int) -> int:
     nums = [int(n) for n in _FIRST_NUM.findall(body)]
     stride = max(nums) - min(nums) + 1
     copies = max(1, -(-(size - len(head)) // len(body)))
+    head = re.sub(rb'(<msRun\b[^>]*?\bscanCount=")\d+', b"\\g<1>%d" % (copies * len(nums)), head)
     parts = [head] + [_renumbered(body, k * stride) for k in range(copies)]
     document = b"".join(parts) + b"</msRun>\n"
     offsets = [m.start() for m in _SCAN_START.finditer(document)]
