@@ -92,6 +92,11 @@ def decode_peaks(
             f"{len(raw):,} decoded bytes is not a whole number of {2 * size}-byte peaks"
         )
     count = len(raw) // (2 * size)
+    if declared is None and count > MAX_ARRAY_VALUES:
+        raise BinaryDecodeError(
+            f"the payload holds {count:,} peaks, more than {MAX_ARRAY_VALUES:,} (the most one "
+            "scan may hold)"
+        )
     if declared is not None and count != declared:
         raise BinaryDecodeError(f"peaksCount is {declared:,}, the payload holds {count:,} peaks")
     pairs = np.frombuffer(raw, dtype=np.dtype(f"{order}f{size}")).reshape(-1, 2)

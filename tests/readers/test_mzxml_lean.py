@@ -110,3 +110,13 @@ def test_a_missing_or_wrong_index_is_replaced_by_a_scan_of_the_file(
     path.write_bytes(_index_broken(source.read_bytes(), how))
     assert path.read_bytes() != source.read_bytes()
     assert lean(path, 4) == reference(source)
+
+
+@pytest.mark.parametrize("name", ["TMT10-Trial-8.mzXML", "microscans.mzXML"])
+def test_scans_without_peaks_count_read_as_pyteomics_reads_them(tmp_path: Path, name) -> None:
+    """``peaksCount`` is optional: the payload then bounds itself (by the ceiling)."""
+    source = next(p for p in MZXML if p.name == name)
+    path = tmp_path / name
+    path.write_bytes(re.sub(rb'\speaksCount="\d+"', b"", source.read_bytes()))
+    assert b"peaksCount" not in path.read_bytes()
+    assert lean(path, 2) == reference(path)
