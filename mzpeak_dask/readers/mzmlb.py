@@ -90,9 +90,17 @@ class MzMLbFormat(InputFormat):
         prefix = text[: int(hints["header_stop"])].tobytes()
         document = range_document(prefix, items, lambda a, b: text[a:b].tobytes())
 
+        # each dataset opened once a partition: HDF5 keeps its chunk cache with the opened
+        # dataset, so one opened per array read inflated a whole chunk for every spectrum (33
+        # times the input's bytes read; tests/readers/test_bytes_read.py)
+        opened: dict[str, h5py.Dataset] = {}
+
         def fetch(dataset: str, offset: int, length: int) -> np.ndarray:
-            if dataset not in h5:
-                raise ValueError(f"external dataset {dataset!r} is missing")
-            return np.asarray(h5[dataset][offset : offset + length])
+            found = opened.get(dataset)
+            if found is None:
+                if dataset not in h5:
+                    raise ValueError(f"external dataset {dataset!r} is missing")
+                found = opened[dataset] = h5[dataset]
+            return np.asarray(found[offset : offset + length])
 
         yield from parser(hints)(document, items.kind, items.start, name or path, fetch)

@@ -1,25 +1,24 @@
-"""mzXML input through :class:`pyteomics.mzxml.MzXML`.
+"""mzXML input, read by byte ranges with the lean parser (:mod:`.mzxml_ranges`,
+:mod:`.mzxml_scans`), a local file and an object in storage alike.
 
 mzXML has attributes instead of CV terms; they are translated into the PSI-MS terms mzML would
 use (``msLevel`` -> ``MS:1000511``, ``retentionTime`` -> scan start time in minutes, ...).
-Nested scans are flattened in document order by pyteomics' index, which workers rebuild once
-per process and input.
+Nested scans are flattened in document order. The parser hands over each scan as the
+dictionary pyteomics' ``MzXML`` makes of it (the reader this one replaced, which the tests keep
+as the reference), and the records are made of it here.
 """
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 from lxml import etree
 
 from .. import cv
 from .. import vocabulary as V
-from ..filecache import per_file
-from ..pathtext import is_utf8
 from ..records import (
     Param,
     PrecursorRecord,
@@ -27,9 +26,8 @@ from ..records import (
     ScanRecord,
     SpectrumRecord,
 )
-from ..storage.urls import is_url
 from . import mzxml_ranges
-from .base import SPECTRA, InputFormat, ItemRange, Survey, input_error, spectrum_error
+from .base import SPECTRA, InputFormat, ItemRange, Survey
 from .plain_values import selected_ion, signal_arrays, spectrum_params, user_params
 
 _DISSOCIATION = {name: accession for accession, name in V.DISSOCIATION_METHODS.items()}
@@ -66,22 +64,6 @@ _HANDLED = {
     "intensity array",
     *(v[0] for v in _VALUES),
 }
-
-
-if TYPE_CHECKING:
-    from pyteomics import mzxml
-
-
-@per_file(4, per_thread=True, close=lambda reader: reader.close())
-def _reader(path: str) -> mzxml.MzXML:
-    """A pyteomics reader of ``path`` for this thread: it seeks in its file to read a scan, so
-    threads of a worker never share one (and one dropped from the cache is closed)."""
-    from pyteomics import mzxml  # imported when an mzXML input is read (half a second)
-
-    # lxml takes a file's name as its base URL and fails on a name that is not UTF-8: such a
-    # file is handed over opened, without a name
-    source = path if is_utf8(path) else open(os.open(path, os.O_RDONLY), "rb")
-    return mzxml.MzXML(source, use_index=True, read_schema=False, huge_tree=True)
 
 
 def _spectrum(info: dict[str, Any], position: int) -> SpectrumRecord:
@@ -160,42 +142,16 @@ class MzXMLFormat(InputFormat):
 
     @classmethod
     def survey(cls, path: str, name: str | None = None) -> Survey:
-        if is_url(path):  # an object in storage, read by ranges (:mod:`.mzxml_ranges`)
-            return mzxml_ranges.survey(path, name or path, _metadata_from)
-        try:
-            reader = _reader(path)
-            count = len(reader)
-        except (etree.XMLSyntaxError, ValueError, KeyError) as exc:
-            raise input_error(name or path, f"malformed mzXML ({exc})") from None
-        return Survey(count, 0, _run_metadata(path))
+        return mzxml_ranges.survey(path, name or path, _metadata_from)
 
     @classmethod
     def read(
         cls, path: str, items: ItemRange, hints: dict[str, object], name: str | None = None
     ) -> Iterator[SpectrumRecord]:
-        if is_url(path):
-            infos = mzxml_ranges.read_scans(path, items, hints, name or path)
-            for position, info in zip(range(items.start, items.stop), infos, strict=True):
-                yield _spectrum(info, position)
-            return
-        reader = _reader(path)
-        for position in range(items.start, items.stop):
-            try:
-                info = reader.get_by_index(position)
-            except (etree.XMLSyntaxError, ValueError, KeyError, OSError) as exc:
-                raise spectrum_error(
-                    name or path, f"scan {position} (0-based)", f"cannot parse ({exc})"
-                ) from None
-            yield _spectrum(info, position)
+        yield from mzxml_ranges.read_records(path, items, hints, name or path, _spectrum)
 
 
 _HEADER_END = re.compile(rb"<scan[\s>]")
-
-
-def _run_metadata(path: str) -> RunMetadata:
-    """Instruments, software and parent files from the ``<msRun>`` header."""
-    with open(path, "rb") as f:
-        return _metadata_from(f.read(mzxml_ranges.HEADER_BYTES))
 
 
 def _metadata_from(head: bytes) -> RunMetadata:
