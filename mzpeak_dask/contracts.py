@@ -23,7 +23,7 @@ import pyarrow as pa
 
 from .layouts.schema import SignalSchema
 from .options import ConvertOptions
-from .readers.base import InputFormat, ItemRange, Survey
+from .readers.base import SHA256_HINT, InputFormat, ItemRange, Survey
 
 PEAKS = "peaks"  # key of the spectra_peaks columns in EncodeSpec.schemas
 
@@ -72,6 +72,13 @@ class RunPlan:
     @property
     def spectrum_count(self) -> int:
         return self.survey.spectrum_count
+
+    @property
+    def source_sha256(self) -> str | None:
+        """The input's SHA-256 when its survey read it whole (the file itself, not a
+        decompressed copy), else None."""
+        same = self.readable == str(self.source)
+        return self.survey.hints.get(SHA256_HINT) if same else None  # type: ignore[return-value]
 
 
 @dataclass

@@ -21,13 +21,14 @@ class InputDigest:
     """The SHA-256 of ``source`` (a path, or a URL read by ranges), begun now; errors call it
     ``name`` (what the user named it; default ``source``)."""
 
-    def __init__(self, source: str, name: str | None = None):
+    def __init__(self, source: str, name: str | None = None, known: str | None = None):
         self.source = source
         self.name = source if name is None else name
-        self._value: str | None = None
+        self._value: str | None = known  # taken on the way by a survey that read it whole
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name="mzpeak-digest", daemon=True)
-        self._thread.start()
+        if known is None:
+            self._thread.start()
 
     def _run(self) -> None:
         try:
@@ -37,6 +38,8 @@ class InputDigest:
 
     def result(self) -> str:
         """The digest; raises what hashing raised, or an error after :data:`HASH_SECONDS`."""
+        if self._value is not None:
+            return self._value
         self._thread.join(HASH_SECONDS)
         if self._thread.is_alive():
             raise InputError(f"{self.name}: not hashed in {HASH_SECONDS} s")

@@ -99,7 +99,7 @@ def finish(
     if kept.exists():  # a rerun after an attempt finished (and removed the parts)
         return pickle.loads(kept.read_bytes())
     source = str(paths.source)
-    digest = InputDigest(remote_input(source) or source, paths.named_source)
+    digest = InputDigest(remote_input(source) or source, paths.named_source, run.source_sha256)
     files = _corrected(run, staging, written)
     folder = Folder(Path(staging) / FINISH_FOLDER)
     shutil.rmtree(folder.path, ignore_errors=True)  # what an earlier attempt left

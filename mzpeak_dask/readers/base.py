@@ -19,6 +19,9 @@ from ..records import ChromatogramRecord, Param, RunMetadata, SpectrumRecord
 
 SPECTRA = "spectrum"
 CHROMATOGRAMS = "chromatogram"
+# a survey that reads the whole input in order may leave its SHA-256 in the hints under this
+# key: the archive records it instead of reading the input once more to hash it
+SHA256_HINT = "sha256"
 SAMPLE_HEAD = 8
 SAMPLE_SPREAD = 8
 

@@ -11,9 +11,11 @@ gives none of its own.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 
@@ -26,7 +28,7 @@ from ..records import (
     SignalArray,
     SpectrumRecord,
 )
-from .base import InputFormat, ItemRange, Survey, input_error, spectrum_error
+from .base import SHA256_HINT, InputFormat, ItemRange, Survey, input_error, spectrum_error
 from .bytesource import CHUNK, ByteSource, read_bytes
 from .mgf_text import Block, BlockError, bulk_peaks, parse_block, parse_charges
 from .plain_values import selected_ion, signal_arrays, spectrum_params, user_params
@@ -50,16 +52,20 @@ def _is_line(text: bytes, at: int, base: int) -> bool:
     return not text[at + len(_BEGIN) : after if after >= 0 else len(text)].strip()
 
 
-def begin_offsets(source: ByteSource, start: int = 0, stop: int | None = None) -> list[int]:
+def begin_offsets(
+    source: ByteSource, start: int = 0, stop: int | None = None, digest: Any = None
+) -> list[int]:
     """The offsets of the ``BEGIN IONS`` lines in ``[start, stop)``, searched chunk by chunk;
     each chunk is read once (with a little of the next, and the end of the one before kept), so
     a line across a chunk edge is seen whole and an object in storage costs one request a
-    chunk."""
+    chunk. ``digest`` (a hashlib object) is fed the bytes of ``[start, stop)`` in order."""
     stop = source.size if stop is None else stop
     found, position, before, overlap = [], start, b"", 4096
     while position < stop:
         end = min(stop, position + CHUNK)
         data = source.read(position, min(source.size, end + overlap))
+        if digest is not None:
+            digest.update(memoryview(data)[: end - position])
         text, base = before + data, position - len(before)
         stop_at = len(before) + end - position  # matches that start before the chunk's end
         for m in _BEGIN_ANY.finditer(text, len(before), stop_at + len(_BEGIN)):
@@ -70,8 +76,8 @@ def begin_offsets(source: ByteSource, start: int = 0, stop: int | None = None) -
     return found
 
 
-def _offsets(source: ByteSource, name: str) -> np.ndarray:
-    starts = begin_offsets(source)
+def _offsets(source: ByteSource, name: str, digest: Any = None) -> np.ndarray:
+    starts = begin_offsets(source, digest=digest)
     end = source.size
     if starts:
         last = source.read(starts[-1], source.size)
@@ -170,8 +176,9 @@ class MGFFormat(InputFormat):
 
     @classmethod
     def survey(cls, path: str, name: str | None = None) -> Survey:
+        digest = hashlib.sha256()  # the survey reads the whole input: its SHA-256 on the way
         with ByteSource(path) as source:
-            offsets = _offsets(source, name or path)
+            offsets = _offsets(source, name or path, digest)
             header = source.read(0, int(offsets[0]))
         params = _header_params(header)
         charge = next((v for k, v in reversed(params) if k.lower() == "charge"), None)
@@ -187,7 +194,7 @@ class MGFFormat(InputFormat):
             0,
             _run_metadata(path, params),
             spectrum_offsets=offsets,
-            hints={"charge": charge},
+            hints={"charge": charge, SHA256_HINT: digest.hexdigest()},
         )
 
     @classmethod

@@ -68,20 +68,7 @@ def _bytes_read() -> int:
         return next(int(line.split()[1]) for line in f if line.startswith("rchar:"))
 
 
-@pytest.mark.parametrize(
-    "name",
-    [
-        "mzML",
-        "mzXML",
-        pytest.param(
-            "MGF",
-            marks=pytest.mark.xfail(
-                strict=True, reason="pyteomics MGF reader; lean reader in branch mgf"
-            ),
-        ),
-        "mzMLb",
-    ],
-)
+@pytest.mark.parametrize("name", ["mzML", "mzXML", "MGF", "mzMLb"])
 def test_a_conversion_reads_its_input_at_most_three_times(tmp_path: Path, name: str) -> None:
     make, suffix, small = FORMATS[name]
     path = make(tmp_path / f"large{suffix}")
