@@ -93,20 +93,27 @@ def _frame(run: TdfRun, row: int, frames: OrderedDict[int, Frame]) -> Frame:
 def _points(
     run: TdfRun, entry: Entry, frames: OrderedDict[int, Frame]
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """m/z, intensity and 1/K0 of every peak of the entry's scans, sorted by m/z (stable:
-    equal m/z keep the order of scans)."""
+    """m/z, intensity and 1/K0 of every peak of the entry's scans, frame by frame, in order
+    of increasing 1/K0 (the frame's scans from last to first, as mzdata orders them), each
+    scan's peaks in TOF (so m/z) order."""
     mzs, intensities, mobilities = [], [], []
     for row, begin, end in entry.parts:
         frame = _frame(run, row, frames)
-        a, b = int(frame.scan_offsets[begin]), int(frame.scan_offsets[end])
-        counts = np.diff(frame.scan_offsets[begin : end + 1])
-        mzs.append(run.mz(frame.tof[a:b]))
-        intensities.append(frame.intensity[a:b])
-        mobilities.append(np.repeat(run.scan_mobility(begin, end), counts))
+        order, counts = _reversed_scans(frame.scan_offsets[begin : end + 1])
+        mzs.append(run.mz(frame.tof[order], row))
+        intensities.append(frame.intensity[order])
+        mobilities.append(np.repeat(run.scan_mobility(begin, end)[::-1], counts))
     mz = np.concatenate(mzs)
-    order = np.argsort(mz, kind="stable")
-    intensity = np.concatenate(intensities)[order].astype(np.float32)
-    return mz[order], intensity, np.concatenate(mobilities)[order]
+    return mz, np.concatenate(intensities).astype(np.float32), np.concatenate(mobilities)
+
+
+def _reversed_scans(offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The positions of the peaks of the scans ``offsets`` delimit, last scan first, and each
+    scan's peak count in that order."""
+    starts, counts = offsets[-2::-1], np.diff(offsets)[::-1]
+    total = int(counts.sum())
+    shift = np.repeat(starts - (np.cumsum(counts) - counts), counts)
+    return np.arange(total, dtype=np.int64) + shift, counts
 
 
 def _spectrum(run: TdfRun, position: int, frames: OrderedDict[int, Frame]) -> SpectrumRecord:
@@ -125,8 +132,8 @@ def _spectrum(run: TdfRun, position: int, frames: OrderedDict[int, Frame]) -> Sp
             Param.term(V.BASE_PEAK_MZ, float(mz[top]), V.UNIT_MZ),
             Param.term(V.BASE_PEAK_INTENSITY, float(intensity[top]), V.UNIT_DETECTOR_COUNTS),
             Param.term(V.TOTAL_ION_CURRENT, float(intensity.sum(dtype=np.float64))),
-            Param.term(V.LOWEST_OBSERVED_MZ, float(mz[0]), V.UNIT_MZ),
-            Param.term(V.HIGHEST_OBSERVED_MZ, float(mz[-1]), V.UNIT_MZ),
+            Param.term(V.LOWEST_OBSERVED_MZ, float(mz.min()), V.UNIT_MZ),
+            Param.term(V.HIGHEST_OBSERVED_MZ, float(mz.max()), V.UNIT_MZ),
         ]
     arrays = [
         SignalArray(V.MZ_ARRAY, "m/z array", V.UNIT_MZ, mz),

@@ -32,7 +32,8 @@ pytestmark = needs_timsrust
 def _expected(folder: Path) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """Every spectrum as timsrust reads its frames, converts TOF and scans, straight from the
     TDF tables: MS1 frames whole, ddaPASEF precursors over all their frames' scan ranges,
-    diaPASEF frames per window, each sorted by m/z (stable)."""
+    diaPASEF frames per window; frame by frame, scans from last to first (increasing 1/K0),
+    each scan's peaks as stored."""
     reader, meta = tr.FrameReader(str(folder)), tr.Metadata(str(folder / "analysis.tdf"))
     db = sqlite3.connect(folder / "analysis.tdf")
     kinds = dict(db.execute("SELECT Id, MsMsType FROM Frames").fetchall())
@@ -62,14 +63,13 @@ def _expected(folder: Path) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
             data = reader.read_frame(frame - 1)
             offsets = data.scan_offsets
             end = len(offsets) - 1 if end is None else end
-            a, b = offsets[begin], offsets[end]
-            mz += meta.resolve_mzs(data.tof_indices[a:b]) if b > a else []
-            inten += data.intensities[a:b]
             scans = meta.resolve_scans(list(range(begin, end)))
-            im += [scans[s - begin] for s in range(begin, end)
-                   for _ in range(offsets[s + 1] - offsets[s])]  # fmt: skip
-        order = np.argsort(np.array(mz, dtype=np.float64), kind="stable")
-        out.append(tuple(np.array(v, dtype=np.float64)[order] for v in (mz, inten, im)))
+            for scan in range(end - 1, begin - 1, -1):  # increasing 1/K0: the last scan first
+                a, b = offsets[scan], offsets[scan + 1]
+                mz += meta.resolve_mzs(data.tof_indices[a:b]) if b > a else []
+                inten += data.intensities[a:b]
+                im += [scans[scan - begin]] * (b - a)
+        out.append(tuple(np.array(v, dtype=np.float64) for v in (mz, inten, im)))
     return out
 
 
