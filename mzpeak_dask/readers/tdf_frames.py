@@ -129,9 +129,11 @@ class TdfRun:
             if isinstance(exc, (KeyboardInterrupt, SystemExit, GeneratorExit)):
                 raise
             raise self._error(row, f"timsrust cannot read it ({exc})") from None
+        # each attribute of timsrust's frame builds a new list: each is taken once
         offsets = np.asarray(data.scan_offsets, dtype=np.int64)
-        tof = np.fromiter(data.tof_indices, dtype=np.uint32, count=len(data.tof_indices))
-        intensity = np.fromiter(data.intensities, dtype=np.uint32, count=len(data.intensities))
+        tof, intensity = data.tof_indices, data.intensities
+        tof = np.fromiter(tof, dtype=np.uint32, count=len(tof))
+        intensity = np.fromiter(intensity, dtype=np.uint32, count=len(intensity))
         if len(offsets) != scans + 1 or len(tof) != peaks or len(intensity) != peaks:
             raise self._error(row, f"holds {len(tof)} peaks in {len(offsets) - 1} scans, "
                               f"its row declares {peaks} in {scans}")  # fmt: skip
