@@ -75,6 +75,10 @@ class TdfRun:
             raise InputError(f"{self.name}: {TDF_BIN}: cannot read ({exc.strerror})") from None
         self._bin_size = os.fstat(self._bin.fileno()).st_size
 
+    @property
+    def bin_size(self) -> int:
+        return self._bin_size
+
     def close(self) -> None:
         self._bin.close()
 
