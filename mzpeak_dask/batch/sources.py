@@ -13,6 +13,7 @@ from pathlib import Path, PurePosixPath
 
 from ..convert import archive_names
 from ..errors import InputError, OutputError
+from ..storage.inputs import is_vendor_folder
 from ..storage.origins import SUFFIX as ORIGIN
 from ..storage.urls import join, object_identity
 
@@ -41,7 +42,9 @@ def discover(source: Path) -> tuple[Path, list[Path]]:
         found = []
         for folder, dirs, files in os.walk(root):
             dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-            found += [Path(folder) / f for f in _inputs_named(files)]
+            vendor = [d for d in dirs if is_vendor_folder(os.path.join(folder, d))]
+            dirs[:] = [d for d in dirs if d not in vendor]  # a .d is one input, not walked
+            found += sorted(Path(folder) / f for f in [*_inputs_named(files), *vendor])
         return root, found
     if source.is_file():
         inputs = list(dict.fromkeys(read_manifest(source)))

@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 from .base import CHROMATOGRAMS, SPECTRA, InputFormat, ItemRange, Survey
+from .bruker import BrukerTDFFormat
 from .detect import compression_of, decompress_to
 from .detect import detect_format as _detect
 from .mgf import MGFFormat
@@ -20,6 +21,7 @@ FORMATS: dict[str, type[InputFormat]] = {
     f.name: f for f in (MzMLbFormat, MzMLFormat, MzXMLFormat, MGFFormat)
 }
 FORMATS[ThermoRawFormat.name] = ThermoRawFormat  # the thermo extra's reader (loaded on use)
+FORMATS[BrukerTDFFormat.name] = BrukerTDFFormat  # a folder (readers/bruker.py)
 
 
 def detect_format(path: str, name: str | None = None) -> type[InputFormat]:

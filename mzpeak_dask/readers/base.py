@@ -86,6 +86,12 @@ class InputFormat(ABC):
         """True when the first bytes of a (decompressed) file look like this format."""
 
     @classmethod
+    def sniff_folder(cls, path: str) -> bool:
+        """True when the local folder ``path`` is one input of this format (a vendor folder
+        such as Bruker's ``.d``); formats read from one file keep False."""
+        return False
+
+    @classmethod
     @abstractmethod
     def survey(cls, path: str, name: str | None = None) -> Survey:
         """Counts, offsets and file-level metadata (run on the coordinator)."""

@@ -74,6 +74,10 @@ def detect_format(
 ) -> type[InputFormat]:
     """The input format of ``path`` (decompressing gzip/bzip2 on the fly to look inside)."""
     name = name or path
+    if not is_url(path) and os.path.isdir(path):  # a vendor folder (Bruker .d) is one input
+        for fmt in formats:
+            if fmt.sniff_folder(path):
+                return fmt
     head = _head(path, name)
     compression = compression_of(path, name)
     if compression is not None:
@@ -93,6 +97,8 @@ def decompress_to(path: str, staging_dir: str, name: str | None = None) -> str:
     file that cannot be written is told as the input's failure to decompress there (its
     path, in a temporary folder, is nothing the user named)."""
     name = name or path
+    if not is_url(path) and os.path.isdir(path):  # a vendor folder: read where it lies
+        return path
     compression = compression_of(path, name)
     if compression is None:
         return path

@@ -63,6 +63,8 @@ def check_regular_file(path: str | os.PathLike, name: str | None = None) -> None
         raise InputError(f"{shown}: cannot read ({exc.strerror})") from None
     if stat.S_ISREG(mode):
         return
+    if stat.S_ISDIR(mode) and is_vendor_folder(path):
+        return
     if stat.S_ISDIR(mode):
         raise InputError(f"{shown}: is a directory, not an MS data file")
     kind = next((what for test, what in _KINDS if test(mode)), "a special file")
@@ -115,10 +117,23 @@ def _ask_size(url: str) -> int:
         raise (InputError if what == "no such object" else StorageError)(f"{url}: {what}") from None
 
 
+def is_vendor_folder(path: str | os.PathLike) -> bool:
+    """A local folder that is one input: a Bruker timsTOF ``.d`` (it holds ``analysis.tdf``)."""
+    return os.path.isfile(os.path.join(path, VENDOR_FOLDER_MARKER))
+
+
+VENDOR_FOLDER_MARKER = "analysis.tdf"
+
+
 def input_size(path: str | os.PathLike) -> int:
-    """Bytes of an input: a local file's, or the object's for one read by ranges."""
+    """Bytes of an input: a local file's, the object's for one read by ranges, or the files
+    directly in a vendor folder."""
     url = remote_input(path)
-    return size_of(url) if url else os.stat(path).st_size
+    if url:
+        return size_of(url)
+    if os.path.isdir(path):
+        return sum(e.stat().st_size for e in os.scandir(path) if e.is_file())
+    return os.stat(path).st_size
 
 
 _ahead = threading.local()  # url -> [(start, bytes)] fetched ahead on this thread
@@ -297,6 +312,7 @@ __all__ = [
     "check_regular_file",
     "range_file",
     "input_size",
+    "is_vendor_folder",
     "object_head",
     "range_source",
     "ranges_ahead",

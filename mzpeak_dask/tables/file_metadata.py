@@ -37,9 +37,13 @@ def file_sha256(path: str | os.PathLike) -> str:
     if url:  # an input read by ranges: the object streamed once (on the worker hashing it)
         return url_sha256(url)
     digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        while block := f.read(HASH_BLOCK):
-            digest.update(block)
+    # a vendor folder (Bruker .d): its files directly inside, by name, one after the other
+    folder = os.path.isdir(path)
+    files = sorted(e.path for e in os.scandir(path) if e.is_file()) if folder else [path]
+    for name in files:
+        with open(name, "rb") as f:
+            while block := f.read(HASH_BLOCK):
+                digest.update(block)
     return digest.hexdigest()
 
 
