@@ -52,9 +52,23 @@ def _per_run(
     run its name, the run, the selected spectrum ids and the results of its pieces."""
     runs = as_runs(sources)
     selections = [_selection(run, rt, ms_level) for run in runs]
+    if rt is not None and runs and not any(len(ids) for ids in selections):
+        raise OptionsError(_outside(runs, rt, ms_level))
     pieces = [pieces_of(run, ids) for run, ids in zip(runs, selections, strict=True)]
     results = _computed(pieces, client, task_timeout)
     return zip(unique_names(runs), runs, selections, results, strict=True)
+
+
+def _outside(runs: list[Run], rt: tuple[float, float], ms_level: int | None) -> str:
+    """Why a retention-time window selected nothing: the window against the runs' times."""
+    times = np.concatenate([run.spectra["time"].to_numpy(dtype=np.float64) for run in runs])
+    times = times[np.isfinite(times)]
+    kind = "spectra" if ms_level is None else f"MS{ms_level} spectra"
+    where, whose = ("in any of the runs", "their") if len(runs) > 1 else ("in the run", "its")
+    line = f"no {kind} between {rt[0]:g} and {rt[1]:g} min {where}"
+    if len(times):
+        line += f" ({whose} spectra span {times.min():.4g} to {times.max():.4g} min)"
+    return line
 
 
 def _frame(run: Run, ids: np.ndarray, values: np.ndarray, columns: Sequence[Any]) -> pd.DataFrame:
