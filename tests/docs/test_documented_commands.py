@@ -123,7 +123,10 @@ ARCHIVES = {  # what the read commands read: a spans 29.0 to 29.7 min, the pages
     "c.mzpeak": DATA / "mzdata" / "small.mzML",
     "run.mzpeak": DATA / "mzdata" / "small.mzML",
 }
-CONFIG = '[convert]\nlayout = "chunked"\n'  # my.toml of the configuration page
+# my.toml: the configuration page's own example
+CONFIG = (
+    (ROOT / "docs" / "reference" / "config.md").read_text().split("```toml\n")[1].split("```")[0]
+)
 
 
 def _cannot_run_here(argv: list[str]) -> str | None:
