@@ -52,15 +52,16 @@ def _per_run(
     run its name, the run, the selected spectrum ids and the results of its pieces."""
     runs = as_runs(sources)
     selections = [_selection(run, rt, ms_level) for run in runs]
-    if rt is not None and runs and not any(len(ids) for ids in selections):
-        raise OptionsError(_outside(runs, rt, ms_level))
     pieces = [pieces_of(run, ids) for run, ids in zip(runs, selections, strict=True)]
     results = _computed(pieces, client, task_timeout)
     return zip(unique_names(runs), runs, selections, results, strict=True)
 
 
-def _outside(runs: list[Run], rt: tuple[float, float], ms_level: int | None) -> str:
-    """Why a retention-time window selected nothing: the window against the runs' times."""
+def outside(runs: list[Run], rt: tuple[float, float], ms_level: int | None) -> str | None:
+    """Why a retention-time window selects no spectrum of any of ``runs`` (the window against
+    the runs' times, one line), or None when it selects some."""
+    if any(len(_selection(run, rt, ms_level)) for run in runs) or not runs:
+        return None
     times = np.concatenate([run.spectra["time"].to_numpy(dtype=np.float64) for run in runs])
     times = times[np.isfinite(times)]
     kind = "spectra" if ms_level is None else f"MS{ms_level} spectra"
@@ -189,4 +190,4 @@ def _targets(results: dict[str, pd.DataFrame]) -> list[float]:
     raise OptionsError("nothing to plot: no runs")
 
 
-__all__ = ["base_peak", "plot_xic", "spectrum_stats", "tic", "xic"]
+__all__ = ["base_peak", "outside", "plot_xic", "spectrum_stats", "tic", "xic"]

@@ -12,6 +12,7 @@ import json
 import sys
 from typing import Any
 
+from ..errors import OptionsError
 from ..options import ABOVE_0, AnalysisOptions, ClusterOptions, ConvertOptions, ZarrOptions
 from ..parallel.cluster import cluster_client
 from ..pathtext import plural
@@ -53,14 +54,19 @@ def format_xic(name: str, frame: Any, ppm: float, max_rows: int) -> str:
 
 def cmd_xic(args: argparse.Namespace) -> int:
     from ..analysis import plot_xic, xic
+    from ..analysis.chromatograms import outside
+    from ..analysis.runs import as_runs
 
     analysis = options(args, AnalysisOptions)
     rt = tuple(args.rt) if args.rt else None
     level = None if analysis.ms_level == 0 else analysis.ms_level
+    runs = as_runs(args.sources)
+    if rt is not None and (why := outside(runs, rt, level)):
+        raise OptionsError(why)  # one line, not a table without rows per run
     cluster = analysis_cluster(args)
     with cluster_client(cluster) as client:  # none: Dask's threads here
         results = xic(
-            args.sources,
+            runs,
             args.mz,
             ppm=analysis.ppm,
             rt=rt,

@@ -12,6 +12,8 @@ import pytest
 
 from mzpeak_dask import cli, convert
 from mzpeak_dask.analysis import xic
+from mzpeak_dask.analysis.chromatograms import outside
+from mzpeak_dask.analysis.runs import as_runs
 from mzpeak_dask.batch.sources import read_manifest
 from mzpeak_dask.errors import OptionsError, OutputError
 from mzpeak_dask.export.zarr import to_zarr
@@ -281,10 +283,12 @@ def test_an_rt_window_outside_every_run_says_so(capsys) -> None:
         "0.004935 to 0.4872 min)"
     )
     assert capsys.readouterr().out == ""
-    with pytest.raises(OptionsError, match="no spectra between 500 and 600 min in the run"):
-        xic([REFERENCE], [445.12], rt=(500, 600), ms_level=None)
-    inside = xic([REFERENCE], [445.12], rt=(0.1, 0.2))  # a window inside the run still works
-    assert len(next(iter(inside.values()))) > 0
+    runs = as_runs([REFERENCE])  # the API's answer: the window, an empty frame, and why
+    assert outside(runs, (500, 600), None) == (
+        "no spectra between 500 and 600 min in the run (its spectra span 0.004935 to 0.4872 min)"
+    )
+    assert len(xic(runs, [445.12], rt=(500, 600))["small"]) == 0
+    assert outside(runs, (0.1, 0.2), 1) is None  # a window inside the run
 
 
 @pytest.mark.slow
