@@ -325,3 +325,21 @@ def test_api_errors_name_the_apis_own_parameter(tmp_path) -> None:
         to_zarr([REFERENCE], store, cluster=inline)
     done = run_cli("export-zarr", str(REFERENCE), str(store))  # the command names its flag
     one_line_error(done, str(store / "small"), "already exists (use --overwrite to replace it)")
+
+
+def test_a_one_column_csv_manifest_of_urls_reads_its_header_as_a_header(tmp_path) -> None:
+    """A batch of URLs reads its manifest the same way (before, 'path' was taken for a URL)."""
+    from mzpeak_dask.batch.remote import list_inputs
+
+    from ..helpers.servers import range_server
+
+    served = tmp_path / "served"
+    served.mkdir()
+    (served / "small.mzML").write_bytes(SMALL.read_bytes())
+    with range_server(served) as server:
+        manifest = tmp_path / "urls.csv"
+        manifest.write_text(f"path\n{server.url}/small.mzML\n")
+        found = list_inputs(str(manifest))
+    assert [(url, size) for url, _, _, size in found] == [
+        (f"{server.url}/small.mzML", SMALL.stat().st_size)
+    ]
