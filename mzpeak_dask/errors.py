@@ -47,6 +47,22 @@ class OutputError(MzPeakDaskError, OSError):
     """The output cannot be written (exists, unwritable location, disk full)."""
 
 
+class OutputExistsError(OutputError):
+    """The output exists and the caller did not allow replacing it. The message names the
+    Python API's parameter (``overwrite=True``); :attr:`command_line` the flag instead."""
+
+    def __init__(self, where: object) -> None:
+        self.where = where
+        super().__init__(f"{where}: already exists (pass overwrite=True to replace it)")
+
+    def __reduce__(self) -> tuple:  # rebuilt from its output on the other side of a pickle
+        return (type(self), (self.where,))
+
+    @property
+    def command_line(self) -> str:
+        return f"{self.where}: already exists (use --overwrite to replace it)"
+
+
 class OutputBusyError(OutputError):
     """Another process is writing into the output folder (a batch holds its lock)."""
 

@@ -9,6 +9,7 @@ same names with dashes; their choices come from the tuples below.
 
 from __future__ import annotations
 
+import math
 import os
 import tomllib
 from collections.abc import Iterator
@@ -25,6 +26,30 @@ CENTROIDS = ("data", "peaks")
 PARSERS = ("lean", "pyteomics")
 CLUSTERS = ("auto", "local", "slurm", "inline")
 ZARR_COMPRESSIONS = ("zstd", "none")
+# the compression levels each Parquet codec takes (the others take none)
+COMPRESSION_LEVELS = {"zstd": (1, 22), "gzip": (1, 9), "brotli": (1, 11)}
+
+
+@dataclass(frozen=True)
+class Limit:
+    """The values a number option takes: from ``low`` (excluded when ``above``) to ``high``."""
+
+    low: float | None = None
+    high: float | None = None
+    above: bool = False
+
+    def __str__(self) -> str:
+        if self.high is not None:
+            return f"from {self.low:g} to {self.high:g}"
+        return f"above {self.low:g}" if self.above else f"at least {self.low:g}"
+
+    def allows(self, value: float) -> bool:
+        if self.low is not None and (value <= self.low if self.above else value < self.low):
+            return False
+        return self.high is None or value <= self.high
+
+
+AT_LEAST_1, AT_LEAST_0, ABOVE_0 = Limit(1), Limit(0), Limit(0, above=True)
 
 
 class _Options:
@@ -33,10 +58,13 @@ class _Options:
 
     section: ClassVar[str]
     choices: ClassVar[dict[str, tuple]] = {}
+    limits: ClassVar[dict[str, Limit]] = {}  # the number options' ranges (None: not set)
 
     def __post_init__(self) -> None:
         for name, allowed in self.choices.items():
             _choice(name, getattr(self, name), allowed)
+        for name, limit in self.limits.items():
+            _within(name, getattr(self, name), limit)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)  # type: ignore[call-overload]
@@ -77,6 +105,15 @@ class ConvertOptions(_Options):
         "centroids": CENTROIDS,
         "parser": PARSERS,
     }
+    limits = {
+        "compression_level": Limit(1, 22),
+        "chunk_width": ABOVE_0,
+        "null_marking_ppm": AT_LEAST_0,
+        "data_page_size": AT_LEAST_1,
+        "row_group_points": AT_LEAST_1,
+        "partition_bytes": AT_LEAST_1,
+        "partition_items": AT_LEAST_1,
+    }
 
     layout: str = "point"
     chunk_encoding: str = "delta"
@@ -114,11 +151,12 @@ class ConvertOptions(_Options):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        for name in ("data_page_size", "row_group_points", "partition_bytes", "partition_items"):
-            if getattr(self, name) < 1:
-                raise OptionsError(f"{name} must be a positive integer")
-        if not self.chunk_width > 0:
-            raise OptionsError("chunk_width must be positive")
+        low, high = COMPRESSION_LEVELS.get(self.compression, (1, 22))
+        if not low <= self.compression_level <= high:
+            raise OptionsError(
+                f"compression_level {self.compression_level}: {self.compression} takes "
+                f"levels {low} to {high}"
+            )
         if self.numpress_intensity is not None and self.layout == "point":
             raise OptionsError(
                 f"numpress_intensity={self.numpress_intensity!r} needs layout='chunked': the "
@@ -150,6 +188,7 @@ class SlurmOptions(_Options):
     that name; None (and an empty list) leaves it to dask-jobqueue (its ``jobqueue.yaml``)."""
 
     section = "slurm"
+    limits = {"cores": AT_LEAST_1, "processes": AT_LEAST_1, "job_cpu": AT_LEAST_1}
 
     queue: str | None = None  # -p
     account: str | None = None  # -A
@@ -168,13 +207,6 @@ class SlurmOptions(_Options):
     job_script_prologue: list[str] = field(default_factory=list)  # shell lines before workers
     worker_extra_args: list[str] = field(default_factory=list)
     scheduler_options: dict[str, Any] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        for name in ("cores", "processes", "job_cpu"):
-            value = getattr(self, name)
-            if value is not None and value < 1:
-                raise OptionsError(f"slurm {name} must be at least 1")
 
     def keywords(self) -> dict[str, Any]:
         """The SLURMCluster keywords set here (with ``processes`` one per core by default)."""
@@ -196,6 +228,13 @@ class ClusterOptions(_Options):
 
     section = "cluster"
     choices = {"cluster": CLUSTERS}
+    limits = {
+        "workers": AT_LEAST_1,
+        "threads_per_worker": AT_LEAST_1,
+        "window": AT_LEAST_1,
+        "start_timeout": ABOVE_0,
+        "task_timeout": ABOVE_0,
+    }
 
     # "auto": this process for work too small for a LocalCluster to pay for its start, else a
     # LocalCluster (mzpeak_dask.parallel.where); "local" | "slurm" | "inline" (this process)
@@ -212,8 +251,6 @@ class ClusterOptions(_Options):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.workers is not None and self.workers < 1:
-            raise OptionsError("workers must be at least 1")
         if isinstance(self.slurm, dict):
             object.__setattr__(self, "slurm", SlurmOptions.from_dict(self.slurm))
 
@@ -226,16 +263,15 @@ class BatchOptions(_Options):
     """How a batch runs."""
 
     section = "batch"
+    limits = {"retries": AT_LEAST_0, "hash_threads": AT_LEAST_1, "hash_timeout": ABOVE_0}
 
     resume: bool = False  # skip inputs whose valid output was made from the same input
     retries: int = 0  # extra attempts for inputs that failed
     reports: bool = True  # batch_report.html and catalog.parquet beside batch_report.json
     hash_threads: int = 4  # threads hashing inputs when resuming
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if self.retries < 0 or self.hash_threads < 1:
-            raise OptionsError("retries must be >= 0 and hash_threads >= 1")
+    # seconds resuming may go without finishing the check of an earlier output (its input
+    # hashed, the archive validated) before the batch stops
+    hash_timeout: float = 600.0
 
 
 @dataclass(frozen=True)
@@ -244,16 +280,12 @@ class ZarrOptions(_Options):
 
     section = "zarr"
     choices = {"compression": ZARR_COMPRESSIONS}
+    limits = {"zarr_chunk_points": AT_LEAST_1}
 
     compression: str = "zstd"  # signal arrays: "zstd" or "none" (about 30% faster)
     overwrite: bool = False  # replace existing run groups
     zarr_chunk_points: int = 1 << 18  # points of a Zarr chunk (about; bigger for big runs)
     single_file: bool = False  # one file per run (RUN.zarr.zip, a ZIP store) instead of a group
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if self.zarr_chunk_points < 1:
-            raise OptionsError("zarr_chunk_points must be a positive integer")
 
 
 @dataclass(frozen=True)
@@ -261,17 +293,11 @@ class AnalysisOptions(_Options):
     """Chromatograms across runs (``xic``; ``tic`` and ``base_peak`` share the MS level)."""
 
     section = "analysis"
+    limits = {"ppm": ABOVE_0, "ms_level": AT_LEAST_0, "max_rows": AT_LEAST_0}
 
     ppm: float = 10.0  # m/z tolerance of an XIC
     ms_level: int = 1  # the spectra the chromatograms read (0: every level)
     max_rows: int = 40  # rows of each run's XIC printed
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if not self.ppm > 0:
-            raise OptionsError("ppm must be positive")
-        if self.ms_level < 0 or self.max_rows < 0:
-            raise OptionsError("ms_level and max_rows must be >= 0")
 
 
 @dataclass(frozen=True)
@@ -306,6 +332,15 @@ def _choice(name: str, value: Any, allowed: tuple) -> None:
     if value not in allowed:
         shown = ", ".join("none" if a is None else str(a) for a in allowed)
         raise OptionsError(f"{name} must be one of {shown} (got {value!r})")
+
+
+def _within(name: str, value: Any, limit: Limit) -> None:
+    if value is None:  # not set: the option's own default applies
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise OptionsError(f"{name} must be a number (got {value!r})")
+    if not limit.allows(value):
+        raise OptionsError(f"{name} must be {limit} (got {value!r})")
 
 
 def load_config(path: str | os.PathLike | None) -> dict[str, dict[str, Any]]:

@@ -73,4 +73,21 @@ def uri(path: str | os.PathLike) -> str:
     return Path(os.path.abspath(path)).as_uri()
 
 
-__all__ = ["is_utf8", "redact", "text", "uri"]
+def plural(count: int, noun: str, nouns: str | None = None) -> str:
+    """``1 chromatogram``, ``2 chromatograms``, ``12,000 row groups`` (``nouns``: the
+    plural when it is not ``noun + "s"``)."""
+    return f"{count:,} {noun if count == 1 else nouns or noun + 's'}"
+
+
+def human_size(count: int) -> str:
+    """A byte count as people read it: ``512 bytes``, ``1.5 KiB``, ``12.3 MiB``, ``2.0 GiB``."""
+    if count < 1024:
+        return plural(count, "byte")
+    for unit in ("KiB", "MiB", "GiB", "TiB"):
+        count /= 1024
+        if count < 1024 or unit == "TiB":
+            break
+    return f"{count:,.1f} {unit}"
+
+
+__all__ = ["human_size", "is_utf8", "plural", "redact", "text", "uri"]

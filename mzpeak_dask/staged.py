@@ -33,7 +33,13 @@ from pathlib import Path
 
 from .archive.staging import Staging, sweep
 from .contracts import ConversionResult
-from .errors import InputError, MzPeakDaskError, OptionsError, OutputError, StorageError
+from .errors import (
+    InputError,
+    MzPeakDaskError,
+    OptionsError,
+    OutputExistsError,
+    StorageError,
+)
 from .readers import compression_of, detect_format
 from .run_paths import RunPaths
 from .storage.failures import cause
@@ -138,7 +144,7 @@ class StagedJobs:
                 raise StorageError(f"{output}: {self._probed[where]}")
             abort_dead(output)  # what conversions to this key that were killed left
             if not self.options.overwrite and exists(output):
-                raise OutputError(f"{output}: already exists (use --overwrite to replace it)")
+                raise OutputExistsError(output)
         except MzPeakDaskError as exc:
             self.errors.setdefault(k, exc)
         folder = self._slot(k) / "out"

@@ -57,6 +57,21 @@ def _per_run(
     return zip(unique_names(runs), runs, selections, results, strict=True)
 
 
+def outside(runs: list[Run], rt: tuple[float, float], ms_level: int | None) -> str | None:
+    """Why a retention-time window selects no spectrum of any of ``runs`` (the window against
+    the runs' times, one line), or None when it selects some."""
+    if any(len(_selection(run, rt, ms_level)) for run in runs) or not runs:
+        return None
+    times = np.concatenate([run.spectra["time"].to_numpy(dtype=np.float64) for run in runs])
+    times = times[np.isfinite(times)]
+    kind = "spectra" if ms_level is None else f"MS{ms_level} spectra"
+    where, whose = ("in any of the runs", "their") if len(runs) > 1 else ("in the run", "its")
+    line = f"no {kind} between {rt[0]:g} and {rt[1]:g} min {where}"
+    if len(times):
+        line += f" ({whose} spectra span {times.min():.4g} to {times.max():.4g} min)"
+    return line
+
+
 def _frame(run: Run, ids: np.ndarray, values: np.ndarray, columns: Sequence[Any]) -> pd.DataFrame:
     frame = pd.DataFrame(values, columns=list(columns), index=pd.Index(ids, name="spectrum_index"))
     frame.insert(0, "time", run.spectra["time"].to_numpy()[ids])
@@ -175,4 +190,4 @@ def _targets(results: dict[str, pd.DataFrame]) -> list[float]:
     raise OptionsError("nothing to plot: no runs")
 
 
-__all__ = ["base_peak", "plot_xic", "spectrum_stats", "tic", "xic"]
+__all__ = ["base_peak", "outside", "plot_xic", "spectrum_stats", "tic", "xic"]

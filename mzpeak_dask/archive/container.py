@@ -15,7 +15,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO
 
-from ..errors import OutputError
+from ..errors import OutputError, OutputExistsError
 from ..real_paths import RealPaths
 from ..storage.streaming import following
 from . import zip_checksum
@@ -40,7 +40,7 @@ def check_output(
     if conflict:
         raise OutputError(f"{shown}: {conflict}; choose another output")
     if output.exists() and not overwrite:
-        raise OutputError(f"{shown}: already exists (use --overwrite to replace it)")
+        raise OutputExistsError(shown)
     parent = output.parent if str(output.parent) else Path(".")
     if not parent.is_dir():
         raise OutputError(f"{shown}: the folder {parent} does not exist")

@@ -45,7 +45,7 @@ from . import report
 from .lease import prefix_held
 from .mirror import hidden, stage
 from .runner import BatchOutcome, run_batch
-from .sources import is_ms_file, refuse_overwriting_objects
+from .sources import is_ms_file, manifest_entries, refuse_overwriting_objects
 from .state import CONVERTED, FAILED, SKIPPED, STATE_FILE, BatchState
 
 log = logging.getLogger(__name__)
@@ -63,10 +63,10 @@ def list_inputs(source: str) -> list[tuple[str, str, str | None, int]]:
     """``(url, path under the prefix, ETag, size)`` of every MS file under a prefix, or of
     every URL of a manifest (a local file or a URL, one URL per line)."""
     if is_url(source) and source.rstrip("/").endswith((".txt", ".csv", ".tsv", ".manifest")):
-        return _manifest(_read_text(source))
+        return _manifest(_read_text(source), source)
     if not is_url(source):
         check_regular_file(source)  # a FIFO would block the read
-        return _manifest(Path(source).read_text())
+        return _manifest(Path(source).read_text(), source)
     fs, path = filesystem(source)
     try:
         found = fs.find(path, detail=True)
@@ -95,8 +95,9 @@ def _read_text(url: str) -> str:
         raise InputError(f"{url}: {cause(exc)}") from None
 
 
-def _manifest(text: str) -> list[tuple[str, str, str | None, int]]:
-    urls = [line.strip() for line in text.splitlines() if line.strip() and line[0] != "#"]
+def _manifest(text: str, name: str) -> list[tuple[str, str, str | None, int]]:
+    lines = [line for line in text.splitlines() if line.strip() and line[0] != "#"]
+    urls = manifest_entries(lines, name) if lines else []
     out = []
     for url in dict.fromkeys(urls):
         relative = without_userinfo(url.split("://", 1)[-1])  # no password in its keys

@@ -11,7 +11,6 @@ conversion layer does), and records what is left as pending.
 
 from __future__ import annotations
 
-import concurrent.futures
 import os
 import shutil
 import time
@@ -34,6 +33,7 @@ from ..read.validate import ERROR, validate
 from ..storage.inputs import check_regular_file, remote_input
 from ..tables.file_metadata import file_sha256
 from . import report
+from .bounded import map_within
 from .lock import output_lock
 from .sources import discover, outputs_for
 from .state import CONVERTED, FAILED, PENDING, SKIPPED, BatchState
@@ -116,13 +116,26 @@ class BatchRun:
             previous = self.state.get(self.names[source][0])
             if previous and previous["status"] in (CONVERTED, SKIPPED) and output.exists():
                 candidates.append((source, output, previous))
-        with concurrent.futures.ThreadPoolExecutor(self.batch.hash_threads) as pool:
-            hashes = pool.map(_safe_sha256, [c[0] for c in candidates])
-            unchanged = [
-                c for c, h in zip(candidates, hashes, strict=True) if h == c[2]["input_sha256"]
-            ]
-            valid = pool.map(_valid, [c[1] for c in unchanged])
-            kept = [c for c, ok in zip(unchanged, valid, strict=True) if ok]
+        threads, seconds = self.batch.hash_threads, self.batch.hash_timeout
+        hashes = map_within(
+            _safe_sha256,
+            [c[0] for c in candidates],
+            threads,
+            seconds,
+            lambda source: self.names[source][0],
+            "hashing it to resume (the [batch] hash_timeout)",
+        )
+        same = [h == c[2]["input_sha256"] for c, h in zip(candidates, hashes, strict=True)]
+        unchanged = [c for c, ok in zip(candidates, same, strict=True) if ok]
+        valid = map_within(
+            _valid,
+            [c[:2] for c in unchanged],
+            threads,
+            seconds,
+            lambda pair: self.names[pair[0]][1],
+            "validating it to resume (the [batch] hash_timeout)",
+        )
+        kept = [c for c, ok in zip(unchanged, valid, strict=True) if ok]
         skipped = set()
         for source, _, previous in kept:
             self.records[source] = {**previous, "status": SKIPPED}
@@ -239,8 +252,9 @@ class BatchRun:
                 self.state.put(record)
 
 
-def _valid(output: Path) -> bool:
-    return not any(p.severity == ERROR for p in validate(output))
+def _valid(pair: tuple[Path, Path]) -> bool:
+    """Whether the archive of ``(input, archive)`` is valid."""
+    return not any(p.severity == ERROR for p in validate(pair[1]))
 
 
 def _remove(path: Path) -> None:

@@ -60,16 +60,23 @@ def read_manifest(path: Path) -> list[Path]:
     lines = [line for line in text if line.strip() and not line.lstrip().startswith("#")]
     if not lines:
         return []
+    values = manifest_entries(lines, path)
+    return [(path.parent / v).resolve() for v in values]
+
+
+def manifest_entries(lines: list[str], name: object) -> list[str]:
+    """The paths or URLs of a manifest's ``lines`` (blank lines and comments left out): one a
+    line, or the ``path`` column of a CSV/TSV, whose header may be that column alone."""
     first = lines[0]
     delimiter = "\t" if "\t" in first else "," if "," in first else None
-    if delimiter is not None:
-        reader = csv.DictReader(lines, delimiter=delimiter)
-        if "path" not in (reader.fieldnames or []):
-            raise InputError(f"{path}: a CSV/TSV manifest needs a 'path' column")
-        values = [row["path"] for row in reader if row.get("path")]
-    else:
-        values = [line.strip() for line in lines]
-    return [(path.parent / v).resolve() for v in values]
+    if delimiter is None and first.strip().strip('"') == "path":
+        delimiter = ","  # a CSV of one column: its header names it
+    if delimiter is None:
+        return [line.strip() for line in lines]
+    reader = csv.DictReader(lines, delimiter=delimiter)
+    if "path" not in (reader.fieldnames or []):
+        raise InputError(f"{name}: a CSV/TSV manifest needs a 'path' column")
+    return [row["path"].strip() for row in reader if row.get("path")]
 
 
 def _common_root(inputs: list[Path], default: Path) -> Path:

@@ -17,7 +17,8 @@ from ..errors import MzPeakDaskError, OptionsError, OutputBusyError
 from ..pathtext import text
 from ..storage.urls import set_default_options
 from . import analysis, convert, quantify
-from .args import storage_options
+from .args import said, storage_options
+from .checks import refuse_conflicts
 from .convert import EXIT_FAILED
 from .hidden import hide_storage_options
 from .logs import quiet_dask_logs
@@ -94,12 +95,13 @@ def main(argv: list[str] | None = None) -> int:
     if not args.verbose:
         quiet_dask_logs()
     try:
+        refuse_conflicts(args)  # a flag that cannot act with the others: before any work
         set_default_options(storage_options(args).options)  # workers inherit them
         return args.func(args)
     except MzPeakDaskError as exc:
         if args.verbose:
             print(text(traceback.format_exc()), end="", file=sys.stderr)  # passwords hidden
-        print(f"error: {text(exc)}", file=sys.stderr)
+        print(f"error: {said(exc)}", file=sys.stderr)
         if isinstance(exc, OutputBusyError):
             return EXIT_BUSY
         return EXIT_USAGE if isinstance(exc, OptionsError) else EXIT_FAILED

@@ -12,9 +12,11 @@ import json
 import sys
 from typing import Any
 
-from ..options import AnalysisOptions, ClusterOptions, ConvertOptions, ZarrOptions
+from ..errors import OptionsError
+from ..options import ABOVE_0, AnalysisOptions, ClusterOptions, ConvertOptions, ZarrOptions
 from ..parallel.cluster import cluster_client
-from .args import GROUP_FLAGS, add_options, analysis_cluster, command, options
+from ..pathtext import plural
+from .args import GROUP_FLAGS, add_options, analysis_cluster, bounded, command, options
 
 
 def cmd_export_zarr(args: argparse.Namespace) -> int:
@@ -36,9 +38,9 @@ def cmd_export_zarr(args: argparse.Namespace) -> int:
             print(json.dumps(r.__dict__))
         elif not args.quiet:
             print(
-                f"{r.archive} -> {r.group}: {r.spectra:,} spectra, {r.chunks:,} chunks in "
-                f"{r.zarr_chunks:,} Zarr chunks, "
-                f"{r.points:,} points in {r.seconds:.1f} s"
+                f"{r.archive} -> {r.group}: {plural(r.spectra, 'spectrum', 'spectra')}, "
+                f"{plural(r.chunks, 'chunk')} in {plural(r.zarr_chunks, 'Zarr chunk')}, "
+                f"{plural(r.points, 'point')} in {r.seconds:.1f} s"
             )
     return 0
 
@@ -47,19 +49,24 @@ def format_xic(name: str, frame: Any, ppm: float, max_rows: int) -> str:
     """A compact table of one run's XICs: time, then one column per target."""
     table = frame.rename(columns={c: f"{c:.4f}" for c in frame.columns if c != "time"})
     body = table.to_string(max_rows=max_rows, float_format=lambda x: f"{x:.6g}")
-    return f"== {name}: {len(frame)} spectra, ±{ppm:g} ppm ==\n{body}"
+    return f"== {name}: {plural(len(frame), 'spectrum', 'spectra')}, ±{ppm:g} ppm ==\n{body}"
 
 
 def cmd_xic(args: argparse.Namespace) -> int:
     from ..analysis import plot_xic, xic
+    from ..analysis.chromatograms import outside
+    from ..analysis.runs import as_runs
 
     analysis = options(args, AnalysisOptions)
     rt = tuple(args.rt) if args.rt else None
     level = None if analysis.ms_level == 0 else analysis.ms_level
+    runs = as_runs(args.sources)
+    if rt is not None and (why := outside(runs, rt, level)):
+        raise OptionsError(why)  # one line, not a table without rows per run
     cluster = analysis_cluster(args)
     with cluster_client(cluster) as client:  # none: Dask's threads here
         results = xic(
-            args.sources,
+            runs,
             args.mz,
             ppm=analysis.ppm,
             rt=rt,
@@ -80,15 +87,24 @@ def cmd_xic(args: argparse.Namespace) -> int:
     return 0
 
 
-def _positive(value: str) -> float:
-    number = float(value)
-    if not number > 0:
-        raise argparse.ArgumentTypeError(f"must be positive, got {value}")
-    return number
-
-
 # the [cluster] options that act on export-zarr and xic (--window paces conversions only)
 ANALYSIS_CLUSTER = tuple(n for n in GROUP_FLAGS[ClusterOptions] if n != "window")
+# what each value of --cluster does in export-zarr and in xic
+ASKED = (
+    "but a LocalCluster when a worker count is given, or a running scheduler when one is "
+    "named (by a flag or --config)"
+)
+EXPORT_KINDS = {
+    "auto": f"in this process, one task at a time, {ASKED}",
+    "local": "a LocalCluster of worker processes on this machine",
+    "slurm": "SLURM jobs through dask-jobqueue (the [slurm] table of --config)",
+    "inline": "in this process, one task at a time, without Dask",
+}
+XIC_KINDS = {
+    **EXPORT_KINDS,
+    "auto": f"in this process, on Dask's threads, {ASKED}",
+    "inline": "in this process, on Dask's threads",
+}
 
 EXPORT_EXAMPLES = """
   mzpeak-dask export-zarr a.mzpeak b.mzpeak runs.zarr
@@ -127,7 +143,7 @@ def add_commands(subparsers: Any) -> None:
     p.add_argument("--json", action="store_true", help="print results as JSON lines")
     add_options(p, ZarrOptions, "export")
     add_options(p, ConvertOptions, "chunks of point-layout archives", ("chunk_width",))
-    add_options(p, ClusterOptions, names=ANALYSIS_CLUSTER)
+    add_options(p, ClusterOptions, names=ANALYSIS_CLUSTER, kinds=EXPORT_KINDS)
 
     p = command(
         subparsers,
@@ -146,7 +162,11 @@ def add_commands(subparsers: Any) -> None:
         "RUN.zarr.zip files; paths or URLs",
     )
     p.add_argument(
-        "--mz", type=_positive, action="append", required=True, help="target m/z (repeatable)"
+        "--mz",
+        type=bounded(float, ABOVE_0),
+        action="append",
+        required=True,
+        help="target m/z (repeatable)",
     )
     p.add_argument(
         "--rt", type=float, nargs=2, metavar=("LOW", "HIGH"), help="retention time range, minutes"
@@ -154,7 +174,7 @@ def add_commands(subparsers: Any) -> None:
     p.add_argument("--plot", metavar="FILE.png", help="draw the XICs with matplotlib")
     p.add_argument("--json", action="store_true", help="print each run's XIC as JSON")
     add_options(p, AnalysisOptions, "chromatograms")
-    add_options(p, ClusterOptions, names=ANALYSIS_CLUSTER)
+    add_options(p, ClusterOptions, names=ANALYSIS_CLUSTER, kinds=XIC_KINDS)
 
 
 __all__ = ["add_commands", "cmd_export_zarr", "cmd_xic", "format_xic"]

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import re
 import textwrap
+from collections.abc import Callable
 from dataclasses import fields
 from typing import Any
 
@@ -21,6 +23,7 @@ from ..options import (
     BatchOptions,
     ClusterOptions,
     ConvertOptions,
+    Limit,
     StorageOptions,
     ZarrOptions,
     load_config,
@@ -40,7 +43,8 @@ CONVERT_FLAGS = {
     "strip_zero_runs": "keep runs of zero intensities",
     "null_marking": "store zero-intensity points as values instead of nulls",
     "compression": "Parquet compression",
-    "compression_level": "Parquet compression level",
+    "compression_level": "Parquet compression level: zstd 1-22, gzip 1-9, brotli 1-11 "
+    "(snappy and lz4 take none)",
     "data_page_size": "Parquet data page size (bytes, or with a unit: 1MiB)",
     "row_group_points": "points per row group",
     "partition_bytes": "input per worker task, about (bytes, or with a unit: 12MiB); a run is "
@@ -82,7 +86,8 @@ ANALYSIS_FLAGS = {
     "ms_level": "MS level (0: all)",
     "max_rows": "rows shown per run",
 }
-# what each value of --cluster means, shown for the values the option accepts
+# what each value of --cluster means for a conversion (convert, batch); the commands that
+# read archives (export-zarr, xic) say what it means for them
 CLUSTER_KINDS = {
     "auto": "in this process when the work is small, else a LocalCluster (decided once, "
     "from the input size)",
@@ -142,13 +147,35 @@ def _shown(name: str, default: Any) -> str:
     return human_bytes(default) if name in SIZE_OPTIONS else str(default)
 
 
+def bounded(kind: Callable[[str], Any], limit: Limit | None) -> Callable[[str], Any]:
+    """The type of a number flag: ``kind`` (int, float or :func:`byte_count`) parses the
+    value, which must then be within ``limit``; argparse prints the message of a refusal."""
+
+    def number(value: str) -> Any:
+        try:
+            parsed = kind(value)
+        except ValueError:
+            what = "a whole number" if kind is int else "a number"
+            raise argparse.ArgumentTypeError(f"not {what}: {value!r}") from None
+        if isinstance(parsed, float) and not math.isfinite(parsed):
+            raise argparse.ArgumentTypeError(f"not a finite number: {value!r}")
+        if limit is not None and not limit.allows(parsed):
+            raise argparse.ArgumentTypeError(f"must be {limit} (got {value})")
+        return parsed
+
+    number.__name__ = getattr(kind, "__name__", "number")  # argparse names it in messages
+    return number
+
+
 def add_options(
     parser: argparse.ArgumentParser,
     cls: type,
     title: str | None = None,
     names: tuple[str, ...] | None = None,
+    kinds: dict[str, str] | None = None,
 ) -> None:
-    """Add the flags of option group ``cls`` (only ``names`` when given) to ``parser``."""
+    """Add the flags of option group ``cls`` (only ``names`` when given) to ``parser``;
+    ``kinds`` says what each value of ``--cluster`` does in this command."""
     helps = GROUP_FLAGS[cls]
     group = parser.add_argument_group(title or cls.section)
     defaults = cls.defaults()
@@ -168,13 +195,16 @@ def add_options(
         if name in cls.choices:
             allowed = [c for c in cls.choices[name] if c is not None]
             if name == "cluster" and cls is ClusterOptions:
-                help += ": " + "; ".join(f"{c}: {CLUSTER_KINDS.get(c, '')}" for c in allowed)
+                meaning = kinds or CLUSTER_KINDS
+                help += ": " + "; ".join(f"{c}: {meaning[c]}" for c in allowed)
             help += "" if default is None else f" (default: {_shown(name, default)})"
             group.add_argument(flag, choices=allowed, help=help)
         else:
             help += "" if default is None else f" (default: {_shown(name, default)})"
             kind = byte_count if name in SIZE_OPTIONS else _value_type(cls, name, default)
             metavar = "SIZE" if name in SIZE_OPTIONS else "N" if kind is int else None
+            if kind is not str:
+                kind = bounded(kind, cls.limits.get(name))
             group.add_argument(flag, type=kind, metavar=metavar, help=help)
     flags = dict(parser.get_default("option_flags") or {})
     flags[cls] = flags.get(cls, ()) + chosen
@@ -260,6 +290,14 @@ def _as_flags(message: str, cls: type) -> str:
     )
 
 
+def said(exc: BaseException) -> str:
+    """The one line the command prints for ``exc``: its command-line wording when it has one
+    (an API error names the API's parameter, the command its flag), passwords hidden."""
+    from ..pathtext import text
+
+    return text(getattr(exc, "command_line", None) or exc)
+
+
 def analysis_cluster(args: argparse.Namespace) -> ClusterOptions:
     """The cluster of an analysis: ``auto`` runs it in this process (an analysis reads a few
     row groups of each run), unless a worker count or a scheduler is given."""
@@ -277,5 +315,6 @@ __all__ = [
     "given",
     "human_bytes",
     "options",
+    "said",
     "storage_options",
 ]

@@ -5,17 +5,18 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from functools import partial
 from pathlib import Path
 from typing import Any
 
-from ..errors import MzPeakDaskError
+from ..errors import MzPeakDaskError, OutputError
 from ..options import BatchOptions, ClusterOptions, ConvertOptions
-from ..pathtext import redact, text, uri
+from ..pathtext import human_size, plural, redact, text, uri
 from ..storage.keys import shown
 from ..storage.urls import basename, is_url, join, local_path
-from .args import GROUP_FLAGS, add_options, command, options
+from .args import GROUP_FLAGS, add_options, command, options, said
 
 EXIT_FAILED = 1
 
@@ -25,12 +26,15 @@ def cmd_convert(args: argparse.Namespace) -> int:
     from .progress import ProgressReporter
 
     convert, cluster = options(args, ConvertOptions), options(args, ClusterOptions)
+    existed = os.path.lexists(local_path(args.output))
     if any(is_url(p) for p in [*args.inputs, args.output]):
         jobs = _url_jobs(args.inputs, args.output)
     else:
-        jobs = _jobs([Path(local_path(p)) for p in args.inputs], Path(local_path(args.output)))
+        output = local_path(args.output)
+        jobs = _jobs([Path(local_path(p)) for p in args.inputs], Path(output), str(output))
     progress = None if args.quiet else ProgressReporter(len(jobs))
     announce = None if args.quiet else partial(print, file=sys.stderr)
+    made = None if is_url(args.output) or existed else Path(local_path(args.output))
     try:
         results = convert_many(
             jobs,
@@ -43,11 +47,12 @@ def cmd_convert(args: argparse.Namespace) -> int:
     finally:
         if progress:
             progress.close()
+        _unmade(made)
     failed = 0
     for result in results:
         if isinstance(result, BaseException):
             failed += 1
-            print(f"error: {text(result)}", file=sys.stderr)
+            print(f"error: {said(result)}", file=sys.stderr)
             continue
         for warning in result.warnings:
             print(f"warning: {text(warning)}", file=sys.stderr)
@@ -59,28 +64,45 @@ def cmd_convert(args: argparse.Namespace) -> int:
             print(json.dumps(fields))
         elif not args.quiet:
             print(
-                f"{text(result.input)} -> {text(result.output)}: {result.spectra:,} spectra, "
-                f"{result.points:,} points, {result.chromatograms:,} chromatograms, "
-                f"{result.output_bytes:,} bytes "
+                f"{text(result.input)} -> {text(result.output)}: "
+                f"{plural(result.spectra, 'spectrum', 'spectra')}, "
+                f"{plural(result.points, 'point')}, "
+                f"{plural(result.chromatograms, 'chromatogram')}, "
+                f"{human_size(result.output_bytes)} "
                 f"({result.output_bytes / max(result.input_bytes, 1):.2f}x input) "
                 f"in {result.seconds:.1f} s"
             )
     return EXIT_FAILED if failed else 0
 
 
-def _jobs(inputs: list[Path], output: Path) -> list[tuple[Path, Path]]:
-    """One input to an archive path, or several into an existing folder."""
+def _jobs(inputs: list[Path], output: Path, named: str) -> list[tuple[Path, Path]]:
+    """One input to an archive path, or several into a folder (made if need be, as is
+    OUTPUT ending in a slash: ``convert run.mzML out/``; :func:`_unmade` removes it again
+    if it is left empty)."""
     from ..convert import archive_names, is_archive_folder
 
     folder = output.is_dir() and not is_archive_folder(output)
-    if len(inputs) == 1 and not folder:
+    wants_folder = len(inputs) > 1 or named.endswith(("/", os.sep))
+    if not wants_folder and not folder:
         return [(inputs[0], output)]
-    if not folder:
+    if not folder and (output.is_dir() or output.exists()):
         what = "is an mzPeak archive" if output.is_dir() else "is not a directory"
-        raise MzPeakDaskError(
-            f"{output}: {what}; with several inputs, OUTPUT must be an existing directory"
-        )
+        raise MzPeakDaskError(f"{output}: {what}; with several inputs, OUTPUT is a folder")
+    if not folder:
+        try:
+            output.mkdir(parents=True)
+        except OSError as exc:
+            raise OutputError(f"{output}: cannot make the folder ({exc.strerror})") from None
     return [(i, output / name) for i, name in zip(inputs, archive_names(inputs), strict=True)]
+
+
+def _unmade(folder: Path | None) -> None:
+    """Remove the output folder this command made if nothing was written into it."""
+    if folder is not None and folder.is_dir():
+        try:
+            folder.rmdir()  # only if empty
+        except OSError:
+            pass
 
 
 def _url_jobs(inputs: list[str], output: str) -> list[tuple[str, str]]:
@@ -146,7 +168,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
             else text(Path(args.output_dir) / "batch_report.json")
         )
         print(
-            f"{len(outcome.records)} files: {outcome.count('converted')} converted, "
+            f"{plural(len(outcome.records), 'file')}: {outcome.count('converted')} converted, "
             f"{outcome.count('skipped')} skipped, {outcome.failed} failed "
             f"({outcome.seconds:.1f} s); report: {where}"
         )

@@ -64,7 +64,7 @@ from typing import Any
 import numpy as np
 import zarr
 
-from ..errors import InputError, OptionsError, OutputError, StorageError
+from ..errors import InputError, OptionsError, OutputError, OutputExistsError, StorageError
 from ..options import ClusterOptions, ConvertOptions, ZarrOptions
 from ..parallel.executors import Task, open_executor
 from ..storage.probe import probe_output
@@ -297,7 +297,7 @@ def _check(
         for name in names:
             if exists(target(store, name, single_file), single_file) and not overwrite:
                 where = target(store, name, single_file)
-                raise OutputError(f"{where}: already exists (use --overwrite to replace it)")
+                raise OutputExistsError(where)
         return
     store = Path(store)
     if store.exists() and not (store / "zarr.json").exists():
@@ -305,7 +305,7 @@ def _check(
             raise OutputError(f"{store}: exists and is not a Zarr store")
     for name in names:
         if (store / name).exists() and not overwrite:
-            raise OutputError(f"{store / name}: already exists (use --overwrite to replace it)")
+            raise OutputExistsError(store / name)
 
 
 def to_zarr(

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from ..errors import MzPeakDaskError
 from ..options import ClusterOptions
+from ..pathtext import human_size
 from ..storage.inputs import input_size
 
 CLUSTER_START_SECONDS = 1.0
@@ -68,7 +69,7 @@ def describe(options: ClusterOptions, size: int | None = None) -> str:
         line = f"starting a LocalCluster of {n} worker{'s' if n > 1 else ''}"
     else:
         line = f"starting a {options.cluster} cluster"
-    return line if size is None else f"{line} ({size / 1e6:,.1f} MB input)"
+    return line if size is None else f"{line} ({human_size(size)} input)"
 
 
 __all__ = ["cluster_pays", "describe", "resolve", "work_bytes"]

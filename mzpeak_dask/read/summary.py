@@ -10,6 +10,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .. import vocabulary as V
+from ..pathtext import human_size, plural
 from .archive import MzPeakArchive
 from .metadata import find_column
 from .parquet_checks import damaged
@@ -135,17 +136,20 @@ def _instrument(ic: dict[str, Any]) -> str:
 def format_summary(s: dict[str, Any]) -> str:
     levels = ", ".join(f"MS{k} {v}" for k, v in s["ms_levels"].items()) or "none"
     lines = [f"{s['path']}  ({s['container']}, mzPeak {s['format_version'] or 'unversioned'})"]
-    points = f"{s['points']:,} points" if s["points"] is not None else "points unknown"
+    points = plural(s["points"], "point") if s["points"] is not None else "points unknown"
     lines.append(f"spectra        {s['spectra']:,} ({levels}); {points}")
     if s["time_range"]:
         lines.append(f"retention time {s['time_range'][0]:.4g} - {s['time_range'][1]:.4g} min")
     if s.get("peaks"):
         peaks = s["peaks"]
-        line = f"spectra_peaks  {peaks['peak_lists']:,} peak lists beside spectra_data signal"
+        line = (
+            f"spectra_peaks  {plural(peaks['peak_lists'], 'peak list')} beside spectra_data signal"
+        )
         if peaks["only_in_peaks"]:
             line += (
-                f"; {peaks['only_in_peaks']:,} spectra only here (readers that look in "
-                "spectra_data, as the reference readers do, return them without arrays)"
+                f"; {plural(peaks['only_in_peaks'], 'spectrum', 'spectra')} only here (readers "
+                "that look in spectra_data, as the reference readers do, return them without "
+                "arrays)"
             )
         lines.append(line)
     if s["wavelength_spectra"]:
@@ -161,7 +165,7 @@ def format_summary(s: dict[str, Any]) -> str:
             + ", ".join(f"{V.COMPRESSIONS.get(k, k)} {v}" for k, v in s["encodings"].items())
             + " chunks)"
         )
-    lines.append(f"layout         {layout}; {s.get('row_groups', 0)} row groups")
+    lines.append(f"layout         {layout}; {plural(s.get('row_groups', 0), 'row group')}")
     lines.append(f"arrays         {'; '.join(s['arrays']) or 'none'}")
     if s["lossy"]:
         lines.append("lossy          " + "; ".join(s["lossy"]))
@@ -179,5 +183,5 @@ def format_summary(s: dict[str, Any]) -> str:
     lines.append("members")
     width = max((len(n) for n in s["members"]), default=0)
     for name, size in s["members"].items():
-        lines.append(f"  {name:<{width}}  {size:>12,} B")
+        lines.append(f"  {name:<{width}}  {human_size(size):>10}")
     return "\n".join(lines)

@@ -40,6 +40,7 @@ import zstandard
 
 from ..errors import ZarrStoreError
 from ..filecache import per_file
+from ..storage.deadline import StorageDeadlineError, deadline
 from ..storage.urls import is_url
 from .locations import describe, open_options
 
@@ -189,12 +190,28 @@ def _store(location: str) -> Any:
 FETCH_CONCURRENCY = 32  # objects of a store in flight at once
 
 
-def _read_keys(store: Any, keys: list[tuple[str, int]]) -> list[bytes | None | BaseException]:
+def waited(coroutine: Any, where: object) -> Any:
+    """The result of ``coroutine``, run on zarr's event loop within the deadline of a call
+    to a store (:func:`~..storage.deadline.deadline`): past it the coroutine is cancelled and
+    the call fails in one line naming ``where``."""
+    from zarr.core.sync import sync
+
+    seconds = deadline()
+    try:  # zarr's own timeout too, should the loop itself be stuck
+        return sync(asyncio.wait_for(coroutine, seconds), timeout=seconds + 5)
+    except TimeoutError:
+        said = f"{where}: no answer from the store within {seconds:g} s"
+        raise StorageDeadlineError(said) from None
+
+
+def _read_keys(
+    store: Any, keys: list[tuple[str, int]], where: object
+) -> list[bytes | None | BaseException]:
     """At most ``limit`` bytes of each object ``key`` of ``store`` (``(key, limit)`` pairs),
-    fetched concurrently: None where there is none, the exception where the read failed."""
+    fetched concurrently: None where there is none, the exception where the read failed;
+    :func:`waited` for them all (``where`` names the store)."""
     from zarr.abc.store import RangeByteRequest
     from zarr.core.buffer import default_buffer_prototype
-    from zarr.core.sync import sync
 
     prototype = default_buffer_prototype()
 
@@ -208,7 +225,7 @@ def _read_keys(store: Any, keys: list[tuple[str, int]]) -> list[bytes | None | B
 
         return await asyncio.gather(*(one(*k) for k in keys), return_exceptions=True)
 
-    found = sync(fetch())
+    found = waited(fetch(), where)
     for result in found:  # a damaged object is reported; an interrupt or a bug is not masked
         if isinstance(result, BaseException) and not isinstance(result, READ_ERRORS):
             raise result
@@ -320,7 +337,7 @@ class ChunkFiles:
         if self._store is None:
             raw = _read_file(str(self.path / "zarr.json"), limit)
         else:
-            raw = _read_keys(self._store, [("zarr.json", limit)])[0]
+            raw = _read_keys(self._store, [("zarr.json", limit)], self)[0]
             if isinstance(raw, BaseException):
                 raise self._damaged(f"zarr.json unreadable ({_reason(raw)})")
         if raw is None:
@@ -376,7 +393,7 @@ class ChunkFiles:
                     found.append(exc)
             return found
         keys = [(self.key(i), self._limit(i)[1]) for i in ids]
-        return _read_keys(self._store, keys)
+        return _read_keys(self._store, keys, self)
 
     def _decode(self, i: int, raw: bytes | None | BaseException, complete: bool) -> np.ndarray:
         size, limit = self._limit(i)

@@ -31,7 +31,7 @@ from urllib.parse import unquote, urlsplit
 import numpy as np
 
 from ..errors import ZarrStoreError
-from .chunks import READ_ERRORS, ChunkFiles, _reason, chunk_files
+from .chunks import READ_ERRORS, ChunkFiles, _reason, chunk_files, waited
 
 FETCH_CONCURRENCY = 32  # byte ranges of a store in flight at once
 
@@ -229,7 +229,6 @@ class Frames:
     def _fetch_store(self, spans: list[tuple[int, int, int]]) -> list[bytes]:
         from zarr.abc.store import RangeByteRequest
         from zarr.core.buffer import default_buffer_prototype
-        from zarr.core.sync import sync
 
         files, store = self.files, self.files._store
         prototype = default_buffer_prototype()
@@ -255,7 +254,7 @@ class Frames:
             data = await asyncio.gather(*(one(*s) for s in spans), return_exceptions=True)
             return sizes, data
 
-        sizes, data = sync(fetch())
+        sizes, data = waited(fetch(), files)
         for zchunk, got in zip(unchecked, sizes, strict=True):
             _raise_damage(files, zchunk, got)
             self._check_size(zchunk, got)

@@ -34,7 +34,7 @@ def test_flags_follow_the_options() -> None:
     assert flags["--cluster"].choices == list(ClusterOptions.choices["cluster"])
     assert flags["--no-null-marking"].const is False  # a true default turns off
     assert flags["--peaks"].const is True  # a false default turns on
-    assert flags["--partition-items"].type is int and flags["--chunk-width"].type is float
+    assert flags["--partition-items"].type("12") == 12 and flags["--chunk-width"].type("2.5") == 2.5
     assert all(f.default is None for f in flags.values() if f.dest in ConvertOptions.defaults())
     zarr = _flags("export-zarr")
     assert zarr["--compression"].choices == list(ZarrOptions.choices["compression"])

@@ -53,7 +53,7 @@ def test_compressed_inputs_count_as_what_they_expand_to() -> None:
 def test_a_small_input_runs_in_process() -> None:
     cluster, line = choose_cluster([SMALL])
     assert cluster.cluster == "inline"
-    assert line == "running in-process (3.4 MB input)"
+    assert line == "running in-process (3.3 MiB input)"
 
 
 def test_a_large_input_starts_a_local_cluster(tmp_path: Path) -> None:
@@ -66,7 +66,7 @@ def test_a_large_input_starts_a_local_cluster(tmp_path: Path) -> None:
         assert cluster.cluster == "inline"
         return
     assert cluster == ClusterOptions(cluster="local")
-    assert line == f"starting a LocalCluster of {workers} workers (2,000.0 MB input)"
+    assert line == f"starting a LocalCluster of {workers} workers (1.9 GiB input)"
 
 
 def test_the_users_cluster_options_shape_the_cluster_the_size_of_the_work_starts(
@@ -125,7 +125,7 @@ def test_the_command_line_starts_the_cluster_its_options_shape(tmp_path: Path) -
 def test_given_options_force_the_choice(given: ClusterOptions, line: str) -> None:
     chosen, said = choose_cluster([SMALL], given)
     assert chosen.cluster != "auto" and said.startswith(line)
-    assert said.endswith("(3.4 MB input)")
+    assert said.endswith("(3.3 MiB input)")
 
 
 def _stderr_lines(result: subprocess.CompletedProcess) -> list[str]:
@@ -139,7 +139,7 @@ def _stderr_lines(result: subprocess.CompletedProcess) -> list[str]:
 def test_the_command_line_shows_the_choice_and_flags_force_it(tmp_path: Path) -> None:
     output = str(tmp_path / "small.mzpeak")
     chosen = run_cli("convert", str(SMALL), output)
-    assert _stderr_lines(chosen) == ["running in-process (3.4 MB input)"]
+    assert _stderr_lines(chosen) == ["running in-process (3.3 MiB input)"]
     forced = run_cli("convert", str(SMALL), output, "--overwrite", "--workers", "1")
     assert _stderr_lines(forced) == []  # the user chose
     config = tmp_path / "inline.toml"
@@ -149,7 +149,7 @@ def test_the_command_line_shows_the_choice_and_flags_force_it(tmp_path: Path) ->
     # a [cluster] key that only shapes a cluster leaves the choice to the size of the work
     config.write_text("[cluster]\nthreads_per_worker = 2\n")
     shaped = run_cli("convert", str(SMALL), output, "--overwrite", "--config", str(config))
-    assert _stderr_lines(shaped) == ["running in-process (3.4 MB input)"]
+    assert _stderr_lines(shaped) == ["running in-process (3.3 MiB input)"]
     quiet = run_cli("convert", str(SMALL), output, "--overwrite", "-q")
     assert quiet.returncode == 0 and quiet.stderr == ""
 

@@ -30,7 +30,7 @@ def test_convert_on_a_local_cluster_logs_progress(tmp_path) -> None:
         "convert", str(SMALL), str(output), "--workers", "2", "--partition-items", "10"
     )
     assert result.returncode == 0, result.stderr
-    assert "48 spectra, 243,054 points, 1 chromatograms" in result.stdout
+    assert "48 spectra, 243,054 points, 1 chromatogram, " in result.stdout
     assert "done " in result.stderr and "49/49 items" in result.stderr  # non-terminal: log lines
     with open_archive(output) as archive:
         assert len(archive) == 48
