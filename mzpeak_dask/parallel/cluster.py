@@ -10,12 +10,11 @@ import contextlib
 import functools
 import importlib.util
 import logging
-import socket
 from collections.abc import Iterator
 from typing import Any, ClassVar
-from urllib.parse import urlsplit
 
 from ..errors import ClusterError
+from ..hosts import check_resolves
 from ..options import ClusterOptions
 from .where import resolve
 from .worker_env import shell_exports, worker_settings
@@ -200,7 +199,7 @@ def cluster_client(options: ClusterOptions, client: Any = None) -> Iterator[Any]
         cluster = None
         try:
             if options.scheduler:
-                _resolves(options.scheduler)  # else Client retries for start_timeout
+                check_resolves(options.scheduler)  # else Client retries until start_timeout
                 client = Client(options.scheduler, timeout=options.start_timeout)
             else:
                 options = options.updated(dashboard=serves_dashboard(options))
@@ -215,20 +214,6 @@ def cluster_client(options: ClusterOptions, client: Any = None) -> Iterator[Any]
             yield client
         finally:
             _close(client, cluster)
-
-
-def _resolves(address: str) -> None:
-    """Refuse at once a scheduler whose host name does not resolve (Client would retry)."""
-    parts = urlsplit(address if "://" in address else f"tcp://{address}")
-    if parts.scheme not in ("tcp", "tls") or not parts.hostname:
-        return  # another kind of address: Client says what is wrong with it
-    try:
-        socket.getaddrinfo(parts.hostname, None)
-    except socket.gaierror as exc:
-        raise ClusterError(
-            f"cannot reach the Dask scheduler {address}: its host {parts.hostname} does not "
-            f"resolve ({exc.strerror})"
-        ) from None
 
 
 CLOSE_SECONDS = 30  # to shut down what was started here

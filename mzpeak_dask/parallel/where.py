@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ..errors import MzPeakDaskError
 from ..options import ClusterOptions
-from ..pathtext import human_size
+from ..pathtext import human_size, plural
 from ..storage.inputs import input_size
 
 CLUSTER_START_SECONDS = 1.0
@@ -42,10 +42,8 @@ def work_bytes(inputs: Iterable[Path]) -> int:
 def cluster_pays(size: int, workers: int) -> bool:
     """Whether ``workers`` local processes convert ``size`` bytes sooner than this process,
     their start included: ``size / rate > start + size / (rate * speedup)``."""
-    speedup = WORKER_SPEEDUP * workers
-    if speedup <= 1:
-        return False
-    return size > CLUSTER_START_SECONDS * INLINE_BYTES_PER_SECOND / (1 - 1 / speedup)
+    speedup, start = WORKER_SPEEDUP * workers, CLUSTER_START_SECONDS * INLINE_BYTES_PER_SECOND
+    return speedup > 1 and size > start / (1 - 1 / speedup)
 
 
 def resolve(options: ClusterOptions, size: int) -> ClusterOptions:
@@ -65,8 +63,7 @@ def describe(options: ClusterOptions, size: int | None = None) -> str:
     elif options.cluster == "inline":
         line = "running in-process"
     elif options.cluster == "local":
-        n = options.worker_count()
-        line = f"starting a LocalCluster of {n} worker{'s' if n > 1 else ''}"
+        line = f"starting a LocalCluster of {plural(options.worker_count(), 'worker')}"
     else:
         line = f"starting a {options.cluster} cluster"
     return line if size is None else f"{line} ({human_size(size)} input)"

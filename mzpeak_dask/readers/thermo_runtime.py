@@ -126,8 +126,8 @@ def _opened(path: str, name: str) -> Any:
     more files are kept here than accessors per thread, so that an accessor a thread holds
     outlives none of its files."""
     rt = runtime(name)
-    try:
-        return rt.adapter.ThreadedFileFactory(path)
+    try:  # the file itself: Thermo's reader on Mono fails on a symbolic link to it
+        return rt.adapter.ThreadedFileFactory(os.path.realpath(path))
     except Exception as exc:  # noqa: BLE001 - a .NET exception
         raise InputError(f"{name}: not a readable Thermo .raw file ({_first_line(exc)})") from None
 

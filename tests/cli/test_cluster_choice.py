@@ -85,6 +85,7 @@ def test_the_users_cluster_options_shape_the_cluster_the_size_of_the_work_starts
     assert small == shape.updated(cluster="inline") and line.startswith("running in-process")
 
 
+@pytest.mark.cluster
 @pytest.mark.slow
 def test_the_command_line_starts_the_cluster_its_options_shape(tmp_path: Path) -> None:
     """``convert --dashboard`` of a large input: the LocalCluster the size of the work starts
@@ -135,6 +136,7 @@ def _stderr_lines(result: subprocess.CompletedProcess) -> list[str]:
     ]
 
 
+@pytest.mark.cluster
 @pytest.mark.slow
 def test_the_command_line_shows_the_choice_and_flags_force_it(tmp_path: Path) -> None:
     output = str(tmp_path / "small.mzpeak")

@@ -327,6 +327,7 @@ def test_api_errors_name_the_apis_own_parameter(tmp_path) -> None:
     one_line_error(done, str(store / "small"), "already exists (use --overwrite to replace it)")
 
 
+@pytest.mark.server
 def test_a_one_column_csv_manifest_of_urls_reads_its_header_as_a_header(tmp_path) -> None:
     """A batch of URLs reads its manifest the same way (before, 'path' was taken for a URL)."""
     from mzpeak_dask.batch.remote import list_inputs

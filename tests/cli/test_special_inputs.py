@@ -44,6 +44,7 @@ def test_convert_refuses_a_file_that_is_not_regular(tmp_path, kind):
     assert not output.exists()
 
 
+@pytest.mark.cluster
 @pytest.mark.slow  # the command asks for a LocalCluster of one worker (--workers 1)
 def test_convert_refuses_a_fifo_on_a_local_cluster(tmp_path):
     source = tmp_path / "run.mzML"

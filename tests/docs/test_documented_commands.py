@@ -116,13 +116,22 @@ INPUTS = {  # the names the pages use, and the real files that stand for them
     "c.mgf": TMT.with_suffix(".mgf"),
     "data/repository/tmt/TMT10-Trial-8.mzML": TMT.with_suffix(".mzML"),
     "data/repository/small.mgf": DATA / "mzdata" / "small.mgf",
+    "run.raw": DATA / "vendor" / "thermo" / "Angiotensin_325-CID.raw",
+    "run.d": DATA / "vendor" / "bruker" / "dda_test.d",
 }
 ARCHIVES = {  # what the read commands read: a spans 29.0 to 29.7 min, the pages' --rt 29 30
     "a.mzpeak": DATA / "openms" / "MS3_nonHierarchical.mzML",
     "b.mzpeak": TMT.with_suffix(".mzML"),
     "c.mzpeak": DATA / "mzdata" / "small.mzML",
     "run.mzpeak": DATA / "mzdata" / "small.mzML",
+    "ffm.chunked.mzpeak": DATA / "openms" / "FeatureFinderMetaboIdent_1_input.mzML",
 }
+# targets.csv: the analysis page's own example of a MINT target list
+TARGETS = next(
+    block.split("```")[0]
+    for block in (ROOT / "docs" / "guide" / "analysis.md").read_text().split("```text\n")[1:]
+    if block.startswith("peak_label,")
+)
 # my.toml: the configuration page's own example
 CONFIG = (
     (ROOT / "docs" / "reference" / "config.md").read_text().split("```toml\n")[1].split("```")[0]
@@ -145,12 +154,13 @@ def archives(tmp_path_factory) -> Path:
     """The archives the read commands name (and runs.zarr of a and b), converted once."""
     from mzpeak_dask import convert
     from mzpeak_dask.export.zarr import to_zarr
-    from mzpeak_dask.options import ClusterOptions
+    from mzpeak_dask.options import ClusterOptions, ConvertOptions
 
     folder = tmp_path_factory.mktemp("archives")
     inline = ClusterOptions(cluster="inline")
     for name, source in ARCHIVES.items():
-        convert(source, folder / name, cluster=inline)
+        layout = "chunked" if ".chunked." in name else "point"
+        convert(source, folder / name, ConvertOptions(layout=layout), cluster=inline)
     to_zarr([folder / "a.mzpeak", folder / "b.mzpeak"], folder / "runs.zarr", cluster=inline)
     return folder
 
@@ -164,7 +174,8 @@ def _workspace(folder: Path, archives: Path, argv: list[str]) -> None:
     (folder / "configs").symlink_to(ROOT / "configs")
     (folder / "my.toml").write_text(CONFIG)
     (folder / "manifest.csv").write_text("path\nrun.mzML\nc.mgf\n")
-    if argv[0] in ("info", "validate", "xic", "export-zarr"):
+    (folder / "targets.csv").write_text(TARGETS)
+    if argv[0] in ("info", "validate", "xic", "export-zarr", "quantify", "ion-map"):
         for name in [*ARCHIVES, "runs.zarr"]:
             if argv[0] != "export-zarr" or name != "runs.zarr":
                 (folder / name).symlink_to(archives / name)

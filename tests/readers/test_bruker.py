@@ -187,6 +187,7 @@ def test_bad_folders_fail_in_one_line_leaving_nothing(tmp_path: Path) -> None:
         assert not out.exists(), what
 
 
+@pytest.mark.cluster
 @pytest.mark.slow
 def test_batch_converts_d_folders_as_inputs(tmp_path: Path) -> None:
     repo = tmp_path / "repo"

@@ -85,6 +85,7 @@ def test_blosc_mzmlb_converts_inline(reference: tuple[Path, list], tmp_path: Pat
     _assert_same(out, expected)
 
 
+@pytest.mark.cluster
 @pytest.mark.slow
 def test_blosc_mzmlb_converts_on_two_workers(reference: tuple[Path, list], tmp_path: Path) -> None:
     blosc, expected = reference

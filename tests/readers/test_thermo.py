@@ -112,6 +112,19 @@ def test_inline_conversion_equals_fisher_py(fisher, tmp_path: Path, exact: bool)
 
 
 @needs_thermo
+@pytest.mark.slow
+def test_a_symbolic_link_to_a_raw_file_converts_as_the_file(fisher, tmp_path: Path) -> None:
+    """Thermo's reader on Mono fails on a link ("Arithmetic operation resulted in an
+    overflow"): the file it links to is what is opened."""
+    link = tmp_path / "linked.raw"
+    link.symlink_to(SAMPLE)
+    output = tmp_path / "run.mzpeak"
+    result = run_cli("convert", str(link), str(output), "--cluster", "inline")
+    assert result.returncode == 0, result.stderr
+    _values_equal(output, *fisher, centroid=False, exact=False)
+
+
+@needs_thermo
 @pytest.mark.cluster
 @pytest.mark.slow
 def test_spawned_workers_read_the_centroid_stream(fisher, tmp_path: Path, local_client) -> None:
