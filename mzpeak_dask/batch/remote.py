@@ -32,8 +32,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..archive.staging import Staging, sweep
-from ..errors import InputError, MzPeakDaskError, StorageError
+from ..errors import InputError, MzPeakDaskError, OutputError, StorageError
 from ..options import BatchOptions, ClusterOptions, ConvertOptions
+from ..pathtext import redact
 from ..storage.failures import cause
 from ..storage.inputs import check_regular_file
 from ..storage.keys import safe_relative
@@ -46,7 +47,7 @@ from .lease import prefix_held
 from .mirror import hidden, stage
 from .runner import BatchOutcome, run_batch
 from .sources import is_ms_file, refuse_overwriting_objects
-from .state import CONVERTED, FAILED, SKIPPED, STATE_FILE, BatchState
+from .state import CONVERTED, FAILED, PENDING, SKIPPED, STATE_FILE, BatchState, owner_only
 
 log = logging.getLogger(__name__)
 
@@ -158,8 +159,8 @@ def _run_held(source, output, options, cluster, batch, client, progress, state_d
         reports of the whole batch, the inputs a resume left out included."""
         by_input = {r["input"]: r for r in records}
         for url, _, etag, size in todo:
-            if url in by_input:
-                state[url] = {"etag": etag, "size": size, "record": by_input[url]}
+            if url in by_input:  # known by the URL without its password (as shown)
+                state[redact(url)] = {"etag": etag, "size": size, "record": by_input[url]}
         _save(work / STATE, state)
         for url, entry in keep.items():
             by_input[url] = {**entry["record"], "status": SKIPPED}
@@ -187,7 +188,7 @@ def _resume(listing, state, output) -> tuple[dict, list]:
     fs, _ = filesystem(output)
     for item in listing:
         url, _, etag, size = item
-        entry = state.get(url)
+        entry = state.get(redact(url))
         record = (entry or {}).get("record", {})
         same = entry and entry["etag"] == etag and entry["size"] == size and etag is not None
         if (
@@ -248,7 +249,11 @@ def _convert(
     except BaseException as exc:
         _keep_finished(local_out, names, output, kept, isinstance(exc, KeyboardInterrupt))
         raise
-    _publish(outcome.records, names)
+    try:
+        _publish(outcome.records, names)
+    except BaseException as exc:  # Ctrl-C or SIGTERM while uploading: what is up is kept
+        kept(outcome.records, isinstance(exc, KeyboardInterrupt))
+        raise
     outcome.records = failed + outcome.records
     return outcome
 
@@ -275,17 +280,26 @@ def _keep_finished(
 
 def _publish(records: list[dict[str, Any]], names: _Names) -> None:
     """Upload each converted archive of ``records`` (which name URLs) to its key; a key that
-    cannot be one (a name too long for it) fails its input."""
-    for record in records:
-        if record["status"] != CONVERTED:
-            continue
+    cannot be one (a name too long for it), or an upload the store still fails after its
+    retries, fails that input alone. Stopped (Ctrl-C, SIGTERM), the archives not yet up are
+    recorded as pending, those up as converted."""
+    waiting = [r for r in records if r["status"] == CONVERTED]
+    for n, record in enumerate(waiting):
         key = record["output"]
         try:  # a key under the output prefix (the staged names are checked already)
             safe_relative(key[len(names.output) + 1 :], record["input"])
         except InputError as exc:
             record.update(status=FAILED, output=names.output, error=str(exc))
             continue
-        upload_file(names.archives[key], key)
+        try:
+            upload_file(names.archives[key], key)
+        except (MzPeakDaskError, OSError) as exc:
+            record.update(status=FAILED, error=str(exc).splitlines()[0])
+        except BaseException:
+            for left in waiting[n:]:
+                if left["status"] == CONVERTED:
+                    left.update(status=PENDING, error="interrupted before its upload")
+            raise
 
 
 def _reports(local_out: Path, output: str, outcome: BatchOutcome, batch: BatchOptions) -> None:
@@ -318,9 +332,28 @@ def _load(path: Path) -> dict[str, Any]:
 
 
 def _save(path: Path, state: dict[str, Any]) -> None:
+    """Write the state whole or not at all (the previous one kept if it cannot be), readable
+    by its owner only, every URL's password hidden; one line naming it if it cannot be."""
     tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(state, indent=1, default=str))
-    os.replace(tmp, path)
+    try:
+        with owner_only(tmp) as f:
+            f.write(json.dumps(_redacted(state), indent=1, default=str).encode())
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        why = exc.strerror or str(exc)
+        raise OutputError(
+            f"{path}: cannot save the batch state ({why}); it holds the batches before this one"
+        ) from None
+
+
+def _redacted(value: Any) -> Any:
+    """``value`` (JSON-like) with every URL's password hidden, in keys and strings."""
+    if isinstance(value, dict):
+        return {redact(k): _redacted(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_redacted(v) for v in value]
+    return redact(value) if isinstance(value, str) else value
 
 
 __all__ = ["default_state_dir", "list_inputs", "run_remote_batch"]
