@@ -25,6 +25,7 @@ import json
 import logging
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +42,7 @@ from ..storage.keys import safe_relative
 from ..storage.owned import abort_dead
 from ..storage.probe import probe_output
 from ..storage.uploads import upload_file
-from ..storage.urls import filesystem, is_url, join, local_path, without_userinfo
+from ..storage.urls import filesystem, is_url, join, local_path, scheme, without_userinfo
 from . import report
 from .lease import prefix_held
 from .mirror import hidden, stage
@@ -52,6 +53,8 @@ from .state import CONVERTED, FAILED, PENDING, SKIPPED, STATE_FILE, BatchState, 
 log = logging.getLogger(__name__)
 
 STATE = "remote_state.json"
+LISTED = ("s3", "s3a", "gs", "gcs", "az", "abfs", "abfss")  # stores listed by prefix
+Checked = Callable[[int, int], None]  # (URLs of a manifest checked, all of them)
 
 
 def default_state_dir(output: str) -> Path:
@@ -60,14 +63,17 @@ def default_state_dir(output: str) -> Path:
     return Path.home() / ".cache" / "mzpeak-dask" / "batches" / key
 
 
-def list_inputs(source: str) -> list[tuple[str, str, str | None, int]]:
+def list_inputs(
+    source: str, checked: Checked | None = None
+) -> list[tuple[str, str, str | None, int]]:
     """``(url, path under the prefix, ETag, size)`` of every MS file under a prefix, or of
-    every URL of a manifest (a local file or a URL, one URL per line)."""
+    every URL of a manifest (a local file or a URL, one URL per line; ``checked(done, all)``
+    told as its URLs are checked)."""
     if is_url(source) and source.rstrip("/").endswith((".txt", ".csv", ".tsv", ".manifest")):
-        return _manifest(_read_text(source))
+        return _manifest(_read_text(source), checked)
     if not is_url(source):
         check_regular_file(source)  # a FIFO would block the read
-        return _manifest(Path(source).read_text())
+        return _manifest(Path(source).read_text(), checked)
     fs, path = filesystem(source)
     try:
         found = fs.find(path, detail=True)
@@ -96,20 +102,70 @@ def _read_text(url: str) -> str:
         raise InputError(f"{url}: {cause(exc)}") from None
 
 
-def _manifest(text: str) -> list[tuple[str, str, str | None, int]]:
-    urls = [line.strip() for line in text.splitlines() if line.strip() and line[0] != "#"]
-    out = []
-    for url in dict.fromkeys(urls):
-        relative = without_userinfo(url.split("://", 1)[-1])  # no password in its keys
+def _manifest(text: str, checked: Checked | None) -> list[tuple[str, str, str | None, int]]:
+    """The inputs of a manifest's URLs: those in a bucket checked by one listing of each
+    prefix holding some (not two requests a URL: a manifest of 10,000 mostly missing URLs
+    is checked in a few listings), others (web servers) one by one."""
+    urls = list(dict.fromkeys(line.strip() for line in text.splitlines() if line.strip()))
+    urls = [url for url in urls if url[0] != "#"]
+    found: dict[str, tuple[str, dict[str, Any] | None]] = {}  # url -> (its path, its info)
+    absent: set[str] = set()  # the URLs their prefix's listing showed missing
+    groups: dict[tuple[int, str], list[tuple[str, str]]] = {}  # (fs, prefix) -> URLs, paths
+    filesystems: dict[int, Any] = {}
+    for url in urls:
         try:
             fs, path = filesystem(url)
-            info = fs.info(path)
-        except (MzPeakDaskError, OSError):  # missing, or not a URL: a failed row once staged
-            out.append((url, relative, None, 0))
+        except MzPeakDaskError:  # not a URL: a failed row once staged
             continue
-        relative = without_userinfo(path.split("://", 1)[-1])
-        out.append((url, relative, _etag(info), int(info.get("size") or 0)))
+        if scheme(url) in LISTED:
+            filesystems[id(fs)] = fs
+            groups.setdefault((id(fs), path.rpartition("/")[0]), []).append((url, path))
+        else:
+            found[url] = (path, _info(fs, path))
+            _tell(checked, len(found), len(urls))
+    for (fs_id, prefix), members in groups.items():
+        fs = filesystems[fs_id]
+        listed = _listing(fs, prefix)
+        for url, path in members:
+            info = listed.get(path.rstrip("/")) if listed is not None else _info(fs, path)
+            found[url] = (path, info)
+            if listed is not None and info is None:
+                absent.add(url)
+        _tell(checked, len(found), len(urls))
+    out = []
+    for url in urls:
+        path, info = found.get(url, (url.split("://", 1)[-1], None))
+        relative = without_userinfo(path.split("://", 1)[-1])  # no password in its keys
+        if info is None or info.get("type") != "file":  # missing: a failed row once staged
+            # (size None: known missing, failed when staged without another request)
+            out.append((url, relative, None, None if url in absent else 0))
+        else:
+            out.append((url, relative, _etag(info), int(info.get("size") or 0)))
+    _tell(checked, len(urls), len(urls))
     return out
+
+
+def _info(fs: Any, path: str) -> dict[str, Any] | None:
+    try:
+        return fs.info(path)
+    except (MzPeakDaskError, OSError):  # missing
+        return None
+
+
+def _listing(fs: Any, prefix: str) -> dict[str, dict[str, Any]] | None:
+    """What lies directly under ``prefix`` (one listing, in pages), by path; None when it
+    cannot be listed (credentials that may read but not list: each URL is asked alone)."""
+    try:
+        return {e["name"].rstrip("/"): e for e in fs.ls(prefix, detail=True, refresh=True)}
+    except FileNotFoundError:  # no such prefix (or bucket): all missing
+        return {}
+    except Exception:  # noqa: BLE001 - every client has its own errors
+        return None
+
+
+def _tell(checked: Checked | None, done: int, total: int) -> None:
+    if checked is not None:
+        checked(done, total)
 
 
 def _etag(info: dict[str, Any]) -> str | None:
@@ -145,7 +201,8 @@ def _run_held(source, output, options, cluster, batch, client, progress, state_d
     work = Path(state_dir) if state_dir else default_state_dir(output)
     work.mkdir(parents=True, exist_ok=True)
     state = _load(work / STATE)
-    listing = list_inputs(str(source))
+    step = getattr(progress, "step", None)  # the command's progress lines
+    listing = list_inputs(str(source), step and (lambda n, of: step("checked", n, of, "URLs")))
     refuse_overwriting_objects([i[:2] for i in listing], output, report.NAMES)
     keep, todo = _resume(listing, state, output) if batch.resume else ({}, listing)
     abort_dead(output, under=True)  # what batches into the prefix that were killed left
