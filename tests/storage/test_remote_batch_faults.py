@@ -57,8 +57,7 @@ def test_an_upload_the_store_keeps_failing_fails_its_input_alone(s3_endpoint, bu
     assert f"s3://{bucket}/raw/b.mzML" in failed[0] and "upload failed" in failed[0], failed
     assert "server error (500 InternalError)" in failed[0], failed
     assert keys(s3_endpoint, bucket) == sorted(
-        ["mzpeak/a.mzpeak", "mzpeak/c.mzpeak", *REPORTS]
-        + [f"raw/{n}.mzML" for n in "abc"]
+        ["mzpeak/a.mzpeak", "mzpeak/c.mzpeak", *REPORTS] + [f"raw/{n}.mzML" for n in "abc"]
     )
     assert uploads(s3_endpoint, bucket) == []
     assert _report(s3_endpoint, bucket) == {
