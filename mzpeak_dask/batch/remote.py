@@ -309,7 +309,10 @@ def _convert(
     try:
         _publish(outcome.records, names)
     except BaseException as exc:  # Ctrl-C or SIGTERM while uploading: what is up is kept
-        kept(outcome.records, isinstance(exc, KeyboardInterrupt))
+        try:
+            kept(outcome.records, isinstance(exc, KeyboardInterrupt))
+        except Exception as failed_too:  # noqa: BLE001 - must not replace what stopped it
+            log.warning("%s: the archives uploaded were not recorded (%s)", output, failed_too)
         raise
     outcome.records = failed + outcome.records
     return outcome
