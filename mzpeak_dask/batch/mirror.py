@@ -25,10 +25,11 @@ from .state import FAILED
 
 
 def stage(
-    todo: list[tuple[str, str, str | None, int]], mirror: Path, output: str
+    todo: list[tuple[str, str, str | None, int | None]], mirror: Path, output: str
 ) -> tuple[dict[str, str], list[dict[str, Any]]]:
-    """Stage the inputs of ``todo`` (``(url, name, ETag, size)``) under ``mirror``: the URL of
-    each staged path (resolved), and the failed records of those that could not be."""
+    """Stage the inputs of ``todo`` (``(url, name, ETag, size)``; a size of None: found
+    missing when listed, failed without another request) under ``mirror``: the URL of each
+    staged path (resolved), and the failed records of those that could not be."""
     urls: dict[str, str] = {}
     failed = []
     files: set[Path] = set()  # the staged paths
@@ -41,6 +42,8 @@ def stage(
             relative = safe_relative(name, url)
             if hidden(relative.as_posix()):  # the local batch would leave it out, silently
                 raise InputError(f"{shown(url)}: in a folder whose name starts with '.'")
+            if size is None:
+                raise InputError(f"{shown(url)}: no such object")
             target = mirror.joinpath(*relative.parts)
             if target in files or target in folders or files.intersection(target.parents):
                 raise InputError(f"{shown(url)}: staged under the name of another input")

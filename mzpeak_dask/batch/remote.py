@@ -25,6 +25,7 @@ import json
 import logging
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -32,25 +33,28 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..archive.staging import Staging, sweep
-from ..errors import InputError, MzPeakDaskError, StorageError
+from ..errors import InputError, MzPeakDaskError, OutputError, StorageError
 from ..options import BatchOptions, ClusterOptions, ConvertOptions
+from ..pathtext import redact
 from ..storage.failures import cause
 from ..storage.inputs import check_regular_file
 from ..storage.keys import safe_relative
 from ..storage.owned import abort_dead
 from ..storage.probe import probe_output
 from ..storage.uploads import upload_file
-from ..storage.urls import filesystem, is_url, join, local_path, without_userinfo
+from ..storage.urls import filesystem, is_url, join, local_path, scheme, without_userinfo
 from . import report
 from .lease import prefix_held
 from .mirror import hidden, stage
 from .runner import BatchOutcome, run_batch
 from .sources import is_ms_file, manifest_entries, refuse_overwriting_objects
-from .state import CONVERTED, FAILED, SKIPPED, STATE_FILE, BatchState
+from .state import CONVERTED, FAILED, PENDING, SKIPPED, STATE_FILE, BatchState, owner_only
 
 log = logging.getLogger(__name__)
 
 STATE = "remote_state.json"
+LISTED = ("s3", "s3a", "gs", "gcs", "az", "abfs", "abfss")  # stores listed by prefix
+Checked = Callable[[int, int], None]  # (URLs of a manifest checked, all of them)
 
 
 def default_state_dir(output: str) -> Path:
@@ -59,14 +63,17 @@ def default_state_dir(output: str) -> Path:
     return Path.home() / ".cache" / "mzpeak-dask" / "batches" / key
 
 
-def list_inputs(source: str) -> list[tuple[str, str, str | None, int]]:
+def list_inputs(
+    source: str, checked: Checked | None = None
+) -> list[tuple[str, str, str | None, int]]:
     """``(url, path under the prefix, ETag, size)`` of every MS file under a prefix, or of
-    every URL of a manifest (a local file or a URL, one URL per line)."""
+    every URL of a manifest (a local file or a URL, one URL per line; ``checked(done, all)``
+    told as its URLs are checked)."""
     if is_url(source) and source.rstrip("/").endswith((".txt", ".csv", ".tsv", ".manifest")):
-        return _manifest(_read_text(source), source)
+        return _manifest(_read_text(source), source, checked)
     if not is_url(source):
         check_regular_file(source)  # a FIFO would block the read
-        return _manifest(Path(source).read_text(), source)
+        return _manifest(Path(source).read_text(), source, checked)
     fs, path = filesystem(source)
     try:
         found = fs.find(path, detail=True)
@@ -95,21 +102,72 @@ def _read_text(url: str) -> str:
         raise InputError(f"{url}: {cause(exc)}") from None
 
 
-def _manifest(text: str, name: str) -> list[tuple[str, str, str | None, int]]:
-    lines = [line for line in text.splitlines() if line.strip() and line[0] != "#"]
-    urls = manifest_entries(lines, name) if lines else []
-    out = []
-    for url in dict.fromkeys(urls):
-        relative = without_userinfo(url.split("://", 1)[-1])  # no password in its keys
+def _manifest(
+    text: str, name: str, checked: Checked | None
+) -> list[tuple[str, str, str | None, int]]:
+    """The inputs of a manifest's URLs: those in a bucket checked by one listing of each
+    prefix holding some (not two requests a URL: a manifest of 10,000 mostly missing URLs
+    is checked in a few listings), others (web servers) one by one."""
+    lines = [line for line in text.splitlines() if line.strip() and line.strip()[0] != "#"]
+    urls = list(dict.fromkeys(manifest_entries(lines, name) if lines else []))
+    found: dict[str, tuple[str, dict[str, Any] | None]] = {}  # url -> (its path, its info)
+    absent: set[str] = set()  # the URLs their prefix's listing showed missing
+    groups: dict[tuple[int, str], list[tuple[str, str]]] = {}  # (fs, prefix) -> URLs, paths
+    filesystems: dict[int, Any] = {}
+    for url in urls:
         try:
             fs, path = filesystem(url)
-            info = fs.info(path)
-        except (MzPeakDaskError, OSError):  # missing, or not a URL: a failed row once staged
-            out.append((url, relative, None, 0))
+        except MzPeakDaskError:  # not a URL: a failed row once staged
             continue
-        relative = without_userinfo(path.split("://", 1)[-1])
-        out.append((url, relative, _etag(info), int(info.get("size") or 0)))
+        if scheme(url) in LISTED:
+            filesystems[id(fs)] = fs
+            groups.setdefault((id(fs), path.rpartition("/")[0]), []).append((url, path))
+        else:
+            found[url] = (path, _info(fs, path))
+            _tell(checked, len(found), len(urls))
+    for (fs_id, prefix), members in groups.items():
+        fs = filesystems[fs_id]
+        listed = _listing(fs, prefix)
+        for url, path in members:
+            info = listed.get(path.rstrip("/")) if listed is not None else _info(fs, path)
+            found[url] = (path, info)
+            if listed is not None and info is None:
+                absent.add(url)
+        _tell(checked, len(found), len(urls))
+    out = []
+    for url in urls:
+        path, info = found.get(url, (url.split("://", 1)[-1], None))
+        relative = without_userinfo(path.split("://", 1)[-1])  # no password in its keys
+        if info is None or info.get("type") != "file":  # missing: a failed row once staged
+            # (size None: known missing, failed when staged without another request)
+            out.append((url, relative, None, None if url in absent else 0))
+        else:
+            out.append((url, relative, _etag(info), int(info.get("size") or 0)))
+    _tell(checked, len(urls), len(urls))
     return out
+
+
+def _info(fs: Any, path: str) -> dict[str, Any] | None:
+    try:
+        return fs.info(path)
+    except (MzPeakDaskError, OSError):  # missing
+        return None
+
+
+def _listing(fs: Any, prefix: str) -> dict[str, dict[str, Any]] | None:
+    """What lies directly under ``prefix`` (one listing, in pages), by path; None when it
+    cannot be listed (credentials that may read but not list: each URL is asked alone)."""
+    try:
+        return {e["name"].rstrip("/"): e for e in fs.ls(prefix, detail=True, refresh=True)}
+    except FileNotFoundError:  # no such prefix (or bucket): all missing
+        return {}
+    except Exception:  # noqa: BLE001 - every client has its own errors
+        return None
+
+
+def _tell(checked: Checked | None, done: int, total: int) -> None:
+    if checked is not None:
+        checked(done, total)
 
 
 def _etag(info: dict[str, Any]) -> str | None:
@@ -145,7 +203,8 @@ def _run_held(source, output, options, cluster, batch, client, progress, state_d
     work = Path(state_dir) if state_dir else default_state_dir(output)
     work.mkdir(parents=True, exist_ok=True)
     state = _load(work / STATE)
-    listing = list_inputs(str(source))
+    step = getattr(progress, "step", None)  # the command's progress lines
+    listing = list_inputs(str(source), step and (lambda n, of: step("checked", n, of, "URLs")))
     refuse_overwriting_objects([i[:2] for i in listing], output, report.NAMES)
     keep, todo = _resume(listing, state, output) if batch.resume else ({}, listing)
     abort_dead(output, under=True)  # what batches into the prefix that were killed left
@@ -159,8 +218,8 @@ def _run_held(source, output, options, cluster, batch, client, progress, state_d
         reports of the whole batch, the inputs a resume left out included."""
         by_input = {r["input"]: r for r in records}
         for url, _, etag, size in todo:
-            if url in by_input:
-                state[url] = {"etag": etag, "size": size, "record": by_input[url]}
+            if url in by_input:  # known by the URL without its password (as shown)
+                state[redact(url)] = {"etag": etag, "size": size, "record": by_input[url]}
         _save(work / STATE, state)
         for url, entry in keep.items():
             by_input[url] = {**entry["record"], "status": SKIPPED}
@@ -188,7 +247,7 @@ def _resume(listing, state, output) -> tuple[dict, list]:
     fs, _ = filesystem(output)
     for item in listing:
         url, _, etag, size = item
-        entry = state.get(url)
+        entry = state.get(redact(url))
         record = (entry or {}).get("record", {})
         same = entry and entry["etag"] == etag and entry["size"] == size and etag is not None
         if (
@@ -249,7 +308,14 @@ def _convert(
     except BaseException as exc:
         _keep_finished(local_out, names, output, kept, isinstance(exc, KeyboardInterrupt))
         raise
-    _publish(outcome.records, names)
+    try:
+        _publish(outcome.records, names)
+    except BaseException as exc:  # Ctrl-C or SIGTERM while uploading: what is up is kept
+        try:
+            kept(outcome.records, isinstance(exc, KeyboardInterrupt))
+        except Exception as failed_too:  # noqa: BLE001 - must not replace what stopped it
+            log.warning("%s: the archives uploaded were not recorded (%s)", output, failed_too)
+        raise
     outcome.records = failed + outcome.records
     return outcome
 
@@ -276,17 +342,26 @@ def _keep_finished(
 
 def _publish(records: list[dict[str, Any]], names: _Names) -> None:
     """Upload each converted archive of ``records`` (which name URLs) to its key; a key that
-    cannot be one (a name too long for it) fails its input."""
-    for record in records:
-        if record["status"] != CONVERTED:
-            continue
+    cannot be one (a name too long for it), or an upload the store still fails after its
+    retries, fails that input alone. Stopped (Ctrl-C, SIGTERM), the archives not yet up are
+    recorded as pending, those up as converted."""
+    waiting = [r for r in records if r["status"] == CONVERTED]
+    for n, record in enumerate(waiting):
         key = record["output"]
         try:  # a key under the output prefix (the staged names are checked already)
             safe_relative(key[len(names.output) + 1 :], record["input"])
         except InputError as exc:
             record.update(status=FAILED, output=names.output, error=str(exc))
             continue
-        upload_file(names.archives[key], key)
+        try:
+            upload_file(names.archives[key], key)
+        except (MzPeakDaskError, OSError) as exc:
+            record.update(status=FAILED, error=str(exc).splitlines()[0])
+        except BaseException:
+            for left in waiting[n:]:
+                if left["status"] == CONVERTED:
+                    left.update(status=PENDING, error="interrupted before its upload")
+            raise
 
 
 def _reports(local_out: Path, output: str, outcome: BatchOutcome, batch: BatchOptions) -> None:
@@ -319,9 +394,28 @@ def _load(path: Path) -> dict[str, Any]:
 
 
 def _save(path: Path, state: dict[str, Any]) -> None:
+    """Write the state whole or not at all (the previous one kept if it cannot be), readable
+    by its owner only, every URL's password hidden; one line naming it if it cannot be."""
     tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(state, indent=1, default=str))
-    os.replace(tmp, path)
+    try:
+        with owner_only(tmp) as f:
+            f.write(json.dumps(_redacted(state), indent=1, default=str).encode())
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        why = exc.strerror or str(exc)
+        raise OutputError(
+            f"{path}: cannot save the batch state ({why}); it holds the batches before this one"
+        ) from None
+
+
+def _redacted(value: Any) -> Any:
+    """``value`` (JSON-like) with every URL's password hidden, in keys and strings."""
+    if isinstance(value, dict):
+        return {redact(k): _redacted(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_redacted(v) for v in value]
+    return redact(value) if isinstance(value, str) else value
 
 
 __all__ = ["default_state_dir", "list_inputs", "run_remote_batch"]

@@ -82,7 +82,9 @@ class BatchRun:
         self.batch = batch
         self.pairs = pairs
         self.names = {s: names(s, o) if names else (str(s), str(o)) for s, o in pairs}
-        for folder in sorted({o.parent for _, o in self.pairs}):
+        # the folders of inputs there are (one missing fails alone and leaves no folder)
+        present = (o for s, o in pairs if os.path.lexists(s) or remote_input(s) is not None)
+        for folder in sorted({o.parent for o in present}):
             folder.mkdir(parents=True, exist_ok=True)
         self.state = BatchState(output_dir)
         self.records: dict[Path, dict[str, Any]] = {}

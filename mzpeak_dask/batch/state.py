@@ -1,5 +1,6 @@
 """The durable state of a batch: one SQLite file in the output folder, written as each input
-ends, so a crash, a kill or a wall-time limit loses nothing that was finished.
+ends, so a crash, a kill or a wall-time limit loses nothing that was finished. State files are
+readable by their owner only (:func:`owner_only`): they name inputs, which may be URLs.
 
 Inputs are known by their absolute path. A path that is not UTF-8 (see
 :mod:`mzpeak_dask.pathtext`) is stored as a BLOB of its exact bytes, other paths as TEXT as
@@ -7,12 +8,14 @@ always, so each reads back as the path it was."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sqlite3
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from ..pathtext import is_utf8
 
@@ -72,10 +75,22 @@ def _read_path(value: str | bytes) -> str:
     return os.fsdecode(value) if isinstance(value, bytes) else value
 
 
+@contextlib.contextmanager
+def owner_only(path: Path) -> Iterator[BinaryIO]:
+    """``path`` opened to be written anew, readable and writable by its owner only."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(fd, 0o600)  # a file that was there keeps its mode otherwise
+    with os.fdopen(fd, "wb") as f:
+        yield f
+
+
 class BatchState:
     def __init__(self, output_dir: Path):
         output_dir.mkdir(parents=True, exist_ok=True)
         self.path = output_dir / STATE_FILE
+        if not self.path.exists():  # SQLite gives its journal the file's own mode
+            with owner_only(self.path):
+                pass
         self.db = sqlite3.connect(self.path)
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=NORMAL")

@@ -33,6 +33,17 @@ class ProgressReporter:
             self.stream.write(message + "\n")
             self.stream.flush()
 
+    def step(self, what: str, done: int, total: int, unit: str) -> None:
+        """A step before the conversions (``checked 500/10,000 URLs``): redrawn on a terminal,
+        else a line every ``log_every`` seconds and one when it ends."""
+        now = time.monotonic()
+        if not self.tty and done < total and now - self._last_log.get(what, 0.0) < self.log_every:
+            return
+        self._last_log[what] = now
+        end = "\n" if done >= total or not self.tty else ""
+        self.stream.write(f"{'\r' if self.tty else ''}{what} {done:,}/{total:,} {unit}{end}")
+        self.stream.flush()
+
     def __call__(self, source: str, done: int, total: int) -> None:
         if source in self.finished:
             return

@@ -22,12 +22,21 @@ folder (:attr:`Sink.meta`) and gives each chunk its final key (``ARRAY/c/K``):
 A failure, or an interruption, removes what was written (:meth:`Sink.abort`). A request to a
 remote store that fails, on a worker or on the coordinator, is one line naming the store, the
 run and the cause (:func:`reported`).
+
+An export killed (SIGKILL, a lost machine) cannot clean up: its hidden prefixes stay. Each run
+exported into a remote store holds a lease on its work prefix (:mod:`..batch.lease`: an OS
+lock on this machine, a renewed lease object in the store) while it runs, and the next export
+into the store sweeps what dead exports left (:func:`sweep_remote`), never a live export's:
+a run left invisible half way through a replacement is put back from its saved copy, the
+hidden prefixes deleted, each with a warning saying so.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import re
 import shutil
 import tempfile
 import uuid
@@ -37,7 +46,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from ..errors import MzPeakDaskError, OutputError, StorageError
+from ..batch.lease import prefix_held
+from ..errors import MzPeakDaskError, OutputBusyError, OutputError, StorageError
 from ..storage.failures import cause
 from ..storage.uploads import upload_file
 from ..storage.urls import filesystem, is_url, join
@@ -45,6 +55,7 @@ from ..zarr_runs.locations import ZIP_SUFFIX
 
 _log = logging.getLogger(__name__)
 COPY_BLOCK = 1 << 20  # bytes copied at a time into a ZIP member
+_LEFT = re.compile(r"^\.(?P<name>.+)\.(?P<kind>tmp|old)-(?P<tag>[0-9a-f]{8})$")  # hidden
 
 
 def staging_folder(store: str) -> Path:
@@ -251,6 +262,8 @@ class RemoteSink(Sink):
         self.moves: list[tuple[str, str]] = []
         self.old: list[str] = []  # keys of the old run (relative to the run), once saved
         self.stage = "building"  # then "saving", "replacing", "done"
+        self._held = contextlib.ExitStack()  # the lease on the work prefix, while it runs
+        self._held.enter_context(prefix_held(self.work))
 
     def arrived(self, moves: list[tuple[str, str]]) -> None:
         self.moves += moves
@@ -302,13 +315,64 @@ class RemoteSink(Sink):
         locations that could not be."""
         shutil.rmtree(self.meta, ignore_errors=True)
         left = []
-        for location in [self.work, *([self.saved] if saved else [])]:
+        for location in [*([self.saved] if saved else []), self.work]:
             try:
                 fs, path = filesystem(location)
                 _remove(fs, path)
             except Exception:  # noqa: BLE001 - named to the user instead
                 left.append(location)
+        self._held.close()
         return left
+
+
+def sweep_remote(store: str) -> None:
+    """Settle what exports into ``store`` that were killed left (hidden ``.RUN.tmp-*`` and
+    ``.RUN.old-*`` prefixes whose lease no live export holds), with a warning each."""
+    fs, root = filesystem(store)
+    fs.invalidate_cache()
+    try:
+        entries = fs.ls(root, detail=False)
+    except FileNotFoundError:
+        return
+    left: dict[tuple[str, str], set[str]] = {}
+    for entry in entries:
+        if found := _LEFT.match(entry.rstrip("/").rsplit("/", 1)[-1]):
+            left.setdefault((found["name"], found["tag"]), set()).add(found["kind"])
+    for (name, tag), kinds in sorted(left.items()):
+        try:
+            with prefix_held(join(store, f".{name}.tmp-{tag}")):  # none: its export is dead
+                _settle(fs, store, name, tag, kinds)
+        except OutputBusyError:
+            continue  # an export under way
+
+
+def _settle(fs: Any, store: str, name: str, tag: str, kinds: set[str]) -> None:
+    """Put back run ``name`` from the copy a dead export saved when it was left invisible
+    (killed while replacing it), then delete the dead export's hidden prefixes."""
+    final, saved, work = (
+        filesystem(join(store, n))[1] for n in (name, f".{name}.old-{tag}", f".{name}.tmp-{tag}")
+    )
+    if "old" in kinds:
+        if not fs.exists(f"{final}/zarr.json") and _run_keys(fs, saved):
+            _remove_run(fs, final)
+            for key in _run_keys(fs, saved):  # the group's zarr.json last
+                fs.copy(f"{saved}/{key}", f"{final}/{key}")
+            _log.warning(
+                "%s: run %s put back as it was before an export that was stopped while "
+                "replacing it (from .%s.old-%s)",
+                store,
+                name,
+                name,
+                tag,
+            )
+        _remove(fs, saved)
+    _remove(fs, work)
+    _log.warning(
+        "%s: removed the hidden prefixes of run %s that a stopped export left (%s)",
+        store,
+        name,
+        ", ".join(f".{name}.{k}-{tag}" for k in sorted(kinds)),
+    )
 
 
 def _run_keys(fs: Any, path: str) -> list[str]:
@@ -376,6 +440,7 @@ __all__ = [
     "reported",
     "staging_folder",
     "store_failure",
+    "sweep_remote",
     "target",
     "work_key",
 ]

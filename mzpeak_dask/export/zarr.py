@@ -93,6 +93,7 @@ from .publish import (
     put_object,
     reported,
     staging_folder,
+    sweep_remote,
     target,
     work_key,
 )
@@ -343,6 +344,7 @@ def to_zarr(
     with reported(store, names):  # before any work: no bucket, refused, no answer
         if is_url(store):
             probe_output(store)
+            sweep_remote(store)  # what killed exports left: before the runs are checked
         _check(paths, store, names, overwrite, single_file)
         enable_rectilinear()
         if not single_file:

@@ -30,9 +30,8 @@ def _warn_spawned() -> None:
 
 @contextlib.contextmanager
 def spawned_workers() -> Iterator[None]:
-    """Within the block, the local workers Dask starts (a nanny's first worker, or one it
-    starts again after a worker died) are spawned, whatever start method Dask's configuration
-    names (a warning says so, once per process): a process with threads is never forked."""
+    """Local workers Dask starts within the block (a nanny's first, or one started again) are
+    spawned, never forked, whatever Dask's configuration names (warned once per process)."""
     import dask
 
     if dask.config.get(START_METHOD, None) != "spawn":
@@ -53,11 +52,9 @@ class ClusterKind:
 
 
 class LocalKind(ClusterKind):
-    """An embedded LocalCluster of worker processes on this machine. One worker that dies
-    while the cluster starts (killed, out of memory) makes distributed fail the whole start:
-    it is then started again, up to ``attempts`` times. A worker that does not start within
-    ``start_timeout`` seconds stops the start at once (:class:`ClusterError`). Its workers
-    are spawned, never forked from this process (:func:`spawned_workers`)."""
+    """An embedded LocalCluster of spawned worker processes. A worker dying as it starts fails
+    the whole start: started again, up to ``attempts`` times; a worker not started within
+    ``start_timeout`` seconds stops it at once (:class:`ClusterError`)."""
 
     name = "local"
     description = "embedded LocalCluster"
@@ -220,9 +217,8 @@ CLOSE_SECONDS = 30  # to shut down what was started here
 
 
 def _close(client: Any, cluster: Any) -> None:
-    """Shut down what :func:`cluster_client` started. A failure to close (a worker that does
-    not stop in time on a loaded machine) is logged, never raised: it must not replace what
-    stopped the work (an interrupt the caller records) nor fail work that is done."""
+    """Shut down what :func:`cluster_client` started; a failure to close is logged, never
+    raised (it must not replace what stopped the work, nor fail work that is done)."""
     for closable in [c for c in (client, cluster) if c is not None]:
         try:
             closable.close(timeout=CLOSE_SECONDS)

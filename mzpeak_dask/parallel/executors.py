@@ -1,10 +1,7 @@
 """Where tasks run: on a Dask cluster, or inline in this process; the same operations on both.
 
-An argument that is a Task (or a list holding Tasks) stands for that task's result, so a task
-can depend on others without their results passing through this process. Every wait has a
-deadline: a cluster on which no task ends for ``task_timeout`` seconds (its workers gone, a
-task stuck) stops the call with a :class:`~mzpeak_dask.errors.ClusterError`.
-"""
+A Task argument (or one in a list) stands for its result. Every wait has a deadline: no task
+ending in ``task_timeout`` s, or a scheduler not answering (asked each :data:`PROBE` s), stops."""
 
 from __future__ import annotations
 
@@ -20,6 +17,8 @@ from ..errors import ClusterError
 from ..options import ClusterOptions
 from . import handoff
 from .cluster import cluster_client
+
+PROBE = 20.0  # seconds a wait goes before asking the scheduler, and it has to answer in
 
 
 class Task:
@@ -73,15 +72,30 @@ class DaskExecutor:
 
     @property
     def worker_threads(self) -> int:
-        with contextlib.suppress(Exception):
-            return max(1, sum(self.client.nthreads(callback_timeout=self.task_timeout).values()))
+        with contextlib.suppress(ClusterError):
+            return max(1, sum(self._answering().values()))
         return 1
 
+    def _answering(self) -> dict:  # the scheduler's workers, or a ClusterError
+        try:
+            return self.client.nthreads(callback_timeout=min(PROBE, self.task_timeout))
+        except Exception:  # noqa: BLE001 - a timeout, a closed connection: no answer
+            where = getattr(self.client.scheduler, "address", "")
+            raise ClusterError(f"the Dask scheduler {where} stopped answering: stopping") from None
+
+    def _waited(self, get: Callable[[float], Any]) -> Any:  # get(s) again while it times out
+        deadline = time.monotonic() + self.task_timeout
+        while (left := deadline - time.monotonic()) > PROBE:
+            with contextlib.suppress(TimeoutError, queue.Empty):
+                return get(PROBE)
+            self._answering()
+        return get(max(0.0, left))
+
     def workers_see(self, folder: Path) -> bool:
-        """Whether every worker sees ``folder`` (probed once per file system: a folder below
-        one they see, on the same device, is seen too)."""
+        """Whether every worker sees ``folder`` (once per file system: below one seen, too)."""
         folder = Path(os.path.abspath(folder))
         if folder not in self._visible:
+            self._answering()  # a frozen scheduler: one line here, not task_timeout's wait
             device, known = _device(folder), [k for k, seen in self._visible.items() if seen]
             self._visible[folder] = any(
                 folder.is_relative_to(k) and _device(k) == device for k in known
@@ -97,15 +111,15 @@ class DaskExecutor:
     def next_done(self, tasks: list[Task]) -> Task:
         """The first of ``tasks`` (every task still wanted) to end; one that ends and is not
         among them (a failed run's) is forgotten. :class:`ClusterError` when none ends in time."""
-        wanted, deadline = set(tasks), time.monotonic() + self.task_timeout
+        wanted = set(tasks)
         with contextlib.suppress(queue.Empty):
             while True:
-                task = self._ended.get(timeout=max(0.0, deadline - time.monotonic()))
+                task = self._waited(lambda s: self._ended.get(timeout=s))
                 if task in wanted:
                     return task
         workers: Any = "an unknown number of"  # unless the scheduler answers in time
-        with contextlib.suppress(Exception):
-            workers = len(self.client.nthreads(callback_timeout=min(10, self.task_timeout)))
+        with contextlib.suppress(ClusterError):
+            workers = len(self._answering())
         raise ClusterError(
             f"no task ended on the Dask cluster in {self.task_timeout:g} s ({workers} workers): "
             "stopping (task_timeout)"
@@ -113,14 +127,15 @@ class DaskExecutor:
 
     def result(self, task: Task) -> Any:
         """The value of a task :meth:`next_done` gave (fetched from its worker)."""
-        return task.future.result(timeout=self.task_timeout)
+        if task.future.status == "error":  # its own error, TimeoutError as any other
+            return task.future.result(timeout=min(PROBE, self.task_timeout))
+        return self._waited(lambda s: task.future.result(timeout=s))
 
     def failed(self, task: Task) -> bool:
         return task.future.status in ("error", "cancelled")
 
     def release(self, task: Task) -> None:
-        """Forget the task: the scheduler drops it unless it runs (a message, never a wait
-        on a scheduler that may not answer)."""
+        """Forget the task (a message, never a wait on a scheduler that may not answer)."""
         task.future.release()
 
     cancel = release
@@ -128,32 +143,22 @@ class DaskExecutor:
 
 def _each_task(arg: Any, stand_in: Callable[[Task], Any]) -> Any:
     """``arg`` with a Task, or each Task of a list, replaced by ``stand_in(task)``."""
-    if isinstance(arg, Task):
-        return stand_in(arg)
     if isinstance(arg, list):
         return [stand_in(a) if isinstance(a, Task) else a for a in arg]
-    return arg
+    return stand_in(arg) if isinstance(arg, Task) else arg
 
 
 def _device(folder: Path) -> int | None:
-    try:
+    with contextlib.suppress(OSError):
         return os.stat(folder).st_dev
-    except OSError:
-        return None
-
-
-def executor_for(client: Any, options: ClusterOptions | None = None) -> Any:
-    """Tasks on ``client``'s cluster, or inline when there is none."""
-    if client is None:
-        return InlineExecutor()
-    return DaskExecutor(client, (options or ClusterOptions()).task_timeout)
+    return None
 
 
 @contextlib.contextmanager
 def open_executor(options: ClusterOptions, client: Any = None) -> Iterator[Any]:
     """The executor the options ask for; a cluster started here is shut down on exit."""
     with cluster_client(options, client) as started:
-        yield executor_for(started, options)
+        yield InlineExecutor() if started is None else DaskExecutor(started, options.task_timeout)
 
 
-__all__ = ["DaskExecutor", "InlineExecutor", "Task", "executor_for", "open_executor"]
+__all__ = ["DaskExecutor", "InlineExecutor", "Task", "open_executor"]

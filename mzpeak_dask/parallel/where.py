@@ -3,11 +3,11 @@ process when the work is too small for a LocalCluster to pay for its start, else
 LocalCluster of a worker per core. Decided once per call, from the size of its inputs, by
 :func:`resolve`; a kind of cluster, a worker count or a scheduler the user names is kept.
 
-The figures: one process converts about 35 MB of mzML a second; each worker adds about 0.8
-of a process; a LocalCluster's spawned workers take about 1 s to start. They come from
-``tests/benchmarks/bench_single_run.py``, which prints them (see the performance page), and
-put the choice at about 93 MB on 2 cores and 41 MB on 8. Compressed inputs count as four
-times their size (real gzip and bzip2 runs expand 1.5 to 6 times).
+The figures: one process converts about 35 MB of mzML a second; each worker adds about 0.8 of a
+process; a LocalCluster's spawned workers take about 1 s to start. They come from
+``tests/benchmarks/bench_single_run.py``, which prints them (see the performance page), and put
+the choice at about 93 MB on 2 cores and 41 MB on 8. Compressed inputs count as four times
+their size (real gzip and bzip2 runs expand 1.5 to 6 times).
 """
 
 from __future__ import annotations

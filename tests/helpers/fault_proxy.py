@@ -288,7 +288,8 @@ class FaultProxy:
         with self._lock:
             delay, delayed = self._delay
         if delay and method == "PUT" and "?" not in target and delayed in target:
-            self._stop.wait(delay)
+            if self._stop.wait(delay):  # stopped meanwhile: the request never reaches the store
+                return
         answer = self._forward(request)
         if self._take("reset-response"):
             conn.sendall(answer[: max(1, len(answer) // 2)])

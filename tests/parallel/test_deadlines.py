@@ -59,7 +59,37 @@ def test_a_scheduler_that_stops_answering_is_a_one_line_error(tmp_path) -> None:
     output = tmp_path / "small.mzpeak"
     with silent_scheduler() as call, pytest.raises(ClusterError) as raised:
         call(convert, SMALL, output, cluster=ClusterOptions(task_timeout=2))
+    message = str(raised.value)  # asked where its workers write, it did not answer in 2 s
+    assert message.startswith("the Dask scheduler tcp://127.0.0.1:"), message
+    assert message.endswith("stopped answering: stopping"), message
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_a_batch_stops_within_a_minute_when_its_scheduler_stops_answering(tmp_path) -> None:
+    """At the default task_timeout (an hour), a scheduler that stops answering (SIGSTOP)
+    still ends a batch in about a minute (``call`` gives up after 120 s), with one
+    ClusterError line naming the scheduler; the report lists every input as pending."""
+    import json
+    import shutil
+
+    from mzpeak_dask.batch.runner import run_batch
+
+    source, output = tmp_path / "in", tmp_path / "out"
+    for name in ("a", "b"):
+        (source / name).mkdir(parents=True)
+        shutil.copy(SMALL, source / name / "small.mzML")
+    with silent_scheduler() as call, pytest.raises(ClusterError) as raised:
+        call(run_batch, source, output, cluster=ClusterOptions())
     message = str(raised.value)
-    assert message.startswith("no task ended on the Dask cluster in 2 s"), message
-    assert "an unknown number of workers" in message, message
+    assert "\n" not in message and "the Dask scheduler tcp://127.0.0.1:" in message, message
+    assert "stopped answering" in message, message
+    report = json.loads((output / "batch_report.json").read_text())
+    assert sorted(f["status"] for f in report["files"]) == ["pending", "pending"]
+
+
+def test_a_conversion_stops_within_a_minute_when_its_scheduler_stops_answering(tmp_path):
+    """The same for one conversion (its tasks submitted, then waited on), nothing left."""
+    output = tmp_path / "small.mzpeak"
+    with silent_scheduler() as call, pytest.raises(ClusterError, match="stopped answering"):
+        call(convert, SMALL, output, cluster=ClusterOptions())
     assert sorted(p.name for p in tmp_path.iterdir()) == []

@@ -118,6 +118,21 @@ def test_a_batch_of_urls_hides_the_password_in_its_reports(web, s3_endpoint, buc
     catalog = client.get_object(Bucket=bucket, Key="out/catalog.parquet")["Body"].read()
     rows = pq.read_table(io.BytesIO(catalog)).to_pylist()
     assert [r["source"] for r in rows] == [f"{web}/small.mzML".replace(SECRET, "***")]
+    state = tmp_path / "state" / "remote_state.json"  # the batch's state, kept locally
+    assert SECRET not in state.read_text()
+    assert f"{web}/small.mzML".replace(SECRET, "***") in json.loads(state.read_text())
+    assert state.stat().st_mode & 0o777 == 0o600  # readable by its owner only
+
+
+def test_the_state_of_a_local_batch_is_readable_by_its_owner_only(tmp_path):
+    from mzpeak_dask.batch.runner import run_batch
+
+    source = tmp_path / "in"
+    source.mkdir()
+    shutil.copy(BUNDLED / "small.mzML", source / "small.mzML")
+    run_batch(source, tmp_path / "out", cluster=INLINE)
+    (state,) = (tmp_path / "out").glob("*.sqlite")
+    assert state.stat().st_mode & 0o777 == 0o600
 
 
 @pytest.mark.cluster

@@ -9,6 +9,9 @@ servers on loopback: moto's, behind the fault-injecting proxy (tests/helpers/fau
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+import time
 
 import numpy as np
 import pytest
@@ -202,3 +205,81 @@ def test_an_overwrite_leaves_only_the_new_run(proxy, s3_endpoint, bucket, archiv
     replaced = contents(f"{store}/small")
     assert_same_run(replaced, contents(f"{fresh}/small"))
     assert len(replaced[1]["zarr_chunk_mz_min"]) < len(old[1]["zarr_chunk_mz_min"])
+
+
+def _started(archive, store: str, env: dict[str, str], *more: str) -> subprocess.Popen:
+    command = [sys.executable, "-m", "mzpeak_dask", "export-zarr", str(archive), store]
+    command += ["--zarr-chunk-points", "20000", "--cluster", "inline", *more]
+    return subprocess.Popen(
+        command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
+
+
+def _held_back(proxy, path: str, process: subprocess.Popen) -> None:
+    """Wait (a deadline) until ``process`` has sent the PUT of ``path`` the proxy holds."""
+    deadline = time.monotonic() + 240
+    while not any(m == "PUT" and t.endswith(path) for m, t in list(proxy.requests)):
+        assert process.poll() is None, process.stderr.read()
+        assert time.monotonic() < deadline, "the PUT never came"
+        time.sleep(0.05)
+
+
+def _hidden(endpoint: str, bucket: str) -> list[str]:
+    return sorted({k.split("/")[1] for k in keys(endpoint, bucket) if k.startswith("runs.zarr/.")})
+
+
+def test_an_export_killed_while_replacing_a_run_is_put_back_by_the_next(
+    s3_endpoint, bucket, archive, reference_archives
+):
+    """``--overwrite`` killed (SIGKILL) with the new run copied in but its group's zarr.json
+    not yet written: the run is invisible, the old one only in ``.small.old-*``. The next
+    export into the store (of another run) puts the old run back, deletes the hidden
+    prefixes, and says so."""
+    store = f"s3://{bucket}/runs.zarr"
+    old = exported_old_run(archive, store, os.environ.copy())
+    with fault_proxy(s3_endpoint) as proxy:
+        proxy.delay_puts(600, containing="/runs.zarr/small/zarr.json")  # the run's last
+        killed = _started(archive, store, through(proxy), "--overwrite")
+        try:
+            _held_back(proxy, f"/{bucket}/runs.zarr/small/zarr.json", killed)
+        finally:
+            killed.kill()
+            killed.communicate(timeout=60)
+    assert "runs.zarr/small/zarr.json" not in keys(s3_endpoint, bucket)  # no run is seen
+    left = _hidden(s3_endpoint, bucket)
+    assert [n.split("-")[0] for n in left] == [".small.old", ".small.tmp"], left
+    other = reference_archives / "ours.mzpeak"
+    done = export(other, store, os.environ.copy(), "--cluster", "inline")
+    assert done.returncode == 0, done.stderr
+    assert "run small put back as it was" in done.stderr, done.stderr
+    assert "removed the hidden prefixes of run small" in done.stderr, done.stderr
+    assert _hidden(s3_endpoint, bucket) == []
+    assert_same_run(contents(f"{store}/small"), old)
+    assert contents(f"{store}/ours")[1]
+
+
+def test_an_export_under_way_is_not_swept_by_another(
+    s3_endpoint, bucket, archive, reference_archives, caplog
+):
+    """An export held back at its last write (25 s: within the client's read timeout) while
+    another export into the same store runs from start to end: the second leaves the first's
+    hidden prefix alone (its lease is held), and the first then finishes whole."""
+    from mzpeak_dask import ClusterOptions
+    from mzpeak_dask.export.zarr import to_zarr
+
+    store = f"s3://{bucket}/runs.zarr"
+    with fault_proxy(s3_endpoint) as proxy:
+        proxy.delay_puts(25, containing="/runs.zarr/small/zarr.json")
+        first = _started(archive, store, through(proxy))
+        try:
+            _held_back(proxy, f"/{bucket}/runs.zarr/small/zarr.json", first)
+            [work] = _hidden(s3_endpoint, bucket)
+            to_zarr(reference_archives / "ours.mzpeak", store, cluster=ClusterOptions("inline"))
+            assert "removed" not in caplog.text, caplog.text
+            assert _hidden(s3_endpoint, bucket) == [work]
+            assert first.poll() is None  # still under way all along
+        finally:
+            _, err = first.communicate(timeout=300)
+    assert first.returncode == 0, err
+    assert _hidden(s3_endpoint, bucket) == []
+    assert contents(f"{store}/small")[1] and contents(f"{store}/ours")[1]
