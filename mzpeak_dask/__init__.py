@@ -14,8 +14,8 @@ Public API::
 from __future__ import annotations
 
 from ._version import __version__
-from .contracts import ConversionResult
 from .convert import convert, convert_many
+from .encode.contracts import ConversionResult
 from .errors import (
     ArchiveError,
     ClusterError,

@@ -16,15 +16,15 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from . import vocabulary as V
-from .contracts import ConversionResult, Progress
+from .encode.contracts import ConversionResult, Progress
 from .errors import MzPeakDaskError, OutputError
+from .format import vocabulary as V
+from .model.run_paths import RunPaths
 from .options import ClusterOptions, ConvertOptions
 from .parallel.coordinator import run_jobs
 from .parallel.where import describe, resolve, work_bytes
-from .run_paths import RunPaths
-from .staged import StagedJobs
 from .storage.urls import is_url, local_path, object_identity
+from .transfer.staged import StagedJobs
 
 
 def _stem(path: Path) -> str:

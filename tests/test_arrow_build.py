@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mzpeak_dask.arrow_build import from_list, from_numpy, repeated, to_numpy
+from mzpeak_dask.support.arrow_build import from_list, from_numpy, repeated, to_numpy
 from mzpeak_dask.tables.auxiliary import AUXILIARY_TYPE
 from mzpeak_dask.tables.chromatogram_metadata import CHROMATOGRAM_TYPE_STRUCT
 from mzpeak_dask.tables.params import PARAM_LIST_TYPE

@@ -8,7 +8,7 @@ import os
 import threading
 from pathlib import Path
 
-from mzpeak_dask.filecache import FileCache, per_file
+from mzpeak_dask.storage.filecache import FileCache, per_file
 
 
 def test_opened_once_per_file_version(tmp_path) -> None:

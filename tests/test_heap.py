@@ -18,8 +18,8 @@ PLANNED = """
 import resource, sys, tempfile
 from pathlib import Path
 from mzpeak_dask import ConvertOptions
-from mzpeak_dask.encode import encode_partition
-from mzpeak_dask.partition import plan_run
+from mzpeak_dask.encode.partition import encode_partition
+from mzpeak_dask.encode.plan import plan_run
 from mzpeak_dask.readers import SPECTRA
 
 def first_spectra(path):
@@ -32,7 +32,7 @@ def first_spectra(path):
 SCRIPT = (
     PLANNED
     + """
-from mzpeak_dask.heap import keep_freed_blocks
+from mzpeak_dask.support.heap import keep_freed_blocks
 
 plan, part = first_spectra(sys.argv[1])
 faults = []

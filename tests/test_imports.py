@@ -86,8 +86,9 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
 def test_the_graph_sees_every_kind_of_import() -> None:
     graph = import_graph()
     assert "mzpeak_dask.options" in graph["mzpeak_dask.convert"]  # from .options import ...
-    assert "mzpeak_dask.vocabulary" in graph["mzpeak_dask.records"]  # from . import vocabulary
-    assert "mzpeak_dask.readers" in graph["mzpeak_dask.encode"]  # a package: its __init__
+    records, partition = "mzpeak_dask.model.records", "mzpeak_dask.encode.partition"
+    assert "mzpeak_dask.format.vocabulary" in graph[records]  # from ..format import vocabulary
+    assert "mzpeak_dask.readers" in graph[partition]  # a package: its __init__
     assert "mzpeak_dask.export.zarr" in graph["mzpeak_dask"]  # inside a function
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert find_cycle({"a": {"b"}, "b": set()}) is None
@@ -207,3 +208,37 @@ def test_a_conversion_loads_the_archive_reader_only_to_open_an_archive(tmp_path:
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.split("\n")[:2] == ["[]", "48"]
+
+
+# The package's stages in the order the data flows (docs/internals.md draws them): each
+# top-level module or package belongs to one, and imports only from its own stage and those
+# before it.
+STAGES = {
+    "foundations": ["_version", "errors", "support", "format", "options"],
+    "storage": ["storage"],
+    "the model": ["model"],
+    "parsing": ["codecs", "transforms", "readers"],
+    "encoding": ["parquet_stitch", "layouts", "tables", "encode"],
+    "the archive": ["archive", "read"],
+    "running": ["parallel", "transfer", "convert"],
+    "repositories": ["batch"],
+    "after the fact": ["zarr_runs", "export", "analysis"],
+    "the command": ["cli", "__main__"],
+}
+
+
+def test_the_stages_hold_every_module_and_import_only_backwards() -> None:
+    rank = {
+        f"{PACKAGE}.{name}": k for k, names in enumerate(STAGES.values()) for name in names
+    }
+    graph = package_graph(import_graph())
+    assert sorted(set(graph) - {PACKAGE}) == sorted(rank)
+    forward = [(a, b) for a in rank for b in graph[a] if b in rank and rank[b] > rank[a]]
+    assert forward == []
+
+
+def test_the_top_level_is_the_package_face() -> None:
+    """Only the public API, its errors and options, and the front end sit at the top; every
+    other module lives in the package of its stage."""
+    top = sorted(p.stem for p in (ROOT / PACKAGE).glob("*.py"))
+    assert top == ["__init__", "__main__", "_version", "convert", "errors", "options"]

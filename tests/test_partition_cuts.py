@@ -9,8 +9,8 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
+from mzpeak_dask.encode.plan import boundaries, plan_run
 from mzpeak_dask.options import ConvertOptions
-from mzpeak_dask.partition import boundaries, plan_run
 from mzpeak_dask.readers import SPECTRA
 
 from .conftest import DATA

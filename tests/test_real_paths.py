@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-from mzpeak_dask.real_paths import RealPaths
+from mzpeak_dask.support.real_paths import RealPaths
 
 
 def _tree(root) -> list[str]:

@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from mzpeak_dask import cv
-from mzpeak_dask import vocabulary as V
+from mzpeak_dask.format import cv
+from mzpeak_dask.format import vocabulary as V
 
 FAMILIES = {
     "MS:1000559": V.SPECTRUM_TYPES,

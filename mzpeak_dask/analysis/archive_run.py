@@ -25,11 +25,11 @@ import pandas as pd
 import pyarrow as pa
 from dask import delayed
 
-from .. import vocabulary as V
-from ..filecache import FileCache
+from ..format import vocabulary as V
 from ..read.archive import MzPeakArchive, cached_archive
 from ..read.entity import spectrum_columns
 from ..read.signal import SignalReader
+from ..storage.filecache import FileCache
 from .guarded import guarded
 from .kernels import hit_sums, item_window_sums, overlapping, segment_stats, window_hits
 from .source import Run, RunSource

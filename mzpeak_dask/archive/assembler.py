@@ -21,8 +21,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .. import layouts
-from .. import vocabulary as V
-from ..contracts import PEAKS, EncodedPartition, EncodeSpec
+from ..encode.contracts import PEAKS, EncodedPartition, EncodeSpec
+from ..format import vocabulary as V
 from ..layouts import array_index
 from ..layouts.schema import SignalSchema
 from ..options import ConvertOptions

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import IO
 
 from ..errors import OutputError, OutputExistsError
-from ..real_paths import RealPaths
 from ..storage.streaming import following
+from ..support.real_paths import RealPaths
 from . import zip_checksum
 from .staging import Folder
 

@@ -11,8 +11,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from .. import cv
-from .. import vocabulary as V
+from ..format import cv
+from ..format import vocabulary as V
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,10 +10,10 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from ..contracts import ConversionResult
+from ..encode.contracts import ConversionResult
 from ..errors import InputError
+from ..model.run_paths import RunPaths
 from ..options import ConvertOptions
-from ..run_paths import RunPaths
 from ..storage.inputs import check_regular_file, remote_input
 from .container import Inputs, check_output, put_in_place
 from .staging import Staging
@@ -29,7 +29,7 @@ def check_input(source: Path, name: str | None = None) -> None:
 
 
 class RunJob:
-    """A run being converted (:class:`~mzpeak_dask.run_paths.RunPaths`), staged in
+    """A run being converted (:class:`~mzpeak_dask.model.run_paths.RunPaths`), staged in
     :attr:`staging`; its errors name the input and the output as the user did."""
 
     def __init__(self, paths: RunPaths, options: ConvertOptions, inputs: Inputs | None = None):

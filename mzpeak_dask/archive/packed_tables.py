@@ -16,7 +16,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..arrow_build import from_list
+from ..support.arrow_build import from_list
 from ..tables.builder import pad_struct
 
 REF = "ref"  # spilled side column: the precursor spectrumRef of a precursor / selected ion row

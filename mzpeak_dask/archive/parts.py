@@ -25,9 +25,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .. import layouts
-from .. import vocabulary as V
-from ..arrow_build import repeated
-from ..contracts import PEAKS, EncodedPartition, EncodeSpec
+from ..encode.contracts import PEAKS, EncodedPartition, EncodeSpec
+from ..format import vocabulary as V
 from ..layouts.schema import SignalSchema
 from ..options import ConvertOptions
 from ..parquet_stitch import thrift_compact as tc
@@ -39,6 +38,7 @@ from ..parquet_stitch.stitch import (
     RG_COLUMNS,
     footer_start,
 )
+from ..support.arrow_build import repeated
 from .parquet import data_writer_properties
 from .row_groups import RowGroupWriter
 

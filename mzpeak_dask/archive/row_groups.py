@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ..arrow_build import to_numpy
+from ..support.arrow_build import to_numpy
 
 Weights = Callable[[pa.Table], np.ndarray]
 

@@ -28,8 +28,8 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from ..errors import OutputError
-from ..locks import HeldLock, lock_folder, owner_note, try_lock, unsupported
-from ..pathtext import is_utf8, text
+from ..support.locks import HeldLock, lock_folder, owner_note, try_lock, unsupported
+from ..support.pathtext import is_utf8, text
 
 log = logging.getLogger(__name__)
 OWNER_LOCK = "owner.lock"

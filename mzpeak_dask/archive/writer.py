@@ -14,8 +14,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .. import vocabulary as V
-from ..contracts import ConversionResult, EncodedPartition, RunPlan
+from ..encode.contracts import ConversionResult, EncodedPartition, RunPlan
+from ..format import vocabulary as V
 from ..options import ConvertOptions
 from ..readers.identifiers import DuplicateIds
 from ..storage.inputs import input_size

@@ -2,7 +2,7 @@
 
 A batch into a prefix holds it twice while it runs:
 
-- On this machine, an OS lock (:mod:`mzpeak_dask.locks`: released when its process ends,
+- On this machine, an OS lock (:mod:`mzpeak_dask.support.locks`: released when its process ends,
   however it ends) on a file of ``~/.cache/mzpeak-dask/locks`` named after a hash of the
   prefix's URL, normalised (scheme in lower case, ``s3a://`` as ``s3://``, ``gcs://`` as
   ``gs://``, repeated and trailing slashes dropped): whatever ``--state-dir`` each batch uses,
@@ -51,9 +51,9 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import OutputBusyError, OutputError, StorageError
-from ..locks import HeldLock, holder, owner_note, try_lock, unsupported
 from ..storage.keys import shown
 from ..storage.urls import filesystem, join, scheme
+from ..support.locks import HeldLock, holder, owner_note, try_lock, unsupported
 
 log = logging.getLogger(__name__)
 

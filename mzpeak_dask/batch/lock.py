@@ -1,5 +1,5 @@
 """One batch at a time per output folder: a batch holds a lock on ``.mzpeak-batch.lock`` in it
-while it runs (see :mod:`mzpeak_dask.locks`: the lock ends with its process, however that
+while it runs (see :mod:`mzpeak_dask.support.locks`: the lock ends with its process, however that
 ends). A second batch, or the scheduled job, is refused and told who holds the folder."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ..errors import OutputBusyError, OutputError
-from ..locks import HeldLock, holder, owner_note, try_lock, unsupported
+from ..support.locks import HeldLock, holder, owner_note, try_lock, unsupported
 
 log = logging.getLogger(__name__)
 LOCK_FILE = ".mzpeak-batch.lock"

@@ -17,10 +17,10 @@ from typing import Any
 
 from ..convert import archive_names
 from ..errors import InputError, MzPeakDaskError
-from ..staged import by_ranges, download
 from ..storage.keys import safe_relative, shown
 from ..storage.origins import SUFFIX, mark_origin
 from ..storage.urls import is_url, join
+from ..transfer.staged import by_ranges, download
 from .state import FAILED
 
 

@@ -35,7 +35,6 @@ import pyarrow.parquet as pq
 from ..archive.staging import Staging, sweep
 from ..errors import InputError, MzPeakDaskError, OutputError, StorageError
 from ..options import BatchOptions, ClusterOptions, ConvertOptions
-from ..pathtext import redact
 from ..storage.failures import cause
 from ..storage.inputs import check_regular_file
 from ..storage.keys import safe_relative
@@ -43,6 +42,7 @@ from ..storage.owned import abort_dead
 from ..storage.probe import probe_output
 from ..storage.uploads import upload_file
 from ..storage.urls import filesystem, is_url, join, local_path, scheme, without_userinfo
+from ..support.pathtext import redact
 from . import report
 from .lease import prefix_held
 from .mirror import hidden, stage

@@ -4,7 +4,7 @@ pandas, DuckDB or dask.dataframe).
 
 All three are valid UTF-8 whatever the file names: paths are written as readable text (a byte
 that is not UTF-8 shown as ``\\xNN``) and, in the JSON report and the catalog, also as exact
-``file:`` URIs (see :mod:`mzpeak_dask.pathtext`)."""
+``file:`` URIs (see :mod:`mzpeak_dask.support.pathtext`)."""
 
 from __future__ import annotations
 
@@ -21,9 +21,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .._version import __version__
-from ..pathtext import text, uri
 from ..read.inspection import describe
-from ..real_paths import RealPaths
+from ..support.pathtext import text, uri
+from ..support.real_paths import RealPaths
 from .state import CONVERTED, FAILED, FIELDS, PENDING, SKIPPED
 
 REPORT_JSON = "batch_report.json"

@@ -21,16 +21,16 @@ from typing import Any
 
 from ..archive.container import Inputs
 from ..archive.staging import sweep
-from ..contracts import ConversionResult, Progress
 from ..convert import convert_many
+from ..encode.contracts import ConversionResult, Progress
 from ..errors import InputError, OutputError, WorkerDiedError
 from ..options import BatchOptions, ClusterOptions, ConvertOptions
 from ..parallel.cluster import cluster_client
 from ..parallel.where import resolve, work_bytes
-from ..pathtext import text
 from ..read.inspection import inspect_output
 from ..read.validate import ERROR, validate
 from ..storage.inputs import check_regular_file, remote_input
+from ..support.pathtext import text
 from ..tables.file_metadata import file_sha256
 from . import report
 from .bounded import map_within

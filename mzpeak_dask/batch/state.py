@@ -3,7 +3,7 @@ ends, so a crash, a kill or a wall-time limit loses nothing that was finished. S
 readable by their owner only (:func:`owner_only`): they name inputs, which may be URLs.
 
 Inputs are known by their absolute path. A path that is not UTF-8 (see
-:mod:`mzpeak_dask.pathtext`) is stored as a BLOB of its exact bytes, other paths as TEXT as
+:mod:`mzpeak_dask.support.pathtext`) is stored as a BLOB of its exact bytes, other paths as TEXT as
 always, so each reads back as the path it was."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from ..pathtext import is_utf8
+from ..support.pathtext import is_utf8
 
 STATE_FILE = "batch_state.sqlite"
 CONVERTED, SKIPPED, FAILED, PENDING = "converted", "skipped", "failed", "pending"

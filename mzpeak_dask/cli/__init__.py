@@ -14,8 +14,8 @@ import traceback
 
 from .._version import __version__
 from ..errors import MzPeakDaskError, OptionsError, OutputBusyError
-from ..pathtext import text
 from ..storage.urls import set_default_options
+from ..support.pathtext import text
 from . import analysis, convert, quantify
 from .args import said, storage_options
 from .checks import refuse_conflicts

@@ -15,7 +15,7 @@ from typing import Any
 from ..errors import OptionsError
 from ..options import ABOVE_0, AnalysisOptions, ClusterOptions, ConvertOptions, ZarrOptions
 from ..parallel.cluster import cluster_client
-from ..pathtext import plural
+from ..support.pathtext import plural
 from .args import GROUP_FLAGS, add_options, analysis_cluster, bounded, command, options
 
 

@@ -293,7 +293,7 @@ def _as_flags(message: str, cls: type) -> str:
 def said(exc: BaseException) -> str:
     """The one line the command prints for ``exc``: its command-line wording when it has one
     (an API error names the API's parameter, the command its flag), passwords hidden."""
-    from ..pathtext import text
+    from ..support.pathtext import text
 
     return text(getattr(exc, "command_line", None) or exc)
 

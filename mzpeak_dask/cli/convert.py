@@ -13,9 +13,9 @@ from typing import Any
 
 from ..errors import MzPeakDaskError, OutputError
 from ..options import BatchOptions, ClusterOptions, ConvertOptions
-from ..pathtext import human_size, plural, redact, text, uri
 from ..storage.keys import shown
 from ..storage.urls import basename, is_url, join, local_path
+from ..support.pathtext import human_size, plural, redact, text, uri
 from .args import GROUP_FLAGS, add_options, command, options, said
 
 EXIT_FAILED = 1

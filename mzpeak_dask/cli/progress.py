@@ -6,7 +6,7 @@ import sys
 import time
 from typing import TextIO
 
-from ..pathtext import text
+from ..support.pathtext import text
 
 
 class ProgressReporter:

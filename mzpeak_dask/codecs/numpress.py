@@ -28,8 +28,8 @@ import math
 
 import numpy as np
 
-from .. import vocabulary as V
 from ..errors import NumpressDecodeError, NumpressEncodeError
+from ..format import vocabulary as V
 
 __all__ = [
     "DECODERS",

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import vocabulary as V
 from ..archive.container import archive_size
+from ..format import vocabulary as V
 from ..read.archive import cached_archive
 from ..read.entity import spectrum_columns
 from ..read.signal import SignalReader

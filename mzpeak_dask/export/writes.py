@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from .. import vocabulary as V
 from ..errors import ArchiveError
+from ..format import vocabulary as V
 from ..read.archive import cached_archive
 from ..zarr_runs.chunks import ZstdCodec
 from ..zarr_runs.store import fill_value

@@ -17,7 +17,7 @@ from types import ModuleType
 
 import pyarrow as pa
 
-from .. import vocabulary as V
+from ..format import vocabulary as V
 from ..options import ConvertOptions
 from . import chunked, point
 from .array_index import ArrayView

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import vocabulary as V
+from ..format import vocabulary as V
 from .schema import SignalColumn, SignalSchema
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from ..arrow_build import from_numpy, mask
+from ..support.arrow_build import from_numpy, mask
 
 Pair = tuple[np.ndarray, np.ndarray | None]  # values, and validity (None: no nulls)
 

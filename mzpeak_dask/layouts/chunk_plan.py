@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import vocabulary as V
 from ..codecs import delta
+from ..format import vocabulary as V
 from ..options import ConvertOptions
 from ..transforms.chunking import chunk_boundaries_of_runs, chunk_bounds
 from .schema import PreparedSignal, SignalSchema

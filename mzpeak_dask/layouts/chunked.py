@@ -23,11 +23,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .. import vocabulary as V
-from ..arrow_build import from_list
 from ..codecs import basic, delta, numpress
 from ..errors import ArchiveError, NumpressEncodeError
+from ..format import vocabulary as V
 from ..options import ConvertOptions
+from ..support.arrow_build import from_list
 from ..transforms.chunking import chunk_bounds
 from ..transforms.null_marking import fill_nulls
 from .array_index import ArrayIndexEntry, ArrayView, field_metadata

@@ -10,9 +10,9 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from .. import vocabulary as V
-from ..arrow_build import from_numpy
+from ..format import vocabulary as V
 from ..options import ConvertOptions
+from ..support.arrow_build import from_numpy
 from .array_index import ArrayIndexEntry, ArrayView, field_metadata
 from .arrow import Pair, to_numpy
 from .schema import PreparedSignal, SignalColumn, SignalSchema

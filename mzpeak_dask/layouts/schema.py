@@ -18,8 +18,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .. import vocabulary as V
-from ..records import SignalArray
+from ..format import vocabulary as V
+from ..model.records import SignalArray
 
 _NAME_CHARS = re.compile(r"[/ .]")
 MAIN_AXIS = {

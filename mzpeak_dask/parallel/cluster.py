@@ -14,8 +14,8 @@ from collections.abc import Iterator
 from typing import Any, ClassVar
 
 from ..errors import ClusterError
-from ..hosts import check_resolves
 from ..options import ClusterOptions
+from ..support.hosts import check_resolves
 from .where import resolve
 from .worker_env import shell_exports, worker_settings
 

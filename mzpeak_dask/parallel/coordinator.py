@@ -30,10 +30,10 @@ from typing import Any
 from ..archive.container import Inputs
 from ..archive.job import RunJob
 from ..archive.staging import remove_held, sweep_outputs
-from ..contracts import ConversionResult, Progress, RunPlan
+from ..encode.contracts import ConversionResult, Progress, RunPlan
 from ..errors import MzPeakDaskError
+from ..model.run_paths import RunPaths
 from ..options import ClusterOptions, ConvertOptions
-from ..run_paths import RunPaths
 from . import handoff, tasks
 from .executors import InlineExecutor, Task, open_executor
 from .failures import Step, describe_failure

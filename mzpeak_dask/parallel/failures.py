@@ -8,10 +8,10 @@ its cause rather than a temporary file; a worker that died each time it ran a ta
 cluster cancelled (a restart) a ``ClusterError``.
 
 The package's own errors (:class:`~mzpeak_dask.errors.MzPeakDaskError`) are built with the
-names the user gave (:class:`~mzpeak_dask.run_paths.RunPaths`: the tasks receive them beside
+names the user gave (:class:`~mzpeak_dask.model.run_paths.RunPaths`: the tasks receive them beside
 the local paths) and pass as they are. Only another library's exception, whose text this
 package does not word, has the run's local paths in it told by those names
-(:meth:`~mzpeak_dask.run_paths.RunPaths.foreign`).
+(:meth:`~mzpeak_dask.model.run_paths.RunPaths.foreign`).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import re
 from concurrent.futures import CancelledError
 
 from ..archive.job import RunJob
-from ..contracts import Partition
+from ..encode.contracts import Partition
 from ..errors import ClusterError, MzPeakDaskError, OutputError, WorkerDiedError
 
 

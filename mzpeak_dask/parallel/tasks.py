@@ -25,18 +25,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .. import vocabulary as V
 from ..archive.container import ARCHIVE_FILE, ARCHIVE_FOLDER
 from ..archive.digest import InputDigest
 from ..archive.parts import write_partition
 from ..archive.staging import Folder
 from ..archive.writer import ArchiveWriter
-from ..contracts import ConversionResult, EncodedPartition, EncodeSpec, Partition, RunPlan
-from ..encode import encode_partition
+from ..encode.contracts import ConversionResult, EncodedPartition, EncodeSpec, Partition, RunPlan
+from ..encode.partition import encode_partition
+from ..encode.plan import plan_run
+from ..format import vocabulary as V
+from ..model.run_paths import RunPaths
 from ..options import ConvertOptions
-from ..partition import plan_run
 from ..readers.base import CHROMATOGRAMS, SPECTRA
-from ..run_paths import RunPaths
 from ..storage.inputs import remote_input
 from . import handoff
 

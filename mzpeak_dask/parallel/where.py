@@ -17,8 +17,8 @@ from pathlib import Path
 
 from ..errors import MzPeakDaskError
 from ..options import ClusterOptions
-from ..pathtext import human_size, plural
 from ..storage.inputs import input_size
+from ..support.pathtext import human_size, plural
 
 CLUSTER_START_SECONDS = 1.0
 INLINE_BYTES_PER_SECOND = 35e6

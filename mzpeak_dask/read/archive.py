@@ -15,10 +15,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .. import vocabulary as V
 from ..archive import index as archive_index
 from ..errors import ArchiveError
-from ..filecache import FileCache
+from ..format import vocabulary as V
+from ..storage.filecache import FileCache
 from ..storage.urls import is_url, local_path
 from ..tables.auxiliary import decode_auxiliary
 from .entity import EntityTables, value

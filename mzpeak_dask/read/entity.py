@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from .. import vocabulary as V
-from ..records import Param
+from ..format import vocabulary as V
+from ..model.records import Param
 from ..tables.params import params_from_rows
 from .metadata import find_column, footer_json, row_params, split_packed
 from .parquet_checks import damaged, open_parquet

@@ -15,7 +15,7 @@ from typing import Any
 
 import pyarrow.compute as pc
 
-from .. import vocabulary as V
+from ..format import vocabulary as V
 from ..tables.file_metadata import file_sha256
 from .archive import open_archive
 from .metadata import find_column

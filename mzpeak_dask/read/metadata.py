@@ -14,9 +14,9 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .. import cv
-from .. import vocabulary as V
-from ..records import Param
+from ..format import cv
+from ..format import vocabulary as V
+from ..model.records import Param
 from ..tables.chromatogram_metadata import CHROMATOGRAM_TYPE
 from ..tables.columns import TermColumn, parse_inflected
 from ..tables.params import params_from_rows

@@ -17,8 +17,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from .. import vocabulary as V
 from ..errors import ArchiveError
+from ..format import vocabulary as V
 from ..layouts import LAYOUTS, stored_layout
 from ..layouts import array_index as array_index_json
 from ..layouts.array_index import group_entries

@@ -13,8 +13,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from .. import vocabulary as V
-from ..records import Param
+from ..format import vocabulary as V
+from ..model.records import Param
 
 _EMPTY = np.zeros(0, dtype=np.float64)
 

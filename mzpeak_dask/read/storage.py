@@ -26,9 +26,9 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from .. import vocabulary as V
 from ..archive import index as archive_index
 from ..errors import ArchiveError
+from ..format import vocabulary as V
 
 _LOCAL_HEADER = struct.Struct("<IHHHHHIIIHH")
 _LOCAL_SIGNATURE = 0x04034B50

@@ -9,8 +9,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .. import vocabulary as V
-from ..pathtext import human_size, plural
+from ..format import vocabulary as V
+from ..support.pathtext import human_size, plural
 from .archive import MzPeakArchive
 from .metadata import find_column
 from .parquet_checks import damaged

@@ -20,10 +20,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from .. import cv
-from .. import vocabulary as V
 from ..archive import index as archive_index
 from ..errors import ArchiveError, MzPeakDaskError
+from ..format import cv
+from ..format import vocabulary as V
 from ..layouts import array_index as array_index_json
 from ..readers.identifiers import DuplicateIds
 from ..storage.urls import is_url, local_path

@@ -1,4 +1,4 @@
-"""Input readers: one module per format, all producing :mod:`mzpeak_dask.records`.
+"""Input readers: one module per format, all producing :mod:`mzpeak_dask.model.records`.
 
 :func:`detect_format` recognises a file by its content; each format class implements the
 :class:`~mzpeak_dask.readers.base.InputFormat` contract (``survey`` on the coordinator,

@@ -15,7 +15,7 @@ from typing import ClassVar
 import numpy as np
 
 from ..errors import InputError, SpectrumDecodeError
-from ..records import ChromatogramRecord, Param, RunMetadata, SpectrumRecord
+from ..model.records import ChromatogramRecord, Param, RunMetadata, SpectrumRecord
 
 SPECTRA = "spectrum"
 CHROMATOGRAMS = "chromatogram"

@@ -1,4 +1,4 @@
-"""Decoding one mzML ``binaryDataArray`` into a :class:`~mzpeak_dask.records.SignalArray`.
+"""Decoding one mzML ``binaryDataArray`` into a :class:`~mzpeak_dask.model.records.SignalArray`.
 
 The mzML parser hands over each array's cvParams and base64 text undecoded; decoding happens
 here, where a failure can be reported with the spectrum it belongs to. MS-Numpress payloads are
@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .. import vocabulary as V
 from ..codecs import numpress
-from ..records import Param, SignalArray
+from ..format import vocabulary as V
+from ..model.records import Param, SignalArray
 from .base import spectrum_error
 from .fast_decoding import base64_or_none, inflated_or_none
 

@@ -18,8 +18,8 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from .. import vocabulary as V
-from ..records import (
+from ..format import vocabulary as V
+from ..model.records import (
     Param,
     PrecursorRecord,
     ScanRecord,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from .. import vocabulary as V
+from ..format import vocabulary as V
 
 
 class DuplicateIds:
@@ -33,7 +33,7 @@ class DuplicateIds:
         self.repeats += repeats
 
     def feed_partition(self, part: object) -> None:
-        """The ids of an :class:`~mzpeak_dask.contracts.EncodedPartition`'s MS spectra."""
+        """The ids of an :class:`~mzpeak_dask.encode.contracts.EncodedPartition`'s MS spectra."""
         spectra = getattr(part, "metadata", {}).get(V.SPECTRUM, {}).get("spectrum")
         if spectra is not None and len(spectra):
             self.feed(spectra.field("id").to_pylist())

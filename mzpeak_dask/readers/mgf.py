@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from .. import vocabulary as V
-from ..records import (
+from ..format import vocabulary as V
+from ..model.records import (
     Param,
     PrecursorRecord,
     RunMetadata,

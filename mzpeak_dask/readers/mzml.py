@@ -14,9 +14,9 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from .. import vocabulary as V
-from ..filecache import per_file
-from ..records import ChromatogramRecord, Param, SpectrumRecord
+from ..format import vocabulary as V
+from ..model.records import ChromatogramRecord, Param, SpectrumRecord
+from ..storage.filecache import per_file
 from ..storage.inputs import sample_spans
 from .base import (
     CHROMATOGRAMS,

@@ -12,7 +12,7 @@ from typing import Any
 
 from lxml import etree
 
-from ..records import Param, RunMetadata
+from ..model.records import Param, RunMetadata
 from .param_values import EXPLICIT_TYPES
 
 _COMPONENT_TYPES = {"source": "ionsource", "analyzer": "analyzer", "detector": "detector"}

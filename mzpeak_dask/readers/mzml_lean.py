@@ -22,7 +22,7 @@ from typing import Any
 from lxml import etree
 
 from ..errors import MzPeakDaskError
-from ..records import (
+from ..model.records import (
     ChromatogramRecord,
     Param,
     PrecursorRecord,

@@ -15,8 +15,8 @@ from collections.abc import Iterator
 from lxml import etree
 from pyteomics import mzml, xml
 
-from .. import cv
-from ..records import ChromatogramRecord, SpectrumRecord
+from ..format import cv
+from ..model.records import ChromatogramRecord, SpectrumRecord
 from .base import CHROMATOGRAMS, input_error
 from .binary import FetchExternal, RawArray, decode_arrays
 from .param_values import EXPLICIT_TYPES

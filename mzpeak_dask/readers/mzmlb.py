@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .. import vocabulary as V
-from ..filecache import per_file
-from ..records import ChromatogramRecord, Param, SpectrumRecord
+from ..format import vocabulary as V
+from ..model.records import ChromatogramRecord, Param, SpectrumRecord
+from ..storage.filecache import per_file
 from ..storage.inputs import range_file, remote_input
 from .base import CHROMATOGRAMS, SPECTRA, InputFormat, ItemRange, Survey, input_error
 from .bytesource import ByteSource

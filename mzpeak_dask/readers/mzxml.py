@@ -17,9 +17,9 @@ from typing import Any
 import numpy as np
 from lxml import etree
 
-from .. import cv
-from .. import vocabulary as V
-from ..records import (
+from ..format import cv
+from ..format import vocabulary as V
+from ..model.records import (
     Param,
     PrecursorRecord,
     RunMetadata,

@@ -21,8 +21,8 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from ..filecache import per_file
-from ..records import SpectrumRecord
+from ..model.records import SpectrumRecord
+from ..storage.filecache import per_file
 from .base import SPECTRA, ItemRange, Survey, input_error, spectrum_error
 from .bytesource import ByteSource, read_bytes
 from .mzml import _points_at

@@ -20,7 +20,7 @@ from typing import Any
 from lxml import etree
 
 from ..errors import MzPeakDaskError
-from ..records import SpectrumRecord
+from ..model.records import SpectrumRecord
 from .base import input_error, spectrum_error
 from .binary import BinaryDecodeError
 from .mzxml_peaks import decode_peaks

@@ -24,8 +24,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .. import cv
-from ..records import Value
+from ..format import cv
+from ..model.records import Value
 
 _XSD: dict[str, Callable[[str], Any]] = {}
 for _kind, _names in (

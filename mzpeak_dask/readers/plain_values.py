@@ -9,8 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from .. import vocabulary as V
-from ..records import Param, SelectedIonRecord, SignalArray, Value
+from ..format import vocabulary as V
+from ..model.records import Param, SelectedIonRecord, SignalArray, Value
 
 
 def plain(value: Any) -> Value:

@@ -2,14 +2,14 @@
 
 pyteomics flattens cvParams into ``{name: value}`` where the key is a ``cvstr`` carrying
 ``accession`` and ``unit_accession``; repeated params become lists. Plain ``str`` keys are XML
-attributes. These helpers turn such dicts back into :class:`~mzpeak_dask.records.Param` lists.
+attributes. These helpers turn such dicts back into :class:`~mzpeak_dask.model.records.Param` lists.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..records import Param, PrecursorRecord, ScanRecord, SelectedIonRecord
+from ..model.records import Param, PrecursorRecord, ScanRecord, SelectedIonRecord
 from .plain_values import plain
 
 

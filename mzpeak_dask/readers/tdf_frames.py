@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ExtraMissingError, InputError
-from ..filecache import per_file
+from ..storage.filecache import per_file
 from .tdf_tables import MS1_SPECTRUM, TDF, TDF_BIN, TdfTables, read_tables
 
 INSTALL = "pip install 'mzpeak-dask[bruker]'"

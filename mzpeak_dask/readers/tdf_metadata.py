@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from ..records import Param, RunMetadata
+from ..model.records import Param, RunMetadata
 from .tdf_tables import DDA_SPECTRUM, DIA_SPECTRUM, MS1_SPECTRUM, TDF, TDF_BIN, TdfTables
 
 BRUKER_TDF_FORMAT = "MS:1002817"

@@ -13,9 +13,9 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
-from .. import vocabulary as V
 from ..errors import MzPeakDaskError
-from ..records import ChromatogramRecord, Param, RunMetadata, SpectrumRecord
+from ..format import vocabulary as V
+from ..model.records import ChromatogramRecord, Param, RunMetadata, SpectrumRecord
 from . import thermo_terms as T
 from .base import CHROMATOGRAMS, InputFormat, ItemRange, Survey, input_error, spectrum_error
 from .thermo_runtime import dotnet_error, open_raw, runtime

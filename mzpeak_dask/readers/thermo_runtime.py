@@ -5,7 +5,7 @@ Loading puts a .NET runtime (Mono, with threads of its own) into the process, so
 imports fisher-py or pythonnet at module level: the coordinator of a conversion on a cluster
 never loads it (it only sniffs the file's signature); the spawned Dask workers that survey and
 read the file do, once each, and so does the process of an inline conversion. A process loads
-a file once (Thermo's thread manager, kept in a :class:`~mzpeak_dask.filecache.FileCache`)
+a file once (Thermo's thread manager, kept in a :class:`~mzpeak_dask.storage.filecache.FileCache`)
 and each of its threads reads it through an accessor of its own (:func:`open_raw`): one
 accessor is not safe to share between threads.
 
@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ExtraMissingError, InputError
-from ..filecache import per_file
+from ..storage.filecache import per_file
 
 EXTRA_HINT = "pip install 'mzpeak-dask[thermo]'"
 MONO_HINT = "apt-get install mono-runtime libmonosgen-2.0-1 mono-devel"

@@ -1,7 +1,7 @@
-"""One Thermo scan as a :class:`~mzpeak_dask.records.SpectrumRecord`, with the params msconvert
-writes for the same scan where the PSI-MS vocabulary has a term (docs/archive.md, "Thermo
-.raw", lists the mapping): MS level, spectrum type, polarity, representation, TIC, base peak,
-observed m/z range; scan start time, filter string, ion injection time, scan window; the
+"""One Thermo scan as a :class:`~mzpeak_dask.model.records.SpectrumRecord`, with the params
+msconvert writes for the same scan where the PSI-MS vocabulary has a term (docs/archive.md,
+"Thermo .raw", lists the mapping): MS level, spectrum type, polarity, representation, TIC, base
+peak, observed m/z range; scan start time, filter string, ion injection time, scan window; the
 precursor's isolation window, selected ion (m/z, charge) and activation (method, energy).
 
 The data are the scan as stored (profile or centroid, Thermo's "segmented scan"), or its
@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from .. import vocabulary as V
-from ..records import Param, PrecursorRecord, ScanRecord, SignalArray, SpectrumRecord
+from ..format import vocabulary as V
+from ..model.records import Param, PrecursorRecord, ScanRecord, SignalArray, SpectrumRecord
 from . import thermo_terms as T
 from .plain_values import selected_ion, signal_arrays, spectrum_params
 from .thermo_runtime import numbers

@@ -10,8 +10,8 @@ from __future__ import annotations
 import gzip
 from functools import cache
 
-from ..cv import _vendored
-from ..records import Param
+from ..format.cv import _vendored
+from ..model.records import Param
 
 THERMO_RAW_FORMAT = Param("Thermo RAW format", "MS:1000563")
 THERMO_NATIVE_ID = Param("Thermo nativeID format", "MS:1000768")

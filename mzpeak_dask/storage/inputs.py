@@ -3,7 +3,7 @@ on a web server is surveyed and read by byte ranges, by whichever process needs 
 survey where the run is planned, each partition's bytes on the worker that parses it), never
 copied whole.
 
-A job keeps a local path for its input (:mod:`mzpeak_dask.staged`): for an input read by
+A job keeps a local path for its input (:mod:`mzpeak_dask.transfer.staged`): for an input read by
 ranges nothing is written at that path, only the origin marker beside it
 (:mod:`.origins`), which names the URL. :func:`remote_input` turns such a path back into its
 URL; the readers, the input's size and its SHA-256 then read the object.

@@ -1,11 +1,11 @@
 """Where a staged input came from.
 
-An input URL is converted from a local copy (see :mod:`mzpeak_dask.staged`); the archive must
-still name the object it was converted from as its source file's location, not the staging
-folder, which is gone once the conversion ends. The download leaves the URL in a small file
-beside the copy (``NAME.mzpeak-dask-origin``, never taken for an input: no MS data suffix), and
-whoever writes the archive's file-level metadata, on the coordinator or on a worker, reads it
-back from the copy's path.
+An input URL is converted from a local copy (see :mod:`mzpeak_dask.transfer.staged`); the
+archive must still name the object it was converted from as its source file's location, not the
+staging folder, which is gone once the conversion ends. The download leaves the URL in a small
+file beside the copy (``NAME.mzpeak-dask-origin``, never taken for an input: no MS data
+suffix), and whoever writes the archive's file-level metadata, on the coordinator or on a
+worker, reads it back from the copy's path.
 """
 
 from __future__ import annotations

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import MzPeakDaskError
-from ..locks import HeldLock, owner_note, try_lock
+from ..support.locks import HeldLock, owner_note, try_lock
 from .urls import filesystem, scheme
 
 log = logging.getLogger(__name__)

@@ -22,7 +22,7 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from ..errors import ExtraMissingError, StorageError
-from ..pathtext import redact
+from ..support.pathtext import redact
 from .deadline import bounded
 
 # scheme -> (the optional extra that installs its client, the client's module)

@@ -14,11 +14,11 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from .. import vocabulary as V
-from ..arrow_build import from_list, from_numpy
 from ..codecs import numpress
 from ..errors import ArchiveError
-from ..records import Param, SignalArray
+from ..format import vocabulary as V
+from ..model.records import Param, SignalArray
+from ..support.arrow_build import from_list, from_numpy
 from .params import PARAM_LIST_TYPE, PARAM_TYPE, param_from_row, param_row, params_from_rows
 
 AUXILIARY_TYPE = pa.struct(

@@ -6,7 +6,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..arrow_build import from_list
+from ..support.arrow_build import from_list
 
 
 class StructBuilder:

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
-from .. import vocabulary as V
-from ..records import ChromatogramRecord
+from ..format import vocabulary as V
+from ..model.records import ChromatogramRecord
 from .auxiliary import AUXILIARY_LIST_TYPE, auxiliary_column
 from .builder import StructBuilder
 from .columns import TermColumn, promote

@@ -20,7 +20,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..records import Param
+from ..model.records import Param
 
 _NON_WORD = re.compile(r"[^A-Za-z0-9_-]")
 

@@ -10,12 +10,12 @@ import os
 from pathlib import Path
 from typing import Any
 
-from .. import vocabulary as V
 from .._version import __version__
-from ..pathtext import redact, text
-from ..records import Param, RunMetadata
+from ..format import vocabulary as V
+from ..model.records import Param, RunMetadata
 from ..storage.inputs import remote_input, url_sha256
 from ..storage.origins import origin_folder, origin_of
+from ..support.pathtext import redact, text
 
 SOFTWARE_ID = "mzpeak_dask"
 PROCESSING_ID = "mzpeak_dask_conversion"

@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from ..arrow_build import from_list, from_numpy
-from ..records import Param
+from ..model.records import Param
+from ..support.arrow_build import from_list, from_numpy
 
 VALUE_TYPE = pa.struct(
     [

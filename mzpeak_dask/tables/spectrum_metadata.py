@@ -12,9 +12,9 @@ from typing import Any
 
 import pyarrow as pa
 
-from .. import vocabulary as V
-from ..arrow_build import from_list
-from ..records import Param, PrecursorRecord, ScanRecord, SpectrumRecord
+from ..format import vocabulary as V
+from ..model.records import Param, PrecursorRecord, ScanRecord, SpectrumRecord
+from ..support.arrow_build import from_list
 from .auxiliary import AUXILIARY_LIST_TYPE, auxiliary_column
 from .builder import StructBuilder
 from .columns import TermColumn, ValueColumn, fields, promote

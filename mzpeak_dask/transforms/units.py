@@ -14,8 +14,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from .. import vocabulary as V
-from ..records import SignalArray
+from ..format import vocabulary as V
+from ..model.records import SignalArray
 
 __all__ = ["in_minutes"]
 

@@ -39,8 +39,8 @@ import numpy as np
 import zstandard
 
 from ..errors import ZarrStoreError
-from ..filecache import per_file
 from ..storage.deadline import StorageDeadlineError, deadline
+from ..storage.filecache import per_file
 from ..storage.urls import is_url
 from .locations import describe, open_options
 

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 import zarr
 
-from ..filecache import per_file
+from ..storage.filecache import per_file
 from .chunks import ChunkFiles, ZstdCodec, chunk_files
 from .locations import open_options
 

@@ -16,9 +16,9 @@ import pytest
 from mzpeak_dask import ConvertOptions, convert, layouts
 from mzpeak_dask.archive.parquet import data_writer_properties
 from mzpeak_dask.archive.parts import write_partition
-from mzpeak_dask.encode import encode_partition
+from mzpeak_dask.encode.partition import encode_partition
+from mzpeak_dask.encode.plan import plan_run
 from mzpeak_dask.parquet_stitch import read_footer
-from mzpeak_dask.partition import plan_run
 
 from ..conftest import DATA, INLINE
 from ..helpers.archives import offsets_after

@@ -65,9 +65,9 @@ def measure(source: Path, rounds: int = ROUNDS) -> dict:
     """One process, then two, ``rounds`` times over (after one pair not measured): their
     seconds and ratios."""
     from mzpeak_dask import ConvertOptions
+    from mzpeak_dask.encode.plan import plan_run
     from mzpeak_dask.parallel.tasks import planned_offsets
     from mzpeak_dask.parallel.worker_env import WORKER_ENVIRON
-    from mzpeak_dask.partition import plan_run
 
     folder = workdir() / "bare-partitions"
     shutil.rmtree(folder, ignore_errors=True)

@@ -19,9 +19,9 @@ import time
 import numpy as np
 
 from mzpeak_dask import ClusterOptions, ConvertOptions, convert, layouts, open_archive
-from mzpeak_dask import vocabulary as V
-from mzpeak_dask.encode import prepare_signal
-from mzpeak_dask.partition import plan_run
+from mzpeak_dask.encode.partition import prepare_signal
+from mzpeak_dask.encode.plan import plan_run
+from mzpeak_dask.format import vocabulary as V
 from mzpeak_dask.readers import FORMATS
 
 from ..helpers.real_runs import PROFILE_RUNS

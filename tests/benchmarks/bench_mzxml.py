@@ -68,7 +68,7 @@ def cold_convert(source: Path, output: Path, *flags: str) -> tuple[float, str]:
 def tenths(path: Path) -> tuple[float, float, int]:
     """Seconds a scan of the lean reader over the first and the last tenth of the scans (the
     median of three reads each, alternated), and the scans a tenth holds."""
-    from mzpeak_dask.partition import item_range
+    from mzpeak_dask.encode.plan import item_range
     from mzpeak_dask.readers import SPECTRA
     from mzpeak_dask.readers.mzxml import MzXMLFormat
 
@@ -96,7 +96,7 @@ def run(source: str, workers: int) -> dict:
     from mzpeak_dask.parallel.cluster import cluster_client
 
     with cluster_client(ClusterOptions(workers=workers, dashboard=False)) as client:
-        client.run(lambda: __import__("mzpeak_dask.cv").cv.psi_ms() and None)
+        client.run(lambda: __import__("mzpeak_dask.format.cv").cv.psi_ms() and None)
         client.run(lambda: __import__("mzpeak_dask.readers.mzxml") and None)
         start = time.perf_counter()
         result = convert(

@@ -1,5 +1,5 @@
 """The setting a process that encodes partitions makes, measured against its absence side by
-side in this one run: glibc's heap keeping freed blocks (:mod:`mzpeak_dask.heap`). (The
+side in this one run: glibc's heap keeping freed blocks (:mod:`mzpeak_dask.support.heap`). (The
 garbage collector paused during each encode was measured here too, at 0.94x the defaults on
 2026-11-28, and removed.)
 
@@ -43,8 +43,8 @@ def encode_all(plan_path: str, heap: bool = True) -> float:
     """In this (fresh) process: the CPU seconds of one pass over every partition."""
     import pickle
 
-    from mzpeak_dask import heap as heap_module
     from mzpeak_dask.parallel.tasks import planned_offsets, write_partition_file
+    from mzpeak_dask.support import heap as heap_module
 
     if not heap:
         heap_module._kept = False  # as if glibc had refused the settings
@@ -84,7 +84,7 @@ def main() -> None:
     import pickle
 
     from mzpeak_dask import ConvertOptions
-    from mzpeak_dask.partition import plan_run
+    from mzpeak_dask.encode.plan import plan_run
 
     rounds = int(sys.argv[1]) if len(sys.argv) > 1 else ROUNDS
     print(f"machine: {machine()}")

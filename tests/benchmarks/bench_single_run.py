@@ -54,16 +54,16 @@ import pyarrow.parquet as pq
 from pyteomics import mzml
 
 from mzpeak_dask import ClusterOptions, ConvertOptions, convert, open_archive
-from mzpeak_dask import vocabulary as V
 from mzpeak_dask.archive.parquet import data_writer_properties
-from mzpeak_dask.contracts import EncodedPartition
-from mzpeak_dask.encode import _encode_spectra
-from mzpeak_dask.heap import keep_freed_blocks
+from mzpeak_dask.encode.contracts import EncodedPartition
+from mzpeak_dask.encode.partition import _encode_spectra
+from mzpeak_dask.encode.plan import plan_run
+from mzpeak_dask.format import vocabulary as V
 from mzpeak_dask.layouts import layout_of
 from mzpeak_dask.parallel.cluster import cluster_client
-from mzpeak_dask.partition import plan_run
 from mzpeak_dask.readers import FORMATS, SPECTRA, MzMLFormat
 from mzpeak_dask.readers.base import ItemRange
+from mzpeak_dask.support.heap import keep_freed_blocks
 
 from .common import DATA, ROOT, machine, median_ms, replicated, timed, workdir
 
@@ -151,7 +151,7 @@ import mzpeak_dask.cli
 from mzpeak_dask.archive.job import RunJob
 from mzpeak_dask.options import ConvertOptions
 from mzpeak_dask.parallel import tasks
-from mzpeak_dask.run_paths import RunPaths
+from mzpeak_dask.model.run_paths import RunPaths
 if __name__ == "__main__":
     options, wait = ConvertOptions(overwrite=True), 600
     job = RunJob(RunPaths.of(sys.argv[1], sys.argv[2]), options)

@@ -13,10 +13,10 @@ import time
 from collections import defaultdict
 from contextlib import contextmanager
 
-from mzpeak_dask import staged
 from mzpeak_dask.archive import digest
 from mzpeak_dask.parallel import tasks
 from mzpeak_dask.storage import streaming
+from mzpeak_dask.transfer import staged
 
 from ..helpers.servers import cpu_seconds
 

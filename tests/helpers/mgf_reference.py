@@ -13,10 +13,10 @@ from typing import Any
 import numpy as np
 from pyteomics import mgf
 
-from mzpeak_dask import vocabulary as V
+from mzpeak_dask.format import vocabulary as V
+from mzpeak_dask.model.records import SpectrumRecord
 from mzpeak_dask.readers import ItemRange
 from mzpeak_dask.readers.mgf import MGFFormat
-from mzpeak_dask.records import SpectrumRecord
 
 _HANDLED = {"title", "pepmass", "charge", "rtinseconds", "mslevel"}
 

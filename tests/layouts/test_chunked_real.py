@@ -10,8 +10,8 @@ import pyarrow.compute as pc
 import pytest
 
 from mzpeak_dask import ConvertOptions, convert, open_archive
-from mzpeak_dask import vocabulary as V
 from mzpeak_dask.codecs import numpress
+from mzpeak_dask.format import vocabulary as V
 
 from ..conftest import DATA, INLINE
 from ..helpers.real_runs import PROFILE_RUNS

@@ -14,13 +14,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mzpeak_dask import ConvertOptions, layouts, options
-from mzpeak_dask import vocabulary as V
 from mzpeak_dask.archive.assembler import DataMember
-from mzpeak_dask.encode import prepare_signal
+from mzpeak_dask.encode.partition import prepare_signal
+from mzpeak_dask.format import vocabulary as V
 from mzpeak_dask.layouts.array_index import group_entries
 from mzpeak_dask.layouts.schema import SignalSchema
+from mzpeak_dask.model.records import SignalArray
 from mzpeak_dask.read.signal import SignalReader
-from mzpeak_dask.records import SignalArray
 from mzpeak_dask.transforms.null_marking import fill_nulls
 
 

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from mzpeak_dask import ClusterOptions, ConvertOptions
+from mzpeak_dask.model.run_paths import RunPaths
 from mzpeak_dask.parallel.coordinator import Coordinator
 from mzpeak_dask.parallel.executors import InlineExecutor
-from mzpeak_dask.run_paths import RunPaths
 
 from ..conftest import BUNDLED
 from ..helpers.replicate import replicate

@@ -16,13 +16,13 @@ import pytest
 from mzpeak_dask import ConvertOptions
 from mzpeak_dask.archive.parquet import data_writer_properties
 from mzpeak_dask.archive.parts import write_partition
-from mzpeak_dask.contracts import PEAKS
-from mzpeak_dask.encode import encode_partition
+from mzpeak_dask.encode.contracts import PEAKS
+from mzpeak_dask.encode.partition import encode_partition
+from mzpeak_dask.encode.plan import plan_run
 from mzpeak_dask.parquet_stitch import ThriftError, dumps, read_footer, stitch
 from mzpeak_dask.parquet_stitch.splice import Splicer, split_part
 from mzpeak_dask.parquet_stitch.stitch import FMD_ROW_GROUPS, RG_ORDINAL
 from mzpeak_dask.parquet_stitch.thrift_compact import I16
-from mzpeak_dask.partition import plan_run
 
 from ..archive.test_parts import RUNS
 from ..helpers.archives import offsets_after

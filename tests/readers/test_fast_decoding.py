@@ -13,7 +13,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from mzpeak_dask import vocabulary as V
+from mzpeak_dask.format import vocabulary as V
 from mzpeak_dask.readers import fast_decoding
 from mzpeak_dask.readers.binary import BinaryDecodeError, b64decode, decode_bytes
 from mzpeak_dask.readers.fast_decoding import available, base64_or_none, inflated_or_none

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from mzpeak_dask import SpectrumDecodeError, convert
-from mzpeak_dask import vocabulary as V
+from mzpeak_dask.format import vocabulary as V
 from mzpeak_dask.readers.binary import (
     MAX_ARRAY_VALUES,
     BinaryDecodeError,

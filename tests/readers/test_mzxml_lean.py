@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from pyteomics import mzxml
 
-from mzpeak_dask.partition import item_range
+from mzpeak_dask.encode.plan import item_range
 from mzpeak_dask.readers.base import SPECTRA
 from mzpeak_dask.readers.mzxml import MzXMLFormat, _spectrum
 

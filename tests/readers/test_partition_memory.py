@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from mzpeak_dask.encode.plan import plan_run
 from mzpeak_dask.options import ConvertOptions
-from mzpeak_dask.partition import plan_run
 from mzpeak_dask.readers import FORMATS
 
 from ..conftest import DATA

@@ -4,7 +4,7 @@ against psims' own parse of it)."""
 
 from __future__ import annotations
 
-from mzpeak_dask import cv
+from mzpeak_dask.format import cv
 from mzpeak_dask.readers import thermo_terms as T
 
 

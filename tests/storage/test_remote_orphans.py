@@ -211,7 +211,7 @@ def once_a_folder_is_in(process: subprocess.Popen, folder: Path, within: float =
 HOLD = """
 import os, signal, sys
 from mzpeak_dask import ConvertOptions
-from mzpeak_dask.staged import StagedJobs
+from mzpeak_dask.transfer.staged import StagedJobs
 with StagedJobs([(sys.argv[1], sys.argv[2])], ConvertOptions()) as jobs:
     print(jobs.folder, flush=True)
     sys.stdin.readline()  # until told to die

@@ -9,8 +9,8 @@ from collections import Counter
 
 import numpy as np
 
+from mzpeak_dask.encode.plan import plan_run
 from mzpeak_dask.options import ConvertOptions
-from mzpeak_dask.partition import plan_run
 from mzpeak_dask.storage.origins import mark_origin
 
 from ..conftest import BUNDLED

@@ -14,9 +14,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from mzpeak_dask.model.records import Param
 from mzpeak_dask.readers import SPECTRA, MzMLFormat
 from mzpeak_dask.readers.base import ItemRange
-from mzpeak_dask.records import Param
 from mzpeak_dask.tables.params import (
     PARAM_LIST_TYPE,
     ParamLists,

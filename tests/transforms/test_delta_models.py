@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mzpeak_dask import vocabulary as V
+from mzpeak_dask.format import vocabulary as V
 from mzpeak_dask.readers import SPECTRA, MzMLFormat
 from mzpeak_dask.readers.base import ItemRange
 from mzpeak_dask.transforms import delta_models

@@ -13,12 +13,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mzpeak_dask import ConvertOptions
-from mzpeak_dask import vocabulary as V
-from mzpeak_dask.encode import prepare_signal, prepare_signals
+from mzpeak_dask.encode.partition import prepare_signal, prepare_signals
+from mzpeak_dask.format import vocabulary as V
 from mzpeak_dask.layouts.schema import PreparedSignal, SignalSchema
+from mzpeak_dask.model.records import SignalArray
 from mzpeak_dask.readers import SPECTRA, MzMLFormat
 from mzpeak_dask.readers.base import ItemRange
-from mzpeak_dask.records import SignalArray
 from mzpeak_dask.transforms.null_marking import null_pair_mask, verified_null_mask
 from mzpeak_dask.transforms.null_masks import null_pair_masks, verified_null_masks
 from mzpeak_dask.transforms.sorting import is_sorted, runs_sorted

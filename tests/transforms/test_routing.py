@@ -12,10 +12,10 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mzpeak_dask import vocabulary as V
-from mzpeak_dask.encode import Routes, _castable, route_arrays
+from mzpeak_dask.encode.partition import Routes, _castable, route_arrays
+from mzpeak_dask.format import vocabulary as V
 from mzpeak_dask.layouts.schema import SignalSchema, array_key
-from mzpeak_dask.records import SignalArray
+from mzpeak_dask.model.records import SignalArray
 
 KINDS = [
     (V.MZ_ARRAY, "m/z array", V.UNIT_MZ),

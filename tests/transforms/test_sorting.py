@@ -9,10 +9,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mzpeak_dask import ConvertOptions
-from mzpeak_dask import vocabulary as V
-from mzpeak_dask.encode import prepare_signal
+from mzpeak_dask.encode.partition import prepare_signal
+from mzpeak_dask.format import vocabulary as V
 from mzpeak_dask.layouts.schema import SignalSchema
-from mzpeak_dask.records import SignalArray
+from mzpeak_dask.model.records import SignalArray
 from mzpeak_dask.transforms.sorting import is_sorted, sort_order
 
 

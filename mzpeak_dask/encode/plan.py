@@ -16,11 +16,11 @@ from pathlib import Path
 
 import numpy as np
 
-from . import vocabulary as V
-from .contracts import PEAKS, EncodeSpec, Partition, RunPlan
-from .layouts.schema import SignalSchema
-from .options import ConvertOptions
-from .readers import (
+from ..format import vocabulary as V
+from ..layouts.schema import SignalSchema
+from ..model.records import SignalArray
+from ..options import ConvertOptions
+from ..readers import (
     CHROMATOGRAMS,
     SPECTRA,
     InputFormat,
@@ -29,11 +29,11 @@ from .readers import (
     decompress_to,
     detect_format,
 )
-from .readers.base import sample_positions
-from .records import SignalArray
-from .storage.inputs import ranges_ahead, remote_input, sample_spans, surveying
-from .storage.urls import is_url
-from .transforms.units import in_minutes
+from ..readers.base import sample_positions
+from ..storage.inputs import ranges_ahead, remote_input, sample_spans, surveying
+from ..storage.urls import is_url
+from ..transforms.units import in_minutes
+from .contracts import PEAKS, EncodeSpec, Partition, RunPlan
 
 EVEN_UP_TO = 8  # a run's partition count is rounded up to a multiple of 2, 4 or 8
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from . import vocabulary as V
+from ..format import vocabulary as V
 
 Value = int | float | str | bool | None
 

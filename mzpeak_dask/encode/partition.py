@@ -14,23 +14,23 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pyarrow as pa
 
-from . import vocabulary as V
+from ..errors import InputError, NumpressEncodeError
+from ..format import vocabulary as V
+from ..layouts import layout_of, point
+from ..layouts.schema import PreparedSignal, SignalColumn, SignalSchema, array_key
+from ..model.records import ChromatogramRecord, SignalArray, SpectrumRecord
+from ..options import ConvertOptions
+from ..readers import CHROMATOGRAMS, FORMATS
+from ..support.heap import keep_freed_blocks
+from ..tables.chromatogram_metadata import ChromatogramTables
+from ..tables.spectrum_metadata import SpectrumTables
+from ..transforms.null_marking import fit_delta_model, verified_null_mask
+from ..transforms.peak_picking import pick_peaks
+from ..transforms.sorting import is_sorted, sort_order
+from ..transforms.units import in_minutes
+from ..transforms.zero_runs import zero_run_keep_mask
 from .contracts import PEAKS, EncodedPartition, EncodeSpec, Partition
-from .errors import InputError, NumpressEncodeError
-from .heap import keep_freed_blocks
-from .layouts import layout_of, point
-from .layouts.schema import PreparedSignal, SignalColumn, SignalSchema, array_key
-from .options import ConvertOptions
 from .prepared import prepared_together
-from .readers import CHROMATOGRAMS, FORMATS
-from .records import ChromatogramRecord, SignalArray, SpectrumRecord
-from .tables.chromatogram_metadata import ChromatogramTables
-from .tables.spectrum_metadata import SpectrumTables
-from .transforms.null_marking import fit_delta_model, verified_null_mask
-from .transforms.peak_picking import pick_peaks
-from .transforms.sorting import is_sorted, sort_order
-from .transforms.units import in_minutes
-from .transforms.zero_runs import zero_run_keep_mask
 
 
 def _castable(values: np.ndarray, dtype: np.dtype) -> np.ndarray | None:
@@ -218,7 +218,7 @@ def prepare_signals(
 ) -> list[tuple[PreparedSignal, list[SignalArray]]]:
     """:func:`prepare_signal` of many items ``(index, arrays, profile)``, bit for bit, with the
     work done once over the arrays concatenated once: the spacing models, zero-run stripping,
-    null marking and the order check (:func:`~mzpeak_dask.prepared.prepared_together`)."""
+    null marking and the order check (:func:`~mzpeak_dask.encode.prepared.prepared_together`)."""
     routes = Routes.of(schema)
     routed = [_routed(schema, arrays, options, None, routes) for _, arrays, _ in items]
     fitted = [
@@ -338,7 +338,7 @@ def _store(
 
 def encode_partition(partition: Partition, spec: EncodeSpec) -> EncodedPartition:
     """Read and encode one partition (runs on a worker), the process's heap keeping the blocks
-    the partition frees for the next (:mod:`~mzpeak_dask.heap`)."""
+    the partition frees for the next (:mod:`~mzpeak_dask.support.heap`)."""
     keep_freed_blocks()
     return _read_and_encode(partition, spec)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import socket
 from urllib.parse import urlsplit
 
-from .errors import ClusterError
+from ..errors import ClusterError
 
 
 def check_resolves(address: str) -> None:

@@ -1,20 +1,20 @@
 """The signals of a partition's items prepared together: the data columns of items that share
 them are concatenated, and zero-run stripping, null marking (profile items) and the order check
 run once over the concatenation (:mod:`~mzpeak_dask.transforms.runs`), giving every item the
-signal :func:`~mzpeak_dask.encode.prepare_signal` gives it alone, bit for bit."""
+signal :func:`~mzpeak_dask.encode.partition.prepare_signal` gives it alone, bit for bit."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from .layouts.schema import PreparedSignal, SignalSchema
-from .options import ConvertOptions
-from .records import SignalArray
-from .transforms.delta_models import concatenated_weights, fit_concatenated
-from .transforms.null_masks import verified_null_masks
-from .transforms.runs import owners, run_any, split_runs
-from .transforms.sorting import runs_sorted
-from .transforms.zero_runs import zero_run_keep_masks
+from ..layouts.schema import PreparedSignal, SignalSchema
+from ..model.records import SignalArray
+from ..options import ConvertOptions
+from ..transforms.delta_models import concatenated_weights, fit_concatenated
+from ..transforms.null_masks import verified_null_masks
+from ..transforms.runs import owners, run_any, split_runs
+from ..transforms.sorting import runs_sorted
+from ..transforms.zero_runs import zero_run_keep_masks
 
 __all__ = ["prepared_together", "strip_and_mark"]
 

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from .storage.urls import is_url
+from .urls import is_url
 
 
 class FileCache[T]:

@@ -31,25 +31,25 @@ from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from pathlib import Path
 
-from .archive.staging import Staging, sweep
-from .contracts import ConversionResult
-from .errors import (
+from ..archive.staging import Staging, sweep
+from ..encode.contracts import ConversionResult
+from ..errors import (
     InputError,
     MzPeakDaskError,
     OptionsError,
     OutputExistsError,
     StorageError,
 )
-from .readers import compression_of, detect_format
-from .run_paths import RunPaths
-from .storage.failures import cause
-from .storage.inputs import RANGE_FORMATS, sizes_held
-from .storage.origins import mark_origin
-from .storage.owned import abort_dead
-from .storage.probe import bucket_of, exists, probe_output
-from .storage.streaming import GrowingUpload, follow, unfollow
-from .storage.uploads import upload_file
-from .storage.urls import basename, filesystem, is_url, local_path
+from ..model.run_paths import RunPaths
+from ..readers import compression_of, detect_format
+from ..storage.failures import cause
+from ..storage.inputs import RANGE_FORMATS, sizes_held
+from ..storage.origins import mark_origin
+from ..storage.owned import abort_dead
+from ..storage.probe import bucket_of, exists, probe_output
+from ..storage.streaming import GrowingUpload, follow, unfollow
+from ..storage.uploads import upload_file
+from ..storage.urls import basename, filesystem, is_url, local_path
 
 log = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """The format's own words: CV accessions, buffer formats, entity types, data kinds.
 
 Names follow ``../shared/docs/mzpeak-format.md`` verbatim. Everything here is a constant; the
-offline CV lookups (accession <-> term name) live in :mod:`mzpeak_dask.cv`.
+offline CV lookups (accession <-> term name) live in :mod:`mzpeak_dask.format.cv`.
 """
 
 from __future__ import annotations

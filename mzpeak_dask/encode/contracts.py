@@ -21,9 +21,9 @@ from typing import Any
 
 import pyarrow as pa
 
-from .layouts.schema import SignalSchema
-from .options import ConvertOptions
-from .readers.base import SHA256_HINT, InputFormat, ItemRange, Survey
+from ..layouts.schema import SignalSchema
+from ..options import ConvertOptions
+from ..readers.base import SHA256_HINT, InputFormat, ItemRange, Survey
 
 PEAKS = "peaks"  # key of the spectra_peaks columns in EncodeSpec.schemas
 

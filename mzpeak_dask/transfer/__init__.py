@@ -1,0 +1,2 @@
+"""URL inputs and outputs of a conversion: read by ranges or staged locally, uploaded
+atomically."""
