@@ -1,13 +1,14 @@
 """Targeted quantification across many runs: a MINT target list integrated in every run into
 one table, as Dask work.
 
-Per run and MS level of the targets, the spectra of that level inside some target's RT window
-are selected; their points are read in pieces (blocks of spectra of an archive, batches of
-whole spectra of a Zarr store: :meth:`~mzpeak_dask.analysis.source.Run.point_parts`), each
-piece given the targets whose RT window meets its spectra, so a chunked archive or a Zarr
-store reads only the chunks that can hold one of them. A piece hands back its (target, point)
-pairs; one task per run and level turns them into the run's figures, so only one row per
-target leaves the workers.
+The targets of each MS level are sorted by ``rt_min`` once and put in the graph once (one
+key, shared by every task of every run). A run's targets are cut into pieces: those whose RT
+window starts among the same ``GROUP_SPECTRA`` spectra of the run. One task per piece reads
+the spectra of its targets' windows block by block (a reader of
+:meth:`~mzpeak_dask.analysis.source.Run.point_readers`), each block pruned to the m/z windows
+of the targets whose RT window meets it, keeps the (target, point) pairs it finds and hands
+back its targets' figures: nothing else crosses between processes. A piece of a few thousand
+spectra keeps the spectra read twice (by two pieces whose windows overlap) few.
 
 The result is one row per (run, target) with the columns of :data:`COLUMNS`; the runs that
 could not be read are listed, one line each, in ``result.attrs["failed"]`` (their rows are
@@ -197,8 +198,9 @@ def quantify(
     spectrum of the window has none; ``apex_time`` and ``apex_intensity``: its maximum;
     ``spectra``: the spectra in the window). A target's points are the points of its MS level's
     spectra with ``rt_min <= time <= rt_max``, ``|m/z - mz_mean| <= mz_mean * mz_width * 1e-6``
-    and ``intensity >= intensity_threshold``; points of zero intensity are never counted (the
-    conversion strips runs of zeros from profile spectra, so their number is not the source's).
+    and ``intensity >= intensity_threshold``; points of zero intensity are never counted, even
+    at a threshold of 0 (the writer strips runs of zeros from profile spectra and null-marks
+    the pairs left: the source's zeros cannot be counted; docs/guide/analysis.md).
 
     A run that cannot be opened or read is left out and named, one line each, in
     ``result.attrs["failed"]`` (a list, empty when every run was read). On a ``client``, a
