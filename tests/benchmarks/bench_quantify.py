@@ -2,6 +2,7 @@
 pyteomics + numpy.histogram2d, side by side in one run.
 
     python -m tests.benchmarks.bench_quantify [--targets 1000] [--runs 50] [--copies 30]
+        [--pairs 1] [--parts a,b,n,c]
 
 * (a) the same numbers as MINT (``peak_area``, ``peak_max``, ``peak_n_datapoints``) on
   openms/FeatureFinderMetaboIdent_1_input.mzML, MS1, ``intensity_threshold`` 1: against MINT
@@ -11,9 +12,9 @@ pyteomics + numpy.histogram2d, side by side in one run.
 * (b) ``--targets`` targets x ``--runs`` runs: the runs are copies of that same real run
   (replicated, said so), converted once (chunked layout); our quantify on one thread
   (``scheduler="sync"``) and on the package's LocalCluster of 2 workers of one thread
-  (``cluster_client``), wall and CPU seconds (this process, plus the workers' for the
-  cluster), against MINT's per-file integration (``process_ms1_file``) on one file, times
-  the number of runs;
+  (``cluster_client``), in turn ``--pairs`` times, wall and CPU seconds (this process, plus
+  the workers' for the cluster), against MINT's per-file integration (``process_ms1_file``)
+  on one file, times the number of runs;
 * (n) narrow targets: mzdata/small.mzML replicated ``--copies`` times over time (a long run,
   m/z 200 to 2000), converted in both layouts; 20 targets of 10 ppm and 6 s on strong peaks;
   the bytes an HTTP range server on loopback sent for quantify, and for the XIC of the same
@@ -127,7 +128,36 @@ def parity(targets: pd.DataFrame, frame: pd.DataFrame, run: Path) -> dict:
     return out
 
 
-def many_runs(run: Path, count: int, targets, mzml: Path) -> dict:
+NUMPY_LOOP = """
+import sys, time, numpy as np
+a = np.random.default_rng(0).random(2_000_000)
+start, n = time.perf_counter(), 0
+while time.perf_counter() - start < float(sys.argv[1]):
+    np.searchsorted(np.sort(a), a[:100_000]); (a * 2 + 1).sum(); n += 1
+print(n / (time.perf_counter() - start))
+"""
+
+
+def machine_ceiling(seconds: float = 10) -> float:
+    """What 2 processes give on this machine now against one, for plain numpy work (sorts,
+    binary searches, sums of 2 million floats): the most 2 workers can give here."""
+    import subprocess
+    import sys
+
+    def start():
+        command = [sys.executable, "-c", NUMPY_LOOP, str(seconds)]
+        return subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+
+    def rate(process) -> float:
+        out, _ = process.communicate(timeout=seconds * 10)
+        return float(out)
+
+    one = rate(start())
+    pair = [start(), start()]
+    return round(sum(rate(p) for p in pair) / one, 2)
+
+
+def many_runs(run: Path, count: int, targets, mzml: Path, pairs: int = 1) -> dict:
     from ms_mint.processing import process_ms1_file
     from ms_mint.targets import standardize_targets
 
@@ -146,30 +176,41 @@ def many_runs(run: Path, count: int, targets, mzml: Path) -> dict:
     start = time.perf_counter()
     process_ms1_file(str(mzml), standardize_targets(targets.copy()))
     mint_one = time.perf_counter() - start
-    with dask.config.set(scheduler="sync"):
-        quantify(runs[:1], targets)  # imports, as the workers' warm-up below
-        start, cpu = time.perf_counter(), time.process_time()
-        quantify(runs, targets)
-        one, one_cpu = time.perf_counter() - start, time.process_time() - cpu
     options = ClusterOptions(workers=2, threads_per_worker=1, dashboard=False)
+    ones, twos = [], []  # (wall, CPU) pairs, one thread and 2 workers in turn
     with cluster_client(options) as client:
         quantify(runs[:2], targets, client=client)  # workers import and warm up
+        with dask.config.set(scheduler="sync"):
+            quantify(runs[:1], targets)  # imports, as the workers' warm-up
         pids = list(client.run(os.getpid).values())
-        before = sum(cpu_seconds(p) for p in pids)
-        start, cpu = time.perf_counter(), time.process_time()
-        quantify(runs, targets, client=client)
-        two, two_cpu = time.perf_counter() - start, time.process_time() - cpu
-        workers_cpu = sum(cpu_seconds(p) for p in pids) - before
+        ceilings = []
+        for _ in range(pairs):
+            ceilings.append(machine_ceiling())
+            with dask.config.set(scheduler="sync"):
+                start, cpu = time.perf_counter(), time.process_time()
+                quantify(runs, targets)
+                ones.append((time.perf_counter() - start, time.process_time() - cpu))
+            before = sum(cpu_seconds(p) for p in pids)
+            start, cpu = time.perf_counter(), time.process_time()
+            quantify(runs, targets, client=client)
+            workers = sum(cpu_seconds(p) for p in pids) - before
+            twos.append((time.perf_counter() - start, workers, time.process_time() - cpu))
+    one = min(wall for wall, _ in ones)
     return {
         "runs": count,
         "targets": len(targets),
         "MINT one thread (one file x runs) s": round(mint_one * count, 2),
-        "quantify one thread s": round(one, 2),
+        "quantify one thread s (best)": round(one, 2),
         "speed-up one thread": round(mint_one * count / one, 1),
-        "quantify 2 workers s": round(two, 2),
-        "2 workers / 1 thread": round(one / two, 2),
-        "CPU s one thread": round(one_cpu, 2),
-        "CPU s 2 workers (workers, client)": (round(workers_cpu, 2), round(two_cpu, 2)),
+        "pairs (one thread s, 2 workers s)": [
+            (round(a[0], 2), round(b[0], 2)) for a, b in zip(ones, twos, strict=True)
+        ],
+        "numpy work, 2 processes / 1, before each pair": ceilings,
+        "2 workers / 1 thread per pair": [
+            round(a[0] / b[0], 2) for a, b in zip(ones, twos, strict=True)
+        ],
+        "CPU s one thread": [round(c, 2) for _, c in ones],
+        "CPU s 2 workers (workers, client)": [(round(w, 2), round(c, 2)) for _, w, c in twos],
         "load average after": round(os.getloadavg()[0], 2),
     }
 
@@ -280,15 +321,24 @@ def main() -> None:
     parser.add_argument("--targets", type=int, default=1000)
     parser.add_argument("--runs", type=int, default=50)
     parser.add_argument("--copies", type=int, default=30)
+    parser.add_argument("--pairs", type=int, default=1, help="(b): one thread / 2 workers pairs")
+    parser.add_argument("--parts", default="a,b,n,c", help="which parts to run")
     args = parser.parse_args()
+    parts = args.parts.split(",")
     print(machine())
     run = archive(METABO, "chunked", "metabo")
     frame = mint_frame(METABO)
-    print("(a) parity with MINT:", parity(targets_of(frame, 300, 1, 1.0), frame, run), flush=True)
-    targets = targets_of(frame, args.targets, 2, 1.0)
-    print("(b) many runs (copies of one real run):", many_runs(run, args.runs, targets, METABO))
-    print("(n) narrow targets, bytes read:", narrow(args.copies), flush=True)
-    print("(c) ion map:", ion_maps(args.copies))
+    if "a" in parts:
+        targets = targets_of(frame, 300, 1, 1.0)
+        print("(a) parity with MINT:", parity(targets, frame, run), flush=True)
+    if "b" in parts:
+        targets = targets_of(frame, args.targets, 2, 1.0)
+        got = many_runs(run, args.runs, targets, METABO, args.pairs)
+        print("(b) many runs (copies of one real run):", got, flush=True)
+    if "n" in parts:
+        print("(n) narrow targets, bytes read:", narrow(args.copies), flush=True)
+    if "c" in parts:
+        print("(c) ion map:", ion_maps(args.copies))
     print(machine().replace("at start", "at the end"))
 
 
