@@ -32,6 +32,7 @@ from ..read.signal import SignalReader
 from ..storage.filecache import FileCache
 from .guarded import guarded
 from .kernels import hit_sums, item_window_sums, overlapping, segment_stats, window_hits
+from .point_readers import ArchivePoints
 from .source import Run, RunSource
 
 BLOCK_SPECTRA = 256
@@ -334,6 +335,10 @@ class ArchiveRun(Run):
                     task(self.source, block_apply, self.source, block, a, windows, kernel, args)
                 )
         return out
+
+    def point_readers(self, ids: np.ndarray, groups: list, windows=None) -> list:
+        """Readers of blocks of ``BLOCK_SPECTRA`` spectra (see :meth:`Run.point_readers`)."""
+        return [ArchivePoints(self.source, ids[g], g, BLOCK_SPECTRA) for g in groups]
 
     def points(self, ids: np.ndarray | None = None):
         """A Dask dataframe (spectrum_index, mz, intensity) of the decoded spectra ``ids``."""

@@ -1,13 +1,14 @@
 """Targeted quantification across many runs: a MINT target list integrated in every run into
 one table, as Dask work.
 
-Per run and MS level of the targets, the spectra of that level inside some target's RT window
-are selected; their points are read in pieces (blocks of spectra of an archive, batches of
-whole spectra of a Zarr store: :meth:`~mzpeak_dask.analysis.source.Run.point_parts`), each
-piece given the targets whose RT window meets its spectra, so a chunked archive or a Zarr
-store reads only the chunks that can hold one of them. A piece hands back its (target, point)
-pairs; one task per run and level turns them into the run's figures, so only one row per
-target leaves the workers.
+The targets of each MS level are sorted by ``rt_min`` once and put in the graph once (one
+key, shared by every task of every run). A run's targets are cut into pieces: those whose RT
+window starts among the same ``GROUP_SPECTRA`` spectra of the run. One task per piece reads
+the spectra of its targets' windows block by block (a reader of
+:meth:`~mzpeak_dask.analysis.source.Run.point_readers`), each block pruned to the m/z windows
+of the targets whose RT window meets it, keeps the (target, point) pairs it finds and hands
+back its targets' figures: nothing else crosses between processes. A piece of a few thousand
+spectra keeps the spectra read twice (by two pieces whose windows overlap) few.
 
 The result is one row per (run, target) with the columns of :data:`COLUMNS`; the runs that
 could not be read are listed, one line each, in ``result.attrs["failed"]`` (their rows are
@@ -22,10 +23,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from dask import delayed
+from dask.delayed import Delayed
 
 from ..errors import MzPeakDaskError
 from ..options import ClusterOptions
-from .guarded import Failed, first_failure, one_line
+from ..support.heap import keep_freed_blocks
+from .guarded import Failed, guarded, one_line
 from .quant_kernels import chromatogram_figures, in_union, match_points, point_figures
 from .runs import Sources, compute, open_runs
 from .source import Run
@@ -43,81 +46,103 @@ POINT = (
 )
 CHROMATOGRAM = ("area", "apex_time", "apex_intensity", "spectra")
 COLUMNS = ("run", "peak_label", *POINT, *CHROMATOGRAM)
+# the targets' arrays a piece uses, in this order (match_points's arguments)
+TARGET_ROWS = ("mz_mean", "delta", "rt_min", "rt_max", "threshold")
+# a piece's targets: those whose RT window starts among the same GROUP_SPECTRA spectra of a
+# run (in time order); it reads them in blocks (of BLOCK_SPECTRA spectra for archives)
+GROUP_SPECTRA = 2048
 
 
-def _pairs(mz, intensity, positions, lo: int, time, targets: np.ndarray, picked: dict) -> tuple:
-    """A piece's (target, spectrum position, m/z, intensity) of every matching point; its
-    targets are ``targets`` (numbers among its level's), their arrays ``picked``."""
-    mz = np.asarray(mz, dtype=np.float64)
-    intensity = np.asarray(intensity, dtype=np.float64)
-    positions = np.asarray(positions, dtype=np.int64)
-    target, point = match_points(
-        mz,
-        intensity,
-        time[positions - lo],
-        picked["mean"],
-        picked["delta"],
-        picked["rt_min"],
-        picked["rt_max"],
-        picked["threshold"],
-    )
-    return targets[target], positions[point], mz[point], intensity[point]
-
-
-def _summary(level: dict, time: np.ndarray, *parts: Any) -> dict[str, np.ndarray] | Failed:
-    """The figures of one run's targets of one level from its pieces' pairs."""
-    failed = first_failure(list(parts))
-    if failed is not None:
-        return failed
+def _figures(count: int, pairs: list[tuple], time: np.ndarray, t: np.ndarray) -> dict:
+    """The figures of ``count`` targets (arrays ``t``: rows of :data:`TARGET_ROWS`) from their
+    (target, spectrum, m/z, intensity) pairs; ``time``: the spectra the pairs point into."""
     target, spectrum, mz, intensity = (
-        np.concatenate([np.zeros(0, dtype), *(p[k] for p in parts)])
+        np.concatenate([np.zeros(0, dtype), *(p[k] for p in pairs)])
         for k, dtype in enumerate((np.int64, np.int64, np.float64, np.float64))
     )
-    count = len(level["mean"])
-    out = point_figures(count, target, spectrum, mz, intensity, time, level["mean"])
-    out |= chromatogram_figures(
-        count, target, spectrum, intensity, time, level["rt_min"], level["rt_max"]
-    )
+    out = point_figures(count, target, spectrum, mz, intensity, time, t[0])
+    out |= chromatogram_figures(count, target, spectrum, intensity, time, t[2], t[3])
     return out
 
 
-def _level_arrays(targets: TargetList, which: np.ndarray) -> dict[str, np.ndarray]:
-    """Targets ``which``, sorted by m/z once: the arrays a piece and a summary use."""
-    return {
-        "mean": targets.mz_mean[which],
-        "delta": targets.delta[which],
-        "rt_min": targets.rt_min[which],
-        "rt_max": targets.rt_max[which],
-        "threshold": targets.threshold[which],
-    }
+def _piece(reader, targets: np.ndarray, a: int, b: int, positions, time) -> dict:
+    """The figures of targets ``a:b`` (columns of ``targets``, the level's, by ``rt_min``)
+    over the spectra at ``positions`` (sorted, times ``time``: every spectrum of their
+    windows), read block by block from ``reader``: a block reads the m/z windows of the
+    targets whose RT window meets it, and only the matching points are kept."""
+    # a piece allocates and frees arrays of a few MB per block: on a Dask worker (whose nanny
+    # sets MALLOC_TRIM_THRESHOLD_) each came fresh from the kernel, and a piece took 1.4x the
+    # CPU it takes on a thread (tests/benchmarks/bench_quantify.py, 2 workers)
+    keep_freed_blocks()
+    t = targets[:, a:b]
+    low, high = t[0] - t[1], t[0] + t[1]
+    pairs = []
+    for k in range(reader.blocks):
+        span = time[np.searchsorted(positions, reader.positions(k))]
+        near = np.flatnonzero((t[2] <= span.max()) & (t[3] >= span.min())) if len(span) else []
+        if not len(near):
+            continue
+        mz, intensity, at = reader.read(k, (low[near], high[near]))
+        at = np.searchsorted(positions, at)
+        target, point = match_points(mz, intensity, time[at], *t[:, near])
+        pairs.append((near[target], at[point], mz[point], intensity[point]))
+    return _figures(b - a, pairs, time, t)
 
 
-def _run_parts(run: Run, targets: TargetList) -> list[tuple[np.ndarray, Any]]:
-    """Per MS level of the targets: (the targets' numbers in the list, lazy summary)."""
+def _groups(time: np.ndarray, rt_min: np.ndarray, rt_max: np.ndarray) -> list[tuple]:
+    """Targets (sorted by ``rt_min``) cut into runs ``(a, b, positions)``: the targets whose
+    window starts among the same ``GROUP_SPECTRA`` spectra (in time order) of ``time``, and
+    the positions of the spectra in their windows."""
+    edges = np.sort(time)[GROUP_SPECTRA::GROUP_SPECTRA]
+    cuts = np.flatnonzero(np.diff(np.searchsorted(edges, rt_min, side="right"))) + 1
+    out = []
+    for a, b in zip(np.r_[0, cuts].tolist(), np.r_[cuts, len(rt_min)].tolist(), strict=True):
+        lo, hi = rt_min[a], rt_max[a:b].max()
+        near = (time >= lo) & (time <= hi)
+        near[near] = in_union(time[near], rt_min[a:b], rt_max[a:b])
+        out.append((a, b, np.flatnonzero(near)))
+    return out
+
+
+def _run_parts(run: Run, targets: TargetList, levels: dict) -> list[tuple[np.ndarray, Any]]:
+    """Per piece of the run: (its targets' numbers in the list, its lazy figures, or the
+    figures themselves when no spectrum lies in its targets' windows)."""
     spectra = run.spectra
     times = spectra["time"].to_numpy(dtype=np.float64)
-    levels = spectra["ms_level"].to_numpy()
+    kinds = spectra["ms_level"].to_numpy()
     out = []
+    for level, (which, arrays, shared) in levels.items():
+        ids = np.flatnonzero((kinds == level) & in_union(times, arrays[2], arrays[3]))
+        time = times[ids]
+        groups = _groups(time, arrays[2], arrays[3])
+        full = [g for g in groups if len(g[2])]
+        windows = [
+            (arrays[0, a:b] - arrays[1, a:b], arrays[0, a:b] + arrays[1, a:b]) for a, b, _ in full
+        ]
+        readers = run.point_readers(ids, [g[2] for g in full], windows) if full else []
+        task = delayed(guarded, pure=True)
+        lazy = {
+            a: task(run.source, _piece, reader, shared, a, b, at, time[at])
+            for (a, b, at), reader in zip(full, readers, strict=True)
+        }
+        for a, b, _ in groups:
+            part = lazy.get(a)
+            if part is None:
+                part = _figures(b - a, [], np.zeros(0), arrays[:, a:b])
+            out.append((which[a:b], part))
+    return out
+
+
+def _levels(targets: TargetList) -> dict:
+    """Per MS level: the level's targets' numbers in the list, by ``rt_min``, their arrays
+    (rows of :data:`TARGET_ROWS`), and those arrays as one key of the graph, shared by every
+    piece of every run."""
+    out = {}
     for level in np.unique(targets.ms_level).tolist():
         which = np.flatnonzero(targets.ms_level == level)
-        which = which[np.argsort(targets.mz_mean[which], kind="stable")]
-        arrays = _level_arrays(targets, which)
-        rt_min, rt_max = arrays["rt_min"], arrays["rt_max"]
-        ids = np.flatnonzero((levels == level) & in_union(times, rt_min, rt_max))
-        time = times[ids]
-        windows = (arrays["mean"] - arrays["delta"], arrays["mean"] + arrays["delta"])
-
-        def args_of(lo: int, hi: int, time=time, arrays=arrays, windows=windows):
-            span = time[lo:hi]
-            low, high = arrays["rt_min"], arrays["rt_max"]
-            near = np.flatnonzero((low <= span.max()) & (high >= span.min()))
-            if not len(near):
-                return None
-            own = (windows[0][near], windows[1][near])
-            return own, (lo, span, near, {k: v[near] for k, v in arrays.items()})
-
-        parts = run.point_parts(ids, _pairs, args_of, windows) if len(ids) else []
-        out.append((which, delayed(_summary, pure=True)(arrays, time, *parts)))
+        which = which[np.argsort(targets.rt_min[which], kind="stable")]
+        arrays = np.stack([getattr(targets, name)[which] for name in TARGET_ROWS])
+        out[level] = (which, arrays, delayed(arrays, pure=True))
     return out
 
 
@@ -139,10 +164,10 @@ def _open(sources: Sources | Run) -> tuple[list[Run], list[str]]:
     return runs, failed
 
 
-def _rows(run: Run, targets: TargetList, levels: list[tuple[np.ndarray, Any]], results) -> Any:
+def _rows(run: Run, targets: TargetList, parts: list[tuple[np.ndarray, Any]], results) -> Any:
     """The run's rows, or its :class:`Failed`."""
     table: dict[str, np.ndarray] = {}
-    for (which, _), result in zip(levels, results, strict=True):
+    for (which, _), result in zip(parts, results, strict=True):
         if isinstance(result, Failed):
             return result
         for name, values in result.items():
@@ -173,8 +198,9 @@ def quantify(
     spectrum of the window has none; ``apex_time`` and ``apex_intensity``: its maximum;
     ``spectra``: the spectra in the window). A target's points are the points of its MS level's
     spectra with ``rt_min <= time <= rt_max``, ``|m/z - mz_mean| <= mz_mean * mz_width * 1e-6``
-    and ``intensity >= intensity_threshold``; points of zero intensity are never counted (the
-    conversion strips runs of zeros from profile spectra, so their number is not the source's).
+    and ``intensity >= intensity_threshold``; points of zero intensity are never counted, even
+    at a threshold of 0 (the writer strips runs of zeros from profile spectra and null-marks
+    the pairs left: the source's zeros cannot be counted; docs/guide/analysis.md).
 
     A run that cannot be opened or read is left out and named, one line each, in
     ``result.attrs["failed"]`` (a list, empty when every run was read). On a ``client``, a
@@ -182,12 +208,14 @@ def quantify(
     (:class:`~mzpeak_dask.errors.ClusterError`)."""
     wanted = target_list(targets)
     opened, failed = _open(runs)
-    levels = [_run_parts(run, wanted) for run in opened]
-    flat = compute([summary for run in levels for _, summary in run], client, task_timeout)
-    frames, at = [], 0
-    for run, parts in zip(opened, levels, strict=True):
-        rows = _rows(run, wanted, parts, flat[at : at + len(parts)])
-        at += len(parts)
+    levels = _levels(wanted)
+    pieces = [_run_parts(run, wanted, levels) for run in opened]
+    lazy = [part for run in pieces for _, part in run if isinstance(part, Delayed)]
+    done = iter(compute(lazy, client, task_timeout))
+    frames = []
+    for run, parts in zip(opened, pieces, strict=True):
+        results = [next(done) if isinstance(p, Delayed) else p for _, p in parts]
+        rows = _rows(run, wanted, parts, results)
         if isinstance(rows, Failed):
             failed.append(rows.message)
         else:

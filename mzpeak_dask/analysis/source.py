@@ -51,6 +51,17 @@ class Run(ABC):
         call's) or of the piece's are not read, where the layout allows it."""
 
     @abstractmethod
+    def point_readers(
+        self, ids: np.ndarray, groups: list[np.ndarray], windows: list[tuple] | None = None
+    ) -> list[Any]:
+        """Per group (sorted positions in ``ids``, sorted; groups may share spectra) a small
+        picklable reader of the stored points of its spectra, read block by block inside a
+        task (:mod:`~mzpeak_dask.analysis.point_readers`: ``blocks``, ``positions(k)``,
+        ``read(k, windows)``; positions are those in ``ids``). ``windows``: per group the
+        m/z windows ``(low, high)`` its points can lie in (chunks meeting none are not read,
+        where the layout allows it)."""
+
+    @abstractmethod
     def points(self, ids: np.ndarray | None = None) -> Any:
         """A Dask dataframe (spectrum_index, mz, intensity) of spectra ``ids`` (default all)."""
 

@@ -49,6 +49,7 @@ from ..zarr_runs.store import (
 from .archive_run import POINTS_META, spectra_frame
 from .guarded import guarded
 from .kernels import overlapping, segment_stats, window_sums
+from .point_readers import ZarrPoints
 from .source import Run, RunSource
 
 BATCH_POINTS = 1 << 20
@@ -405,6 +406,41 @@ class ZarrRun(Run):
                 out.append(
                     task(self.source, _apply_frames, *parts, table.lengths[rows], kernel, args)
                 )
+        return out
+
+    def point_readers(self, ids: np.ndarray, groups: list, windows=None) -> list:
+        """Readers of batches of whole spectra (see :meth:`Run.point_readers`): per group the
+        mzPeak chunks of its spectra whose m/z range meets its windows."""
+        zs = self._zarr_chunks(ids)
+        if windows is not None and zs.size:
+            low = np.concatenate([w[0] for w in windows])
+            high = np.concatenate([w[1] for w in windows])
+            ranges = self.zarr_chunk_ranges
+            zs = zs[
+                overlapping(
+                    ranges["zarr_chunk_mz_min"][zs], ranges["zarr_chunk_mz_max"][zs], low, high
+                )
+            ]
+        table = self.chunk_table(zs)
+        segment = self._positions(ids)[table.spectrum]
+        mz, intensity = self.frames("mz", table), self.frames("intensity", table)
+        out = []
+        for k, group in enumerate(groups):
+            keep = np.isin(segment, group)
+            if windows is not None:
+                keep &= overlapping(table.chunk_start, table.chunk_end, *windows[k])
+            rows = np.flatnonzero(keep)
+            sizes = [len(b) for b in self._batches(table, rows)]
+            out.append(
+                ZarrPoints(
+                    mz.subset(rows),
+                    intensity.subset(rows),
+                    segment[rows],
+                    table.lengths[rows],
+                    (table.chunk_start[rows], table.chunk_end[rows]),
+                    [0, *np.cumsum(sizes, dtype=np.int64).tolist()],
+                )
+            )
         return out
 
     def stats_parts(self, ids: np.ndarray) -> list:

@@ -3,6 +3,8 @@ export agree with a plain numpy computation over the source mzML read by pyteomi
 
 from __future__ import annotations
 
+import importlib
+
 import dask
 import numpy as np
 import pandas as pd
@@ -175,8 +177,9 @@ def test_ion_map_agrees_with_histogram2d(exported) -> None:
         runs = runs_of(exported, source)
         image = ion_map(runs, mz_edges, rt_edges)
         assert image.dims == ("run", "rt", "mz") and image.chunks[0] == (1,) * len(runs)
-        assert list(image["run"].values) == [r.name if k < 2 else f"{r.name}#2"
-                                             for k, r in enumerate(runs)]
+        assert list(image["run"].values) == [
+            r.name if k < 2 else f"{r.name}#2" for k, r in enumerate(runs)
+        ]
         np.testing.assert_allclose(image["mz"], (mz_edges[1:] + mz_edges[:-1]) / 2)
         values = image.values
         assert want.sum() > 0 and count.sum() > 0
@@ -186,8 +189,13 @@ def test_ion_map_agrees_with_histogram2d(exported) -> None:
 
 def test_validation_names_the_row(tmp_path) -> None:
     good = pd.DataFrame(
-        {"peak_label": ["a", "b"], "mz_mean": [100.0, 200.0], "mz_width": [10, 10],
-         "rt_min": [1, 2], "rt_max": [2, 3]}
+        {
+            "peak_label": ["a", "b"],
+            "mz_mean": [100.0, 200.0],
+            "mz_width": [10, 10],
+            "rt_min": [1, 2],
+            "rt_max": [2, 3],
+        }
     )
     cases = {
         "no column 'mz_width'": good.drop(columns="mz_width"),
@@ -257,3 +265,72 @@ def test_quantify_and_ion_map_on_a_local_cluster(exported, local_client) -> None
     here = image.values
     there = local_client.compute(image.data).result(timeout=120)
     np.testing.assert_allclose(there, here, rtol=1e-12)
+
+
+def test_targets_cut_into_pieces_give_the_same_figures(exported, monkeypatch) -> None:
+    """Targets cut into many pieces (a few spectra each, windows overlapping the pieces'
+    spectra) give the same figures as in one piece, archives and Zarr stores."""
+    module = importlib.import_module("mzpeak_dask.analysis.quantify")
+    targets = targets_for(METABO, count=30, seed=7)
+    want = oracle(METABO, targets)
+    monkeypatch.setattr(module, "GROUP_SPECTRA", 5)
+    runs = runs_of(exported, METABO)
+    result = quantify(runs, targets)
+    for run in runs:
+        check(result[result["run"] == run.source].reset_index(drop=True), want, run.source)
+
+
+@pytest.fixture(scope="module")
+def long_runs(tmp_path_factory):
+    """small.mzML replicated 8 times over time (27 MB of mzML, 11 minutes, m/z 200 to 2000),
+    converted in both layouts: archives of many row groups."""
+    from mzpeak_dask import ConvertOptions, convert
+
+    from ..conftest import INLINE
+    from ..helpers.replicate import replicate
+
+    root = tmp_path_factory.mktemp("long")
+    source = root / "small_x8.mzML"
+    replicate(SMALL, source, 8)
+    for layout in ("point", "chunked"):
+        convert(
+            source, root / f"long.{layout}.mzpeak", ConvertOptions(layout=layout), cluster=INLINE
+        )
+    return source, root
+
+
+def narrow_targets(source, count: int = 5, seed: int = 3) -> pd.DataFrame:
+    """Strong peaks of MS1 spectra, 10 ppm, 6 s around their spectrum's time."""
+    rng = np.random.default_rng(seed)
+    ms1 = [s for s in source_spectra(source) if s[1] == 1]
+    picks = [ms1[k] for k in rng.choice(len(ms1), count, replace=False)]
+    return pd.DataFrame(
+        {
+            "peak_label": [f"n{k}" for k in range(count)],
+            "mz_mean": [float(mz[np.argmax(intensity)]) for _, _, mz, intensity in picks],
+            "mz_width": 10.0,
+            "rt_min": [time - 0.05 for time, *_ in picks],
+            "rt_max": [time + 0.05 for time, *_ in picks],
+        }
+    )
+
+
+@pytest.mark.server
+def test_narrow_targets_read_a_small_part_of_the_archive(long_runs) -> None:
+    """Five narrow targets of a long run read well under a quarter of its archive (bytes the
+    HTTP server sent), and give the figures of the numpy computation."""
+    from ..helpers.servers import range_server
+
+    source, root = long_runs
+    targets = narrow_targets(source)
+    want = oracle(source, targets.assign(rt_unit="min", intensity_threshold=0.0, ms_level=1))
+    assert (want["peak_n_datapoints"] > 0).all()
+    with range_server(root) as server, dask.config.set(scheduler="sync"):
+        for layout in ("point", "chunked"):
+            name = f"long.{layout}.mzpeak"
+            server.served.reset()
+            got = quantify([f"{server.url}/{name}"], targets)
+            size = (root / name).stat().st_size
+            assert got.attrs["failed"] == []
+            check(got.drop(columns="run"), want, layout)
+            assert 0 < server.served.bytes < 0.25 * size, (layout, server.served.bytes, size)

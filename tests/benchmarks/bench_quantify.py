@@ -1,25 +1,32 @@
 """Targeted quantification and ion maps against MINT (``ms-mint``, the ``bench`` extra) and
 pyteomics + numpy.histogram2d, side by side in one run.
 
-    python -m tests.benchmarks.bench_quantify [--targets 1000] [--runs 50] [--copies 20]
+    python -m tests.benchmarks.bench_quantify [--targets 1000] [--runs 50] [--copies 30]
+        [--pairs 1] [--parts a,b,n,c]
 
 * (a) the same numbers as MINT (``peak_area``, ``peak_max``, ``peak_n_datapoints``) on
-  openms/FeatureFinderMetaboIdent_1_input.mzML, MS1, ``intensity_threshold`` 1 (MINT truncates
-  intensities to integers: with a threshold of 1 both keep the same points);
+  openms/FeatureFinderMetaboIdent_1_input.mzML, MS1, ``intensity_threshold`` 1: against MINT
+  as it reads the mzML (m/z rounded to float32, intensities truncated to integers:
+  ``ms_mint.io.set_dtypes``), and against MINT's integration (``process_ms1``) given the
+  mzML's points as stored (float64, read by pyteomics), which must agree exactly;
 * (b) ``--targets`` targets x ``--runs`` runs: the runs are copies of that same real run
   (replicated, said so), converted once (chunked layout); our quantify on one thread
-  (``scheduler="sync"``) and on a LocalCluster of 2 workers, against MINT's per-file
-  integration (``process_ms1_file``) on one file, times the number of runs; and the bytes of
-  the archive's Parquet column chunks read for 20 narrow targets (10 ppm, 0.5 min) against the
-  archive's size;
-* (c) the ion map at 1000 x 1000 bins of mzdata/small.mzML replicated ``--copies`` times,
-  converted (point layout), against pyteomics reading the mzML + numpy.histogram2d, with the
-  peak memory (tracemalloc) of each.
+  (``scheduler="sync"``) and on the package's LocalCluster of 2 workers of one thread
+  (``cluster_client``), in turn ``--pairs`` times, wall and CPU seconds (this process, plus
+  the workers' for the cluster), against MINT's per-file integration (``process_ms1_file``)
+  on one file, times the number of runs;
+* (n) narrow targets: mzdata/small.mzML replicated ``--copies`` times over time (a long run,
+  m/z 200 to 2000), converted in both layouts; 20 targets of 10 ppm and 6 s on strong peaks;
+  the bytes an HTTP range server on loopback sent for quantify, and for the XIC of the same
+  m/z over the targets' RT span, against the archive's size;
+* (c) the ion map at 1000 x 1000 bins of that replicated run, point layout, against pyteomics
+  reading the mzML + numpy.histogram2d, with the peak memory (tracemalloc) of each.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import time
 import tracemalloc
@@ -30,8 +37,7 @@ import numpy as np
 import pandas as pd
 
 from mzpeak_dask import ClusterOptions, ConvertOptions, convert
-from mzpeak_dask.analysis import ion_map, quantify
-from mzpeak_dask.read.signal import SignalReader
+from mzpeak_dask.analysis import ion_map, quantify, xic
 
 from .common import DATA, machine, replicated, workdir
 
@@ -79,54 +85,85 @@ def mint_results(frame: pd.DataFrame, targets: pd.DataFrame) -> pd.DataFrame:
     return process_ms1(frame, standardize_targets(targets.copy()))
 
 
+def exact_frame(path: Path) -> pd.DataFrame:
+    """The MS1 points of the mzML as stored (float64), in MINT's frame (seconds)."""
+    from pyteomics import mzml
+
+    frames = []
+    with mzml.MzML(str(path)) as reader:
+        for s in reader:
+            if s["ms level"] != 1:
+                continue
+            scan = s["scanList"]["scan"][0]["scan start time"]
+            seconds = float(scan) * (60.0 if scan.unit_info == "minute" else 1.0)
+            frames.append(
+                pd.DataFrame(
+                    {
+                        "scan_time": seconds,
+                        "mz": s["m/z array"].astype(np.float64),
+                        "intensity": s["intensity array"].astype(np.float64),
+                    }
+                )
+            )
+    return pd.concat(frames, ignore_index=True)
+
+
 def parity(targets: pd.DataFrame, frame: pd.DataFrame, run: Path) -> dict:
-    theirs = mint_results(frame, targets).set_index("peak_label")
-    ours = quantify([run], targets).set_index("peak_label").loc[theirs.index]
-    n_same = (ours["peak_n_datapoints"] == theirs["peak_n_datapoints"]).mean()
-    # MINT sums integer-truncated intensities: at most one unit per point apart
-    area_ok = np.abs(ours["peak_area"] - theirs["peak_area"]) <= theirs["peak_n_datapoints"]
-    max_ok = np.abs(ours["peak_max"].fillna(0) - theirs["peak_max"].fillna(0)) < 1
-    return {
-        "targets": len(theirs),
-        "with points": int((theirs["peak_n_datapoints"] > 0).sum()),
-        "peak_n_datapoints equal": f"{n_same:.1%}",
-        "peak_area within truncation": f"{area_ok.mean():.1%}",
-        "peak_max within truncation": f"{max_ok.mean():.1%}",
-    }
+    ours = quantify([run], targets).set_index("peak_label")
+    out = {"targets": len(targets)}
+    for name, points in (
+        ("MINT's reading", frame),
+        ("MINT on float64 points", exact_frame(METABO)),
+    ):
+        theirs = mint_results(points, targets).set_index("peak_label").loc[ours.index]
+        out[f"{name}: with points"] = int((theirs["peak_n_datapoints"] > 0).sum())
+        for column in ("peak_n_datapoints", "peak_area", "peak_max"):
+            same = np.isclose(
+                ours[column].fillna(0).to_numpy(float),
+                theirs[column].astype(float).fillna(0).to_numpy(float),
+                rtol=1e-12,
+                atol=0,
+            )
+            out[f"{name}: {column} equal"] = f"{same.mean():.1%}"
+    return out
 
 
-class ReadBytes:
-    """Bytes of the Parquet column chunks the archive reads (compressed, as stored)."""
-
-    def __init__(self) -> None:
-        self.bytes = 0
-        self._read = SignalReader.read_groups
-
-    def __enter__(self):
-        counter, read = self, self._read
-
-        def counted(reader, groups, columns=None):
-            md = reader.file.metadata
-            names = None if columns is None else set(columns)
-            for g in groups:
-                group = md.row_group(g)
-                for c in range(group.num_columns):
-                    column = group.column(c)
-                    if names is None or column.path_in_schema in names:
-                        counter.bytes += column.total_compressed_size
-            return read(reader, groups, columns)
-
-        SignalReader.read_groups = counted
-        return self
-
-    def __exit__(self, *exc) -> None:
-        SignalReader.read_groups = self._read
+NUMPY_LOOP = """
+import sys, time, numpy as np
+a = np.random.default_rng(0).random(2_000_000)
+start, n = time.perf_counter(), 0
+while time.perf_counter() - start < float(sys.argv[1]):
+    np.searchsorted(np.sort(a), a[:100_000]); (a * 2 + 1).sum(); n += 1
+print(n / (time.perf_counter() - start))
+"""
 
 
-def many_runs(run: Path, count: int, frame: pd.DataFrame, targets, mzml: Path) -> dict:
-    from distributed import Client, LocalCluster
+def machine_ceiling(seconds: float = 10) -> float:
+    """What 2 processes give on this machine now against one, for plain numpy work (sorts,
+    binary searches, sums of 2 million floats): the most 2 workers can give here."""
+    import subprocess
+    import sys
+
+    def start():
+        command = [sys.executable, "-c", NUMPY_LOOP, str(seconds)]
+        return subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+
+    def rate(process) -> float:
+        out, _ = process.communicate(timeout=seconds * 10)
+        return float(out)
+
+    one = rate(start())
+    pair = [start(), start()]
+    return round(sum(rate(p) for p in pair) / one, 2)
+
+
+def many_runs(run: Path, count: int, targets, mzml: Path, pairs: int = 1) -> dict:
     from ms_mint.processing import process_ms1_file
     from ms_mint.targets import standardize_targets
+
+    from mzpeak_dask.parallel.cluster import cluster_client
+
+    from ..helpers.servers import cpu_seconds
 
     folder = workdir() / f"quantify_runs_{count}"
     folder.mkdir(exist_ok=True)
@@ -139,37 +176,107 @@ def many_runs(run: Path, count: int, frame: pd.DataFrame, targets, mzml: Path) -
     start = time.perf_counter()
     process_ms1_file(str(mzml), standardize_targets(targets.copy()))
     mint_one = time.perf_counter() - start
-    with dask.config.set(scheduler="sync"):
-        start = time.perf_counter()
-        quantify(runs, targets)
-        one = time.perf_counter() - start
-    with LocalCluster(n_workers=2, threads_per_worker=1, host="127.0.0.1") as cluster:
-        with Client(cluster) as client:
-            quantify(runs[:2], targets, client=client)  # workers import and warm up
-            start = time.perf_counter()
+    options = ClusterOptions(workers=2, threads_per_worker=1, dashboard=False)
+    ones, twos = [], []  # (wall, CPU) pairs, one thread and 2 workers in turn
+    with cluster_client(options) as client:
+        quantify(runs[:2], targets, client=client)  # workers import and warm up
+        with dask.config.set(scheduler="sync"):
+            quantify(runs[:1], targets)  # imports, as the workers' warm-up
+        pids = list(client.run(os.getpid).values())
+        ceilings = []
+        for _ in range(pairs):
+            ceilings.append(machine_ceiling())
+            with dask.config.set(scheduler="sync"):
+                start, cpu = time.perf_counter(), time.process_time()
+                quantify(runs, targets)
+                ones.append((time.perf_counter() - start, time.process_time() - cpu))
+            before = sum(cpu_seconds(p) for p in pids)
+            start, cpu = time.perf_counter(), time.process_time()
             quantify(runs, targets, client=client)
-            two = time.perf_counter() - start
-    narrow = targets_of(frame, 20, 5, 0.5)
-    with ReadBytes() as counted, dask.config.set(scheduler="sync"):
-        quantify([run], narrow)
+            workers = sum(cpu_seconds(p) for p in pids) - before
+            twos.append((time.perf_counter() - start, workers, time.process_time() - cpu))
+    one = min(wall for wall, _ in ones)
     return {
         "runs": count,
         "targets": len(targets),
         "MINT one thread (one file x runs) s": round(mint_one * count, 2),
-        "quantify one thread s": round(one, 2),
+        "quantify one thread s (best)": round(one, 2),
         "speed-up one thread": round(mint_one * count / one, 1),
-        "quantify 2 workers s": round(two, 2),
-        "2 workers / 1 thread": round(one / two, 2),
-        "narrow targets: bytes read / archive": f"{counted.bytes / run.stat().st_size:.1%}",
+        "pairs (one thread s, 2 workers s)": [
+            (round(a[0], 2), round(b[0], 2)) for a, b in zip(ones, twos, strict=True)
+        ],
+        "numpy work, 2 processes / 1, before each pair": ceilings,
+        "2 workers / 1 thread per pair": [
+            round(a[0] / b[0], 2) for a, b in zip(ones, twos, strict=True)
+        ],
+        "CPU s one thread": [round(c, 2) for _, c in ones],
+        "CPU s 2 workers (workers, client)": [(round(w, 2), round(c, 2)) for _, w, c in twos],
+        "load average after": round(os.getloadavg()[0], 2),
     }
+
+
+def narrow_targets(run: Path, count: int, seed: int) -> pd.DataFrame:
+    """``count`` targets of 10 ppm and 6 s on the strongest peak of random MS1 spectra."""
+    from mzpeak_dask.analysis import open_runs
+    from mzpeak_dask.analysis.archive_run import raw_spectrum
+
+    rng = np.random.default_rng(seed)
+    spectra = open_runs(str(run))[0].spectra
+    ms1 = spectra.index[spectra["ms_level"] == 1].to_numpy()
+    picks = np.sort(rng.choice(ms1, count, replace=False))
+    mz = [float(m[np.argmax(i)]) for m, i in (raw_spectrum(str(run), int(k)) for k in picks)]
+    time_ = spectra["time"].to_numpy()[picks]
+    return pd.DataFrame(
+        {
+            "peak_label": [f"n{k}" for k in range(count)],
+            "mz_mean": mz,
+            "mz_width": 10.0,
+            "rt_min": time_ - 0.05,
+            "rt_max": time_ + 0.05,
+        }
+    )
+
+
+def narrow(copies: int) -> dict:
+    """Bytes the HTTP server sent for 20 narrow targets of a long run, and for an XIC of the
+    same m/z over their RT span, against the archive's size."""
+    from ..helpers.servers import range_server
+
+    source = replicated(SMALL, copies)
+    out = {"mzML MB": round(source.stat().st_size / 1e6)}
+    served = workdir() / "narrow"
+    served.mkdir(exist_ok=True)
+    for layout in ("point", "chunked"):
+        run = archive(source, layout, source.stem)
+        targets = narrow_targets(run, 20, 5)
+        size = run.stat().st_size
+        # a copy each: no cache of one read serves the other
+        for name in ("quantify", "xic"):
+            shutil.copyfile(run, served / f"{name}.{layout}.mzpeak")
+        with range_server(served) as server, dask.config.set(scheduler="sync"):
+            server.served.reset()
+            got = quantify([f"{server.url}/quantify.{layout}.mzpeak"], targets)
+            read = server.served.bytes
+            server.served.reset()
+            span = (targets["rt_min"].min(), targets["rt_max"].max())
+            xic([f"{server.url}/xic.{layout}.mzpeak"], targets["mz_mean"].tolist(), ppm=10, rt=span)
+            xic_read = server.served.bytes
+        out[f"{layout}: archive MB"] = round(size / 1e6, 1)
+        out[f"{layout}: quantify read"] = f"{read / size:.1%}"
+        out[f"{layout}: xic over their RT span read"] = f"{xic_read / size:.1%}"
+        out[f"{layout}: targets with points"] = int((got["peak_n_datapoints"] > 0).sum())
+    return out
 
 
 def ion_maps(copies: int) -> dict:
     from pyteomics import mzml
 
+    from mzpeak_dask.analysis import open_runs
+
     source = replicated(SMALL, copies)
     run = archive(source, "point", source.stem)
-    mz_edges, rt_edges = np.linspace(100, 2000, 1001), np.linspace(0, 0.6 * copies, 1001)
+    last = float(open_runs(str(run))[0].spectra["time"].max())  # the whole run's RT range
+    mz_edges, rt_edges = np.linspace(100, 2000, 1001), np.linspace(0, last * 1.001, 1001)
     tracemalloc.start()
     start = time.perf_counter()
     times, mzs, weights = [], [], []
@@ -182,17 +289,21 @@ def ion_maps(copies: int) -> dict:
             mzs.append(s["m/z array"])
             weights.append(s["intensity array"])
     want, _, _ = np.histogram2d(
-        np.concatenate(times), np.concatenate(mzs), [rt_edges, mz_edges],
+        np.concatenate(times),
+        np.concatenate(mzs),
+        [rt_edges, mz_edges],
         weights=np.concatenate(weights),
     )
     theirs = time.perf_counter() - start
     theirs_peak = tracemalloc.get_traced_memory()[1]
+    del times, mzs, weights  # ours is measured above what is left (their image)
     tracemalloc.reset_peak()
+    base = tracemalloc.get_traced_memory()[0]
     start = time.perf_counter()
     with dask.config.set(scheduler="sync"):
         got = ion_map([run], mz_edges, rt_edges).values[0]
     ours = time.perf_counter() - start
-    ours_peak = tracemalloc.get_traced_memory()[1]
+    ours_peak = tracemalloc.get_traced_memory()[1] - base
     tracemalloc.stop()
     return {
         "mzML MB": round(source.stat().st_size / 1e6),
@@ -209,16 +320,26 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--targets", type=int, default=1000)
     parser.add_argument("--runs", type=int, default=50)
-    parser.add_argument("--copies", type=int, default=20)
+    parser.add_argument("--copies", type=int, default=30)
+    parser.add_argument("--pairs", type=int, default=1, help="(b): one thread / 2 workers pairs")
+    parser.add_argument("--parts", default="a,b,n,c", help="which parts to run")
     args = parser.parse_args()
+    parts = args.parts.split(",")
     print(machine())
     run = archive(METABO, "chunked", "metabo")
     frame = mint_frame(METABO)
-    print("(a) parity with MINT:", parity(targets_of(frame, 300, 1, 1.0), frame, run))
-    targets = targets_of(frame, args.targets, 2, 1.0)
-    print("(b) many runs (copies of one real run):", many_runs(run, args.runs, frame, targets,
-                                                               METABO))
-    print("(c) ion map:", ion_maps(args.copies))
+    if "a" in parts:
+        targets = targets_of(frame, 300, 1, 1.0)
+        print("(a) parity with MINT:", parity(targets, frame, run), flush=True)
+    if "b" in parts:
+        targets = targets_of(frame, args.targets, 2, 1.0)
+        got = many_runs(run, args.runs, targets, METABO, args.pairs)
+        print("(b) many runs (copies of one real run):", got, flush=True)
+    if "n" in parts:
+        print("(n) narrow targets, bytes read:", narrow(args.copies), flush=True)
+    if "c" in parts:
+        print("(c) ion map:", ion_maps(args.copies))
+    print(machine().replace("at start", "at the end"))
 
 
 if __name__ == "__main__":
