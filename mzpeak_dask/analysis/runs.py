@@ -77,20 +77,35 @@ def as_runs(sources: Sources) -> list[Run]:
     return runs
 
 
+# Dask's names of the schedulers that run in this process (dask.base.named_schedulers)
+LOCAL_SCHEDULERS = {
+    "sync",
+    "synchronous",
+    "single-threaded",
+    "threads",
+    "threading",
+    "processes",
+    "multiprocessing",
+}
+
+
 def compute(
     parts: list[Any], client: Any = None, task_timeout: float = ClusterOptions.task_timeout
 ) -> list[Any]:
     """Compute lazy pieces: on ``client`` (a ``distributed.Client``; :class:`ClusterError`
     when no piece ends for ``task_timeout`` seconds, the scheduler does not answer in that
-    time, or the cluster cancels a piece), else with the scheduler Dask is configured with
-    (its threads in this process unless set otherwise, e.g.
-    ``dask.config.set(scheduler="sync")``)."""
+    time, or the cluster cancels a piece), else in this process: on the local scheduler
+    Dask's configuration names (``dask.config.set(scheduler="sync")``), or Dask's threads.
+    Never on a distributed client merely left as the process' default (a client names itself
+    in the configuration): one with no worker left would be waited on for ever."""
     import dask
 
     if not parts:
         return []
     if client is None:
-        return list(dask.compute(*parts))
+        scheduler = dask.config.get("scheduler", None)
+        scheduler = scheduler if scheduler in LOCAL_SCHEDULERS else "threads"
+        return list(dask.compute(*parts, scheduler=scheduler))
     futures: list[Any] = []
     ended: queue.SimpleQueue[int] = queue.SimpleQueue()
     failure: BaseException | None = None

@@ -109,6 +109,7 @@ def bins(value: str) -> np.ndarray:
 
 def cmd_ion_map(args: argparse.Namespace) -> int:
     from ..analysis import ion_map, open_runs, plot_ion_map
+    from ..analysis.runs import compute
 
     runs = open_runs(args.source)
     if len(runs) != 1:
@@ -116,11 +117,8 @@ def cmd_ion_map(args: argparse.Namespace) -> int:
     image = ion_map(runs, args.mz_bins, args.rt_bins, ms_level=args.ms_level)
     cluster = analysis_cluster(args)
     with cluster_client(cluster) as client:
-        if client is None:
-            values = image.compute()
-        else:
-            future = client.compute(image.data)
-            values = image.copy(data=future.result(timeout=cluster.task_timeout))
+        (data,) = compute([image.data], client, cluster.task_timeout)
+    values = image.copy(data=data)
     title = f"{runs[0].name}, MS{args.ms_level}"
     atomic_write(args.plot, lambda tmp: plot_ion_map(values[0], tmp, title=title))
     if not args.quiet:

@@ -4,6 +4,7 @@ source mzML read with pyteomics (an independent reader) agree; pruning reads onl
 from __future__ import annotations
 
 import shutil
+from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 from pathlib import Path
 
@@ -284,3 +285,27 @@ def test_open_runs(exported, tmp_path) -> None:
     (empty / "zarr.json").write_text('{"zarr_format": 3, "node_type": "group"}')
     with pytest.raises(InputError, match="without exported runs"):
         open_runs(empty)
+
+
+@pytest.mark.cluster
+def test_a_default_client_with_no_cluster_left_is_not_waited_on(exported) -> None:
+    """Without ``client=``, the analysis computes on Dask's threads (or the scheduler Dask's
+    configuration names), never on a distributed client left as the process' default: one
+    with no worker left would be waited on for ever."""
+    from distributed import Client, LocalCluster
+
+    name = min(name for name, source in SOURCES.items() if source == METABO)
+    archive = exported.archives[name]
+    expected = xic([archive], [268.1041], ppm=10)
+    # the process' default client from here on, with no worker to run anything (as one
+    # whose workers died)
+    with LocalCluster(n_workers=0, processes=False, dashboard_address=None) as cluster:
+        pool = ThreadPoolExecutor(1)  # a wait for ever fails the test in 120 s
+        try:
+            with Client(cluster):
+                got = pool.submit(xic, [archive], [268.1041], ppm=10).result(timeout=120)
+        finally:
+            pool.shutdown(wait=False)
+    assert list(got) == list(expected)
+    for run in expected:
+        pd.testing.assert_frame_equal(got[run], expected[run])
