@@ -15,10 +15,10 @@ changed there.
 Python's cyclic garbage collector is paused while a partition is read and encoded
 (:func:`collection_paused`): a partition's records (about 30 small objects a spectrum, a
 thousand spectra) all live until it is encoded, and the collector, started every 700
-allocations, walked them again and again, with the PSI-MS vocabulary's 100,000 objects: a third
-of the CPU of a conversion of many small spectra (bench_mzxml, bench_mgf: see the performance
-page). Reference counting frees them as before; a cycle made meanwhile waits for the next
-collection after the partition.
+allocations, walked them again and again: a quarter to a third of the CPU of an inline
+conversion (20 MB of mzXML, of MGF and of profile mzML; bench_mzxml, bench_mgf: see the
+performance page). Reference counting frees them as before; a cycle made meanwhile waits for
+the next collection after the partition.
 """
 
 from __future__ import annotations

@@ -71,7 +71,7 @@ def write_partition_file(
     """``partition`` parsed, encoded and written with ``offsets`` into a new file in
     ``folder`` (None: returned as it is, for the coordinator to file), Python's cyclic
     collector paused meanwhile (:mod:`~mzpeak_dask.heap`)."""
-    with collection_paused():  # bench_mzxml, bench_mgf: a third of the CPU (performance page)
+    with collection_paused():  # bench_mzxml, bench_mgf: 26-33 % of the CPU (performance page)
         encoded = encode_partition(partition, spec)
         written = write_partition(encoded, offsets, spec)
     kept = written if folder is None else handoff.dump(written, folder)
