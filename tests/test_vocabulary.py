@@ -69,3 +69,34 @@ def test_versions_read_from_the_obo_are_psims_own() -> None:
         "MS": str(cv.psi_ms().version),
         "UO": str(cv.unit_ontology().version),
     }
+
+
+def test_term_lookup_read_from_the_obo_is_psims_own() -> None:
+    """mzXML instrument values are looked up without loading psims: every key psims' query
+    knows (ids, names, synonyms, obsolete names, in other case too) finds the same term, and
+    keys it does not know find none."""
+    vocabulary = cv.psi_ms()
+    keys = [
+        *vocabulary.terms,
+        *vocabulary._names,
+        *vocabulary._synonyms,
+        *vocabulary._obsolete_names,
+        "Thermo Scientific",
+        "LTQ Orbitrap Velos",
+        "nanoelectrospray",
+        "FTMS",
+        "unknown",
+        "MS:0000000",
+        "ms:1000031",
+        "",
+    ]
+    keys += [k.upper() for k in keys] + [k.title() for k in keys]
+    misses = 0
+    for key in keys:
+        try:
+            term = vocabulary[key]
+            expected = (term.name, term.id)
+        except KeyError:
+            expected, misses = None, misses + 1
+        assert cv.psi_ms_term(key) == expected, key
+    assert misses > 10

@@ -105,7 +105,7 @@ class DataMember:
         only from a point member whose row groups carry statistics; both read this as items
         without arrays. Leaving the member out would leave that reader nothing to read a
         chromatogram's arrays from (format doc section 10)."""
-        self.options = replace(self.options, layout="point")
+        self.options = replace(self.options, layout="point", numpress_intensity=None)
         layout = layouts.layout_of(self.options)
         self.prefix, self.entries = layout.PREFIX, layout.array_index(self.schema, self.options)
         part = empty_part(self.schema, self.options)
@@ -231,7 +231,7 @@ class RunAssembler:
                 str(path),
                 V.SPECTRUM,
                 self.spec.schemas[PEAKS],
-                replace(self.spec.options, layout="point"),
+                replace(self.spec.options, layout="point", numpress_intensity=None),
             )
         self.peaks.add(part.peaks, part.splices[PEAKS], PEAKS not in part.unsorted)
         self.peak_spectra += part.peak_spectra

@@ -141,7 +141,7 @@ def write_partition(
         metadata[entity] = {n: pack_rows(r) for n, r in rebased.items()}
     peaks = part.peaks
     if peaks is not None:
-        options = replace(spec.options, layout="point")  # spectra_peaks is always points
+        options = replace(spec.options, layout="point", numpress_intensity=None)  # always points
         peaks = write_part(peaks, spec.schemas[PEAKS], options, offsets.get(V.SPECTRUM, 0))
     splices = {member: split_part(written) for member, written in data.items()}
     if peaks is not None:

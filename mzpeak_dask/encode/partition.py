@@ -21,7 +21,7 @@ from ..layouts.schema import PreparedSignal, SignalColumn, SignalSchema, array_k
 from ..model.records import ChromatogramRecord, SignalArray, SpectrumRecord
 from ..options import ConvertOptions
 from ..readers import CHROMATOGRAMS, FORMATS
-from ..support.heap import keep_freed_blocks
+from ..support.heap import collection_paused, keep_freed_blocks
 from ..tables.chromatogram_metadata import ChromatogramTables
 from ..tables.spectrum_metadata import SpectrumTables
 from ..transforms.null_marking import fit_delta_model, verified_null_mask
@@ -338,9 +338,11 @@ def _store(
 
 def encode_partition(partition: Partition, spec: EncodeSpec) -> EncodedPartition:
     """Read and encode one partition (runs on a worker), the process's heap keeping the blocks
-    the partition frees for the next (:mod:`~mzpeak_dask.support.heap`)."""
+    the partition frees for the next, and Python's cyclic collector paused while its records
+    live (:mod:`~mzpeak_dask.support.heap`)."""
     keep_freed_blocks()
-    return _read_and_encode(partition, spec)
+    with collection_paused():  # bench_mgf, bench_mzxml: 8 to 33 % of the CPU (performance page)
+        return _read_and_encode(partition, spec)
 
 
 def _read_and_encode(partition: Partition, spec: EncodeSpec) -> EncodedPartition:

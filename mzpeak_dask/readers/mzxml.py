@@ -197,11 +197,10 @@ def _metadata_from(head: bytes) -> RunMetadata:
 
 def _named_param(category: str, value: str | None) -> dict[str, Any]:
     """A CV param when the value is a PSI-MS term name, else a userParam ``category=value``."""
-    try:
-        term = cv.psi_ms()[value]
-        return Param(term.name, term.id).to_json()
-    except (KeyError, TypeError):
+    term = cv.psi_ms_term(value) if value is not None else None
+    if term is None:
         return Param(category, None, value).to_json()
+    return Param(*term).to_json()
 
 
 __all__ = ["MzXMLFormat", "SPECTRA"]
