@@ -157,7 +157,8 @@ def spectra(path: Path, tmp: Path) -> list[dict[str, Any]]:
         with mzxml.MzXML(str(path)) as reader:
             return [_mzxml_spectrum(s) for s in reader]
     if name.endswith(".mgf"):
-        with mgf.MGF(str(path), use_header=False) as reader:  # not the title-keyed index
+        # the header's params too: a file-level CHARGE is the charge of spectra without one
+        with mgf.MGF(str(path), use_header=True) as reader:
             return [_mgf_spectrum(s, i) for i, s in enumerate(reader)]
     # use_index=False: document order, duplicate ids included (the index keys by id)
     with mzml.MzML(str(plain_copy(path, tmp)), use_index=False) as reader:
