@@ -1,8 +1,7 @@
 """A partition's written parts, kept in a file of its run's staging folder until the finishing
 task stitches them: pickle protocol 5, buffers out of band and 64-byte aligned, loaded through
 a memory map. A worker that sees the staging folder writes the file and passes on its path
-only; otherwise the parts come to the coordinator, which files them.
-"""
+only; otherwise the parts come to the coordinator, which files them."""
 
 from __future__ import annotations
 
