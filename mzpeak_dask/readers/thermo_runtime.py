@@ -15,11 +15,14 @@ Where the extra or Mono is missing, :func:`runtime` raises one line saying what 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import ctypes
+import ctypes.util
 import importlib.util
 import os
 import threading
 import warnings
+from collections.abc import Iterator
 from functools import cache
 from typing import Any
 
@@ -66,7 +69,7 @@ def _load() -> ThermoRuntime | str:
     if reason is not None:
         return reason
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), _floating_point_kept():
             # clr_loader warns of every Mono before 6.12 (Debian 12 has 6.8, which works)
             warnings.filterwarnings("ignore", "Hosting Mono versions", UserWarning)
             loaded = ThermoRuntime()
@@ -75,6 +78,26 @@ def _load() -> ThermoRuntime | str:
         return f"cannot load Thermo's RawFileReader through Mono ({first}): {MONO_HINT}"
     _no_shutdown_at_exit()
     return loaded
+
+
+@contextlib.contextmanager
+def _floating_point_kept() -> Iterator[None]:
+    """The process' floating-point environment as it was before Mono starts: Mono sets the x87
+    precision to double, which changes the last bits of numpy's least-squares fits (the m/z
+    spacing models) in the process, so that a worker that had read a Thermo file wrote other
+    runs' archives differently from every other process."""
+    try:
+        libm = ctypes.CDLL(ctypes.util.find_library("m") or "libm.so.6")
+    except OSError:  # no C maths library to ask: nothing to keep
+        yield
+        return
+    saved = ctypes.create_string_buffer(256)  # fenv_t: 32 bytes on x86-64 glibc
+    kept = libm.fegetenv(saved) == 0
+    try:
+        yield
+    finally:
+        if kept:
+            libm.fesetenv(saved)
 
 
 def _no_shutdown_at_exit() -> None:

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mzpeak_dask import ConvertOptions, convert, open_archive
+from mzpeak_dask import ClusterOptions, ConvertOptions, convert, open_archive
 from mzpeak_dask.read.validate import ERROR, validate
 from mzpeak_dask.readers import detect_format
 from mzpeak_dask.readers.thermo import ThermoRawFormat
@@ -122,6 +122,41 @@ def test_a_symbolic_link_to_a_raw_file_converts_as_the_file(fisher, tmp_path: Pa
     result = run_cli("convert", str(link), str(output), "--cluster", "inline")
     assert result.returncode == 0, result.stderr
     _values_equal(output, *fisher, centroid=False, exact=False)
+
+
+@needs_thermo
+@pytest.mark.slow
+def test_a_process_that_read_a_raw_file_writes_other_runs_as_any_process(tmp_path: Path) -> None:
+    """Mono sets the x87 precision to double as it starts, which changed the last bits of the
+    m/z spacing models of every later run in the process (a worker that had read a .raw file
+    wrote other archives differently): the floating-point environment is kept as it was."""
+    after = tmp_path / "after.mzpeak"
+    code = (
+        "import sys\n"
+        "from mzpeak_dask import convert\n"
+        "from mzpeak_dask.options import ClusterOptions\n"
+        "inline = ClusterOptions(cluster='inline')\n"
+        "convert(sys.argv[1], sys.argv[2], cluster=inline)\n"
+        "convert(sys.argv[3], sys.argv[4], cluster=inline)\n"
+    )
+    small = DATA / "mzdata" / "small.mzML"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            code,
+            str(SAMPLE),
+            str(tmp_path / "raw.mzpeak"),
+            str(small),
+            str(after),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr
+    convert(small, tmp_path / "fresh.mzpeak", cluster=ClusterOptions(cluster="inline"))
+    assert after.read_bytes() == (tmp_path / "fresh.mzpeak").read_bytes()
 
 
 @needs_thermo
