@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -32,9 +33,11 @@ CHOICE = ("running in-process (", "starting a LocalCluster of ")
 
 def one_line_error(result: subprocess.CompletedProcess, *fragments: str) -> None:
     """A failed command that printed one ``error:`` line holding every fragment (after the
-    line saying where a conversion runs, when convert chose it)."""
+    line saying where a conversion runs, when convert chose it, and a batch's progress in
+    checking its manifest's URLs)."""
     assert result.returncode != 0
     lines = [line for line in result.stderr.splitlines() if line.strip()]
+    lines = [line for line in lines if not re.fullmatch(r"checked [\d,]+/[\d,]+ URLs", line)]
     if lines and lines[0].startswith(CHOICE):
         lines = lines[1:]
     assert len(lines) == 1, result.stderr

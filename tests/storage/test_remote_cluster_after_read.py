@@ -21,6 +21,8 @@ pytestmark = [
 ]
 
 
+@pytest.mark.server
+@pytest.mark.cluster
 def test_a_cluster_started_after_a_url_was_read_converts_that_url(tmp_path) -> None:
     """As `convert https://… --workers 2` does: the command asks the input's size (choosing
     where to run) before the cluster starts."""

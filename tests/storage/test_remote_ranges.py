@@ -17,6 +17,8 @@ from ..helpers.archives import assert_same, assert_same_members
 from ..helpers.s3 import files_in
 from ..helpers.servers import range_server, s3_client
 
+pytestmark = pytest.mark.server  # an HTTP server or moto's S3 server, every test
+
 CORRUPT = DATA / "openms" / "FileFilter_39_input_corrupt.mzML"
 MZMLB = DATA / "mzdata" / "small.mzMLb"  # HDF5: read through a ranged file object
 # partitions of a few spectra: each worker task reads its own ranges of the object
@@ -102,7 +104,6 @@ def test_a_bad_remote_input_fails_alone_naming_the_url_and_spectrum(
     assert files_in(staging) == []
 
 
-@pytest.mark.server
 def test_a_scan_of_an_object_reads_large_chunks_once(inputs):
     """An MGF (no index) is scanned to its end: in chunks of megabytes, one request each,
     finding what the scan of the local file finds."""
