@@ -32,7 +32,6 @@ from ..read.signal import SignalReader
 from ..storage.filecache import FileCache
 from .guarded import guarded
 from .kernels import hit_sums, item_window_sums, overlapping, segment_stats, window_hits
-from .point_readers import ArchivePoints
 from .source import Run, RunSource
 
 BLOCK_SPECTRA = 256
@@ -169,6 +168,32 @@ def _block_points(source: str, ids: np.ndarray, windows: tuple | None) -> tuple:
     item = np.concatenate([np.zeros(0, np.int64), *(p[2] for p in parts)])
     order = np.argsort(item, kind="stable")  # the peaks member's spectra among the others
     return mz[order], intensity[order], np.searchsorted(ids, item[order])
+
+
+class ArchivePoints:
+    """Spectra ``ids`` (sorted) of an mzPeak archive, in blocks of ``block`` spectra, at
+    ``positions`` (one per spectrum)."""
+
+    def __init__(self, source: str, ids: np.ndarray, positions: np.ndarray, block: int):
+        self.source = source
+        self.ids = np.asarray(ids, dtype=np.int64)
+        self.at = np.asarray(positions, dtype=np.int64)
+        self.cuts = list(range(0, len(self.ids), block)) + [len(self.ids)]
+
+    @property
+    def blocks(self) -> int:
+        return len(self.cuts) - 1
+
+    def positions(self, k: int) -> np.ndarray:
+        """The positions of block ``k``'s spectra."""
+        return self.at[self.cuts[k] : self.cuts[k + 1]]
+
+    def read(self, k: int, windows: tuple | None) -> tuple:
+        """``(mz, intensity, position)`` of the stored (non-null) points of block ``k``,
+        spectrum by spectrum; chunk rows of a chunked archive pruned to ``windows``."""
+        a, b = self.cuts[k], self.cuts[k + 1]
+        mz, intensity, segment = _block_points(self.source, self.ids[a:b], windows)
+        return mz, intensity, self.at[a:b][segment]
 
 
 def raw_spectrum(source: str, i: int, windows: tuple | None = None) -> tuple:

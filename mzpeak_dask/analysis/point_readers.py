@@ -8,7 +8,9 @@ block. Readers are small and picklable: they name the file and the spectra (or m
 chunks), never hold data.
 
 Each spectrum is known by a *position* given by the caller (its place in the caller's own
-numbering), which the reader hands back with every point.
+numbering), which the reader hands back with every point. An archive's reader, which reads
+through the archive's own block functions, is :class:`~mzpeak_dask.analysis.archive_run.
+ArchivePoints`; a Zarr run group's is here.
 """
 
 from __future__ import annotations
@@ -17,34 +19,6 @@ import numpy as np
 
 from ..zarr_runs.frames import Frames
 from .kernels import overlapping
-
-
-class ArchivePoints:
-    """Spectra ``ids`` (sorted) of an mzPeak archive, in blocks of ``block`` spectra, at
-    ``positions`` (one per spectrum)."""
-
-    def __init__(self, source: str, ids: np.ndarray, positions: np.ndarray, block: int):
-        self.source = source
-        self.ids = np.asarray(ids, dtype=np.int64)
-        self.at = np.asarray(positions, dtype=np.int64)
-        self.cuts = list(range(0, len(self.ids), block)) + [len(self.ids)]
-
-    @property
-    def blocks(self) -> int:
-        return len(self.cuts) - 1
-
-    def positions(self, k: int) -> np.ndarray:
-        """The positions of block ``k``'s spectra."""
-        return self.at[self.cuts[k] : self.cuts[k + 1]]
-
-    def read(self, k: int, windows: tuple | None) -> tuple:
-        """``(mz, intensity, position)`` of the stored (non-null) points of block ``k``,
-        spectrum by spectrum; chunk rows of a chunked archive pruned to ``windows``."""
-        from .archive_run import _block_points
-
-        a, b = self.cuts[k], self.cuts[k + 1]
-        mz, intensity, segment = _block_points(self.source, self.ids[a:b], windows)
-        return mz, intensity, self.at[a:b][segment]
 
 
 class ZarrPoints:
@@ -85,4 +59,4 @@ class ZarrPoints:
         return mz, intensity, np.repeat(self.at[rows], self.lengths[rows])
 
 
-__all__ = ["ArchivePoints", "ZarrPoints"]
+__all__ = ["ZarrPoints"]

@@ -57,6 +57,7 @@ def test_a_missing_bucket_is_one_line_naming_the_store_and_run(s3_endpoint, arch
     one_line_error(result, f"{store}: run small: bucket does not exist")
 
 
+@pytest.mark.server
 def test_refused_credentials_are_one_line_naming_the_store_and_run(archive):
     with refusing_s3_server() as endpoint:
         env = {**os.environ, **S3_ENVIRONMENT, "AWS_ENDPOINT_URL": endpoint}
