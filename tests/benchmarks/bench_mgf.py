@@ -47,7 +47,8 @@ from mzpeak_dask.readers import ItemRange, mgf_text
 from mzpeak_dask.readers.mgf import MGFFormat
 
 from ..helpers.mgf_reference import assert_same, our_spectra, pyteomics_spectra
-from ..helpers.replicate_mgf import copies_for, replicate_mgf
+from ..helpers.replicate import copies_for
+from ..helpers.replicate_mgf import replicate_mgf
 from .common import DATA, ROOT, machine, workdir
 
 SOURCE = DATA / "openms" / "GNPSExport_3_out.mgf"

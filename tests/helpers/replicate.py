@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 _SPECTRUM = re.compile(rb"<spectrum\s.*?</spectrum>", re.S)
@@ -101,17 +102,28 @@ def replicate(source: Path, output: Path, copies: int) -> int:
     return output.stat().st_size
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def copies_for(source: Path, target_mb: float) -> int:
+    """The copies of ``source`` that make about ``target_mb`` MB."""
+    return max(1, round(target_mb * 1e6 / source.stat().st_size))
+
+
+def command(make: Callable[[Path, Path, int], int], description: str) -> None:
+    """``SOURCE OUTPUT --copies N | --target-mb MB``: ``make(source, output, copies)``, which
+    returns the output's size (this module's :func:`replicate`, or another format's)."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("source", type=Path)
     parser.add_argument("output", type=Path)
     group = parser.add_mutually_exclusive_group(required=True)
     group.add_argument("--copies", type=int)
     group.add_argument("--target-mb", type=float)
     args = parser.parse_args()
-    copies = args.copies or max(1, round(args.target_mb * 1e6 / args.source.stat().st_size))
-    size = replicate(args.source, args.output, copies)
+    copies = args.copies or copies_for(args.source, args.target_mb)
+    size = make(args.source, args.output, copies)
     print(f"{args.output}: {copies} copies, {size / 1e6:.1f} MB (synthetic by replication)")
+
+
+def main() -> None:
+    command(replicate, __doc__.splitlines()[0])
 
 
 if __name__ == "__main__":

@@ -10,9 +10,10 @@ previous copy, so every spectrum stays distinct.
 
 from __future__ import annotations
 
-import argparse
 import re
 from pathlib import Path
+
+from .replicate import command
 
 _FIRST = re.compile(rb"^[ \t]*BEGIN IONS", re.M)
 _TITLE = re.compile(rb"^(TITLE=[^\r\n]*)", re.M)
@@ -45,21 +46,8 @@ def _copied(body: bytes, copy: int, shift: float) -> bytes:
     return _RT.sub(lambda m: m.group(1) + repr(float(m.group(2)) + shift).encode(), body)
 
 
-def copies_for(source: Path, target_mb: float) -> int:
-    return max(1, round(target_mb * 1e6 / source.stat().st_size))
-
-
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("source", type=Path)
-    parser.add_argument("output", type=Path)
-    group = parser.add_mutually_exclusive_group(required=True)
-    group.add_argument("--copies", type=int)
-    group.add_argument("--target-mb", type=float)
-    args = parser.parse_args()
-    copies = args.copies or copies_for(args.source, args.target_mb)
-    size = replicate_mgf(args.source, args.output, copies)
-    print(f"{args.output}: {copies} copies, {size / 1e6:.1f} MB (synthetic by replication)")
+    command(replicate_mgf, __doc__.splitlines()[0])
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ import sys
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -176,11 +177,12 @@ def s3_server(own_process: bool = False):
 
 
 @contextmanager
-def moto_requests(query: bool = False):
+def moto_requests(query: bool = False, on_request: Callable[..., None] | None = None):
     """The requests moto's server on a thread of this process answers within the block, as
     ``(method, path, status)``: a ranged GET is answered 206, a GET of a whole object 200
     (read from the server's log of each request, silenced otherwise); with ``query``, each
-    also holds its query string (``partNumber=2&uploadId=...``)."""
+    also holds its query string (``partNumber=2&uploadId=...``). ``on_request(*entry)`` is
+    called with each as it is answered, on the server's thread."""
     seen: list[tuple[str, str, int]] = []
 
     class Seen(logging.Handler):
@@ -193,6 +195,8 @@ def moto_requests(query: bool = False):
                 path, _, asked = path.partition("?")
                 entry = (method, unquote(path), int(status[:3]))
                 seen.append((*entry, asked) if query else entry)
+                if on_request is not None:
+                    on_request(*seen[-1])
 
     logger = logging.getLogger("werkzeug")
     saved = logger.handlers, logger.level, logger.propagate

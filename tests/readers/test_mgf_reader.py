@@ -16,7 +16,8 @@ from mzpeak_dask.readers.mgf import MGFFormat
 
 from ..conftest import DATA
 from ..helpers.mgf_reference import assert_same, our_spectra, plain, pyteomics_spectra
-from ..helpers.replicate_mgf import copies_for, replicate_mgf
+from ..helpers.replicate import copies_for
+from ..helpers.replicate_mgf import replicate_mgf
 
 MGFS = [
     "mzdata/small.mgf",

@@ -8,7 +8,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import json
-import logging
 import os
 import subprocess
 from pathlib import Path
@@ -19,7 +18,7 @@ from ..conftest import BUNDLED
 from ..helpers.cli import one_line_error, run_cli
 from ..helpers.fault_proxy import fault_proxy
 from ..helpers.s3 import keys, uploads
-from ..helpers.servers import s3_client
+from ..helpers.servers import moto_requests, s3_client
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]  # moto's server on loopback
 REPORTS = ["mzpeak/batch_report.html", "mzpeak/batch_report.json", "mzpeak/catalog.parquet"]
@@ -116,23 +115,13 @@ def _when_stored(key: str, act):
     answered a PUT of an object whose path holds ``key``."""
     done: list[bool] = []
 
-    class Seen(logging.Handler):
-        def emit(self, record: logging.LogRecord) -> None:
-            args = record.args if isinstance(record.args, tuple) else ()
-            line = args[0] if args and isinstance(args[0], str) else ""
-            if not done and line.startswith("PUT ") and key in line:
-                done.append(True)
-                act()
+    def seen(method: str, path: str, *_: object) -> None:
+        if not done and method == "PUT" and key in path:
+            done.append(True)
+            act()
 
-    logger = logging.getLogger("werkzeug")
-    saved = logger.handlers, logger.level, logger.propagate
-    logger.handlers, logger.propagate = [Seen(logging.INFO)], False
-    logger.setLevel(logging.INFO)
-    try:
+    with moto_requests(on_request=seen):
         yield done
-    finally:
-        logger.handlers, level, logger.propagate = saved
-        logger.setLevel(level)
 
 
 def test_a_state_folder_on_a_full_disk_is_one_line_naming_it(s3_endpoint, bucket, tmp_path):
