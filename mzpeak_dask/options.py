@@ -106,7 +106,7 @@ class ConvertOptions(_Options):
         "parser": PARSERS,
     }
     limits = {
-        "compression_level": Limit(1, 22),
+        "compression_level": Limit(1, max(high for _, high in COMPRESSION_LEVELS.values())),
         "chunk_width": ABOVE_0,
         "null_marking_ppm": AT_LEAST_0,
         "data_page_size": AT_LEAST_1,
@@ -151,7 +151,7 @@ class ConvertOptions(_Options):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        low, high = COMPRESSION_LEVELS.get(self.compression, (1, 22))
+        low, high = COMPRESSION_LEVELS.get(self.compression, (1, 1 << 30))  # no level: any
         if not low <= self.compression_level <= high:
             raise OptionsError(
                 f"compression_level {self.compression_level}: {self.compression} takes "

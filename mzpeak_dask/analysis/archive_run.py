@@ -30,7 +30,6 @@ from ..read.archive import MzPeakArchive, cached_archive
 from ..read.entity import spectrum_columns
 from ..read.signal import SignalReader
 from ..storage.filecache import FileCache
-from .guarded import guarded
 from .kernels import hit_sums, item_window_sums, overlapping, segment_stats, window_hits
 from .source import Run, RunSource
 
@@ -299,13 +298,6 @@ def _valid_at(array: pa.Array, positions: np.ndarray) -> np.ndarray:
     return ((bits[at >> 3] >> (at & 7)) & 1).astype(bool)
 
 
-def block_apply(source: str, ids: np.ndarray, first: int, windows, kernel, args: tuple):
-    """``kernel(mz, intensity, positions, *args)`` over the stored points of spectra ``ids``
-    (positions counted from ``first``), chunk rows pruned to ``windows`` when given."""
-    mz, intensity, segment = _block_points(source, ids, windows)
-    return kernel(mz, intensity, segment + first, *args)
-
-
 def block_stats(source: str, ids: np.ndarray, first: int):
     mz, intensity, segment = _block_points(source, ids, None)
     return np.arange(first, first + len(ids)), segment_stats(mz, intensity, segment, len(ids))
@@ -346,20 +338,6 @@ class ArchiveRun(Run):
         """Lazy ``(rows, [tic, base peak m/z, base peak intensity])`` pieces."""
         task = delayed(block_stats, pure=True)
         return [task(self.source, block, a) for block, a in self._blocks(ids)]
-
-    def point_parts(self, ids: np.ndarray, kernel, args_of, windows=None) -> list:
-        """Lazy pieces over blocks of spectra (see :meth:`Run.point_parts`); a block's m/z
-        windows prune the rows of a chunked archive."""
-        task = delayed(guarded, pure=True)
-        out = []
-        for block, a in self._blocks(ids):
-            got = args_of(a, a + len(block))
-            if got is not None:
-                windows, args = got
-                out.append(
-                    task(self.source, block_apply, self.source, block, a, windows, kernel, args)
-                )
-        return out
 
     def point_readers(self, ids: np.ndarray, groups: list, windows=None) -> list:
         """Readers of blocks of ``BLOCK_SPECTRA`` spectra (see :meth:`Run.point_readers`)."""

@@ -37,8 +37,4 @@ def guarded(source: str, fn: Callable[..., Any], *args: Any) -> Any:
         return Failed(one_line(source, exc))
 
 
-def first_failure(parts: list[Any]) -> Failed | None:
-    return next((p for p in parts if isinstance(p, Failed)), None)
-
-
-__all__ = ["Failed", "first_failure", "guarded", "one_line"]
+__all__ = ["Failed", "guarded", "one_line"]

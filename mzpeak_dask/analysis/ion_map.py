@@ -15,7 +15,7 @@ import numpy as np
 from dask import delayed
 
 from ..errors import InputError, OptionsError
-from .guarded import Failed
+from .guarded import Failed, guarded
 from .kernels import select_spectra
 from .runs import Sources, as_runs, unique_names
 from .source import Run
@@ -29,9 +29,9 @@ def bin_index(values: np.ndarray, edges: np.ndarray) -> np.ndarray:
     return np.where((at >= 1) & (at < len(edges)), at - 1, -1)
 
 
-def _piece(mz, intensity, positions, lo: int, time, rt_edges, mz_edges) -> tuple:
-    """``(first row, rows)``: the piece's sums in the RT bins its spectra fall in."""
-    rt_bin = bin_index(time, rt_edges)[np.asarray(positions, np.int64) - lo]
+def _piece(mz, intensity, rt_bin, mz_edges) -> tuple:
+    """``(first row, rows)``: the piece's sums in the RT bins its spectra fall in
+    (``rt_bin``: the RT bin of each point's spectrum)."""
     mz_bin = bin_index(mz, mz_edges)
     weights = np.asarray(intensity, dtype=np.float64)
     inside = (rt_bin >= 0) & (mz_bin >= 0) & ~np.isnan(weights)
@@ -43,6 +43,12 @@ def _piece(mz, intensity, positions, lo: int, time, rt_edges, mz_edges) -> tuple
     cell = (rows - first) * width + mz_bin[inside]
     sums = np.bincount(cell, weights=weights[inside], minlength=(last - first + 1) * width)
     return first, sums.reshape(-1, width)
+
+
+def _block(reader, k: int, windows: tuple, rt_bins: np.ndarray, mz_edges) -> tuple:
+    """Block ``k`` of a run's point reader as a piece (``rt_bins``: per spectrum)."""
+    mz, intensity, positions = reader.read(k, windows)
+    return _piece(mz, intensity, rt_bins[np.asarray(positions, np.int64)], mz_edges)
 
 
 def _image(shape: tuple[int, int], *parts: tuple) -> np.ndarray:
@@ -71,13 +77,16 @@ def _run_image(run: Run, mz_edges, rt_edges, ms_level: int | None):
     time = run.spectra["time"].to_numpy(dtype=np.float64)
     levels = run.spectra["ms_level"].to_numpy()
     ids = select_spectra(time, levels, (rt_edges[0], rt_edges[-1]), ms_level)
-    times = time[ids]
     windows = (mz_edges[:1], mz_edges[-1:])
-
-    def args_of(lo: int, hi: int):
-        return windows, (lo, times[lo:hi], rt_edges, mz_edges)
-
-    parts = run.point_parts(ids, _piece, args_of, windows) if len(ids) else []
+    parts = []
+    if len(ids):  # one reader over the run's spectra, a task per block; shared in the graph
+        [reader] = run.point_readers(ids, [np.arange(len(ids))], [windows])
+        shared = delayed(reader, pure=True), delayed(bin_index(time[ids], rt_edges), pure=True)
+        task = delayed(guarded, pure=True)
+        parts = [
+            task(run.source, _block, shared[0], k, windows, shared[1], mz_edges)
+            for k in range(reader.blocks)
+        ]
     shape = (len(rt_edges) - 1, len(mz_edges) - 1)
     image = delayed(_image, pure=True)(shape, *parts)
     return da.from_delayed(image, shape=shape, dtype=np.float64)

@@ -13,8 +13,6 @@ import numpy as np
 
 from .kernels import overlapping
 
-HITS = ("target", "spectrum", "mz", "intensity")
-
 
 def in_union(values: np.ndarray, low: np.ndarray, high: np.ndarray) -> np.ndarray:
     """Which values lie in at least one interval ``[low, high]`` (NaN in none)."""
@@ -151,7 +149,6 @@ def chromatogram_figures(
 
 
 __all__ = [
-    "HITS",
     "chromatogram_figures",
     "expand",
     "in_union",

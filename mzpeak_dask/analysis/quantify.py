@@ -30,7 +30,7 @@ from ..options import ClusterOptions
 from ..support.heap import keep_freed_blocks
 from .guarded import Failed, guarded, one_line
 from .quant_kernels import chromatogram_figures, in_union, match_points, point_figures
-from .runs import Sources, compute, open_runs
+from .runs import Sources, as_runs, compute
 from .source import Run
 from .targets import TargetList, target_list
 
@@ -104,7 +104,7 @@ def _groups(time: np.ndarray, rt_min: np.ndarray, rt_max: np.ndarray) -> list[tu
     return out
 
 
-def _run_parts(run: Run, targets: TargetList, levels: dict) -> list[tuple[np.ndarray, Any]]:
+def _run_parts(run: Run, levels: dict) -> list[tuple[np.ndarray, Any]]:
     """Per piece of the run: (its targets' numbers in the list, its lazy figures, or the
     figures themselves when no spectrum lies in its targets' windows)."""
     spectra = run.spectra
@@ -154,11 +154,8 @@ def _open(sources: Sources | Run) -> tuple[list[Run], list[str]]:
     runs: list[Run] = []
     failed: list[str] = []
     for source in sources:
-        if isinstance(source, Run):
-            runs.append(source)
-            continue
         try:
-            runs += open_runs(source)
+            runs += as_runs(source)
         except (MzPeakDaskError, OSError, ValueError) as exc:
             failed.append(one_line(str(source), exc))
     return runs, failed
@@ -209,7 +206,7 @@ def quantify(
     wanted = target_list(targets)
     opened, failed = _open(runs)
     levels = _levels(wanted)
-    pieces = [_run_parts(run, wanted, levels) for run in opened]
+    pieces = [_run_parts(run, levels) for run in opened]
     lazy = [part for run in pieces for _, part in run if isinstance(part, Delayed)]
     done = iter(compute(lazy, client, task_timeout))
     frames = []

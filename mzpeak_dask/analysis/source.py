@@ -9,7 +9,6 @@ the chromatograms never ask which kind of source a run came from.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -33,22 +32,6 @@ class Run(ABC):
     @abstractmethod
     def stats_parts(self, ids: np.ndarray) -> list[Any]:
         """Lazy ``(rows, [tic, base peak m/z, base peak intensity])`` pieces of ``ids``."""
-
-    @abstractmethod
-    def point_parts(
-        self,
-        ids: np.ndarray,
-        kernel: Callable[..., Any],
-        args_of: Callable[[int, int], tuple[tuple | None, tuple] | None],
-        windows: tuple[np.ndarray, np.ndarray] | None = None,
-    ) -> list[Any]:
-        """Lazy pieces, each ``kernel(mz, intensity, positions, *args)`` over the stored
-        points of some of spectra ``ids`` (sorted; ``positions``: each point's spectrum's
-        position in ``ids``), run through :func:`~mzpeak_dask.analysis.guarded.guarded` (a
-        run that cannot be read gives a ``Failed``). A piece covers the positions ``[lo,
-        hi)``; ``args_of(lo, hi)`` gives its ``(windows, args)``, or None to leave it out.
-        Chunks whose m/z range meets no window ``(low, high)`` of ``windows`` (the whole
-        call's) or of the piece's are not read, where the layout allows it."""
 
     @abstractmethod
     def point_readers(

@@ -39,14 +39,6 @@ class TargetList:
     def __len__(self) -> int:
         return len(self.labels)
 
-    @property
-    def low(self) -> np.ndarray:
-        return self.mz_mean - self.delta
-
-    @property
-    def high(self) -> np.ndarray:
-        return self.mz_mean + self.delta
-
 
 def read_targets(targets: pd.DataFrame | str | os.PathLike) -> tuple[pd.DataFrame, str]:
     """The target table and what to call it in errors: a DataFrame as it is, a ``.parquet``

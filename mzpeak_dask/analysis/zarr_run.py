@@ -47,7 +47,6 @@ from ..zarr_runs.store import (
     point_index,
 )
 from .archive_run import POINTS_META, spectra_frame
-from .guarded import guarded
 from .kernels import overlapping, segment_stats, window_sums
 from .point_readers import ZarrPoints
 from .source import Run, RunSource
@@ -73,13 +72,6 @@ def _frame_kernel(mz, intensity, spectrum, lengths):
             "intensity": np.asarray(intensity, dtype=np.float64),
         }
     )
-
-
-def _apply_frames(mz: Frames, intensity: Frames, segment, lengths, kernel, args: tuple):
-    """``kernel(mz, intensity, positions, *args)`` over whole mzPeak chunks read frame by
-    frame (``segment``: each chunk's position)."""
-    values = [frames.read(np.arange(frames.chunks)) for frames in (mz, intensity)]
-    return kernel(*values, np.repeat(segment, lengths), *args)
 
 
 @dataclass
@@ -373,40 +365,6 @@ class ZarrRun(Run):
         segment = self._positions(ids)[table.spectrum]
         keep = (segment >= 0) & overlapping(table.chunk_start, table.chunk_end, low, high)
         return self._parts(table, np.flatnonzero(keep), segment, _xic_kernel, low, high)
-
-    def point_parts(self, ids: np.ndarray, kernel, args_of, windows=None) -> list:
-        """Lazy pieces over batches of whole spectra (see :meth:`Run.point_parts`): Zarr
-        chunks and mzPeak chunks are picked as for :meth:`xic_parts` with ``windows``, then
-        each batch reads only its chunks that meet its own windows."""
-        zs = self._zarr_chunks(ids)
-        if windows is not None:
-            ranges = self.zarr_chunk_ranges
-            low, high = ranges["zarr_chunk_mz_min"][zs], ranges["zarr_chunk_mz_max"][zs]
-            zs = zs[overlapping(low, high, *windows)]
-        table = self.chunk_table(zs)
-        segment = self._positions(ids)[table.spectrum]
-        keep = segment >= 0
-        if windows is not None:
-            keep &= overlapping(table.chunk_start, table.chunk_end, *windows)
-        batches = self._batches(table, np.flatnonzero(keep))
-        if not batches:
-            return []
-        mz, intensity = self.frames("mz", table), self.frames("intensity", table)
-        task = delayed(guarded, pure=True)
-        out = []
-        for rows in batches:
-            got = args_of(int(segment[rows].min()), int(segment[rows].max()) + 1)
-            if got is None:
-                continue
-            own, args = got
-            if own is not None:
-                rows = rows[overlapping(table.chunk_start[rows], table.chunk_end[rows], *own)]
-            if len(rows):
-                parts = (mz.subset(rows), intensity.subset(rows), segment[rows])
-                out.append(
-                    task(self.source, _apply_frames, *parts, table.lengths[rows], kernel, args)
-                )
-        return out
 
     def point_readers(self, ids: np.ndarray, groups: list, windows=None) -> list:
         """Readers of batches of whole spectra (see :meth:`Run.point_readers`): per group the

@@ -9,6 +9,7 @@ ending with its error.
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import threading
 from collections.abc import Callable, Sequence
@@ -34,7 +35,7 @@ def map_within(
     names (``named``) an item still being worked on and what was being done (``doing``)."""
     todo: queue.SimpleQueue[int] = queue.SimpleQueue()
     done: queue.SimpleQueue[tuple[int, Any, BaseException | None]] = queue.SimpleQueue()
-    started: dict[int, bool] = {}
+    started: set[int] = set()
     for at in range(len(items)):
         todo.put(at)
 
@@ -44,7 +45,7 @@ def map_within(
                 at = todo.get_nowait()
             except queue.Empty:
                 return
-            started[at] = True
+            started.add(at)
             try:
                 done.put((at, fn(items[at]), None))
             except BaseException as exc:  # noqa: BLE001 - raised in the caller's thread
@@ -54,20 +55,23 @@ def map_within(
         threading.Thread(target=work, daemon=True, name="mzpeak-dask-check").start()
     results: list[Any] = [None] * len(items)
     finished: set[int] = set()
-    for _ in items:
-        try:
-            at, value, exc = done.get(timeout=seconds)
-        except queue.Empty:
-            while not todo.empty():  # the threads take nothing more
+    try:
+        for _ in items:
+            try:
+                at, value, exc = done.get(timeout=seconds)
+            except queue.Empty:
+                stuck = min(started - finished)
+                raise CheckDeadlineError(
+                    f"{named(items[stuck])}: no answer within {seconds:g} s while {doing}"
+                ) from None
+            if exc is not None:
+                raise exc
+            results[at] = value
+            finished.add(at)
+    finally:  # on an error or the deadline the threads take nothing more
+        with contextlib.suppress(queue.Empty):
+            while True:
                 todo.get_nowait()
-            stuck = min(set(started) - finished)
-            raise CheckDeadlineError(
-                f"{named(items[stuck])}: no answer within {seconds:g} s while {doing}"
-            ) from None
-        if exc is not None:
-            raise exc
-        results[at] = value
-        finished.add(at)
     return results
 
 

@@ -108,8 +108,7 @@ def _manifest(
     """The inputs of a manifest's URLs: those in a bucket checked by one listing of each
     prefix holding some (not two requests a URL: a manifest of 10,000 mostly missing URLs
     is checked in a few listings), others (web servers) one by one."""
-    lines = [line for line in text.splitlines() if line.strip() and line.strip()[0] != "#"]
-    urls = list(dict.fromkeys(manifest_entries(lines, name) if lines else []))
+    urls = list(dict.fromkeys(manifest_entries(text, name)))
     found: dict[str, tuple[str, dict[str, Any] | None]] = {}  # url -> (its path, its info)
     absent: set[str] = set()  # the URLs their prefix's listing showed missing
     groups: dict[tuple[int, str], list[tuple[str, str]]] = {}  # (fs, prefix) -> URLs, paths

@@ -56,17 +56,16 @@ def read_manifest(path: Path) -> list[Path]:
     """One path per line, or CSV/TSV with a ``path`` column; relative paths are relative to
     the manifest's folder; blank lines and ``#`` comments are skipped. Paths come back
     resolved (absolute, without links or ``..``); bytes that are not UTF-8 are kept."""
-    text = path.read_text(encoding="utf-8", errors="surrogateescape").splitlines()
-    lines = [line for line in text if line.strip() and not line.lstrip().startswith("#")]
+    text = path.read_text(encoding="utf-8", errors="surrogateescape")
+    return [(path.parent / v).resolve() for v in manifest_entries(text, path)]
+
+
+def manifest_entries(text: str, name: object) -> list[str]:
+    """The paths or URLs of a manifest's text (blank lines and ``#`` comments left out): one
+    a line, or the ``path`` column of a CSV/TSV, whose header may be that column alone."""
+    lines = [line for line in text.splitlines() if line.strip() and line.lstrip()[0] != "#"]
     if not lines:
         return []
-    values = manifest_entries(lines, path)
-    return [(path.parent / v).resolve() for v in values]
-
-
-def manifest_entries(lines: list[str], name: object) -> list[str]:
-    """The paths or URLs of a manifest's ``lines`` (blank lines and comments left out): one a
-    line, or the ``path`` column of a CSV/TSV, whose header may be that column alone."""
     first = lines[0]
     delimiter = "\t" if "\t" in first else "," if "," in first else None
     if delimiter is None and first.strip().strip('"') == "path":

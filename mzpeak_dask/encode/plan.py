@@ -30,6 +30,7 @@ from ..readers import (
     detect_format,
 )
 from ..readers.base import sample_positions
+from ..readers.thermo import CENTROID_HINT
 from ..storage.inputs import ranges_ahead, remote_input, sample_spans, surveying
 from ..storage.urls import is_url
 from ..transforms.units import in_minutes
@@ -189,7 +190,7 @@ def _plan(
     readable = url or decompress_to(str(source), str(staging_dir), name)
     survey = fmt.survey(readable, name)
     survey.hints["parser"] = options.parser
-    survey.hints["thermo_centroid"] = options.thermo_centroid
+    survey.hints[CENTROID_HINT] = options.thermo_centroid
     run = survey.run_metadata
     schemas, sampled = _schemas(fmt, readable, name, survey, options)
     spec = EncodeSpec(

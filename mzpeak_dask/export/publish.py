@@ -353,9 +353,9 @@ def _settle(fs: Any, store: str, name: str, tag: str, kinds: set[str]) -> None:
         filesystem(join(store, n))[1] for n in (name, f".{name}.old-{tag}", f".{name}.tmp-{tag}")
     )
     if "old" in kinds:
-        if not fs.exists(f"{final}/zarr.json") and _run_keys(fs, saved):
+        if not fs.exists(f"{final}/zarr.json") and (keys := _run_keys(fs, saved)):
             _remove_run(fs, final)
-            for key in _run_keys(fs, saved):  # the group's zarr.json last
+            for key in keys:  # the group's zarr.json last
                 fs.copy(f"{saved}/{key}", f"{final}/{key}")
             _log.warning(
                 "%s: run %s put back as it was before an export that was stopped while "

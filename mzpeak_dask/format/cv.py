@@ -177,6 +177,27 @@ def _psi_ms_names() -> tuple[dict[str, tuple[str, str]], ...]:
     return ids, names, normalized, synonyms, obsolete
 
 
+@cache
+def psi_ms_below(*roots: str) -> dict[str, tuple[str, str]]:
+    """Lower-case name -> ``(name, id)`` of every PSI-MS term below ``roots`` through is_a
+    (transitively), read from the vendored OBO file without loading psims' vocabulary."""
+    names: dict[str, str] = {}
+    parents: dict[str, list[str]] = {}
+    for stanza in _stanzas("psi-ms.obo.gz"):
+        [accession] = stanza["id"]
+        if stanza.get("name"):
+            names[accession] = stanza["name"][-1]
+        parents[accession] = [value.split()[0] for value in stanza.get("is_a", [])]
+
+    def below(accession: str, seen: frozenset[str] = frozenset()) -> bool:
+        return any(
+            p in roots or (p not in seen and below(p, seen | {p}))
+            for p in parents.get(accession, [])
+        )
+
+    return {names[a].lower(): (names[a], a) for a in names if below(a)}
+
+
 def psi_ms_term(key: str) -> tuple[str, str] | None:
     """The ``(name, accession)`` of the PSI-MS term psims' ``psi_ms()[key]`` finds (an id, a
     name, the name in other case, a synonym, an id in lower case, an obsolete name), or None

@@ -12,7 +12,6 @@ once (:func:`.tdf_frames.open_run`).
 
 from __future__ import annotations
 
-import os
 from collections import OrderedDict
 from collections.abc import Iterator
 
@@ -27,20 +26,16 @@ from ..model.records import (
     SignalArray,
     SpectrumRecord,
 )
+from ..storage.inputs import is_vendor_folder
 from .base import InputFormat, ItemRange, Survey
 from .plain_values import spectrum_params
 from .tdf_frames import Frame, TdfRun, open_run, timsrust
 from .tdf_metadata import BRUKER_TDF_FORMAT, BRUKER_TDF_NATIVE_ID, run_metadata
-from .tdf_tables import DDA_SPECTRUM, DIA_SPECTRUM, MS1_SPECTRUM, TDF, Entry
+from .tdf_tables import DDA_SPECTRUM, DIA_SPECTRUM, MS1_SPECTRUM, Entry
 
 _IM = "MS:1002815"  # inverse reduced ion mobility (a selected ion's)
 _CID = "MS:1000133"
 _FRAMES_KEPT = 8  # frames a partition keeps read (a precursor spans a few frames)
-
-
-def is_tdf_folder(path: str) -> bool:
-    """A local folder holding an ``analysis.tdf``."""
-    return os.path.isdir(path) and os.path.isfile(os.path.join(path, TDF))
 
 
 class BrukerTDFFormat(InputFormat):
@@ -54,7 +49,7 @@ class BrukerTDFFormat(InputFormat):
 
     @classmethod
     def sniff_folder(cls, path: str) -> bool:
-        return is_tdf_folder(path)
+        return is_vendor_folder(path)
 
     @classmethod
     def survey(cls, path: str, name: str | None = None) -> Survey:
@@ -201,7 +196,7 @@ def _isolation(target: float, width: float) -> list[Param]:
 def _activation(energy: float | None) -> list[Param]:
     out = [Param.term(_CID)]
     if energy is not None:
-        out.append(Param.term(V.COLLISION_ENERGY, float(energy), "UO:0000266"))
+        out.append(Param.term(V.COLLISION_ENERGY, float(energy), V.UNIT_ELECTRONVOLT))
     return out
 
 

@@ -8,6 +8,7 @@ import os
 from typing import Any
 
 from ..model.records import Param, RunMetadata
+from ..support.pathtext import uri
 from .tdf_tables import DDA_SPECTRUM, DIA_SPECTRUM, MS1_SPECTRUM, TDF, TDF_BIN, TdfTables
 
 BRUKER_TDF_FORMAT = "MS:1002817"
@@ -39,7 +40,7 @@ def run_metadata(path: str, tables: TdfTables) -> RunMetadata:
         Param("Bruker TDF nativeID format", BRUKER_TDF_NATIVE_ID),
         Param("Bruker TDF format", BRUKER_TDF_FORMAT),
     ]
-    location = "file://" + os.path.abspath(path)
+    location = uri(path)
     meta.file_description = {
         "contents": _json(contents),
         "source_files": [

@@ -18,8 +18,9 @@ from urllib.parse import quote
 import numpy as np
 
 from ..errors import InputError
+from ..storage.inputs import VENDOR_FOLDER_MARKER
 
-TDF = "analysis.tdf"
+TDF = VENDOR_FOLDER_MARKER  # the SQLite file that makes a folder a Bruker run
 TDF_BIN = "analysis.tdf_bin"
 # MsMsType codes of the Frames table (Bruker's TDF schema)
 MS1, DDA_PASEF, DIA_PASEF = 0, 8, 9

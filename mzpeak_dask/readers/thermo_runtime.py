@@ -152,7 +152,7 @@ def _opened(path: str, name: str) -> Any:
     try:  # the file itself: Thermo's reader on Mono fails on a symbolic link to it
         return rt.adapter.ThreadedFileFactory(os.path.realpath(path))
     except Exception as exc:  # noqa: BLE001 - a .NET exception
-        raise InputError(f"{name}: not a readable Thermo .raw file ({_first_line(exc)})") from None
+        raise InputError(f"{name}: not a readable Thermo .raw file ({dotnet_error(exc)})") from None
 
 
 @per_file(4, per_thread=True, close=_close)
@@ -165,7 +165,7 @@ def open_raw(path: str, name: str) -> Any:
     except InputError:
         raise
     except Exception as exc:  # noqa: BLE001 - a .NET exception
-        raise InputError(f"{name}: not a readable Thermo .raw file ({_first_line(exc)})") from None
+        raise InputError(f"{name}: not a readable Thermo .raw file ({dotnet_error(exc)})") from None
     if raw.IsError or not raw.IsOpen:
         message = raw.FileError.ErrorMessage if raw.FileError is not None else ""
         raw.Dispose()
@@ -185,7 +185,8 @@ def _one_line(text: str | None) -> str:
     return words.strip() or "unreadable"
 
 
-def _first_line(exc: BaseException) -> str:
+def dotnet_error(exc: BaseException) -> str:
+    """One line for an exception thrown by Thermo's library."""
     return _one_line(getattr(exc, "Message", None) or str(exc))
 
 
@@ -195,8 +196,3 @@ def numbers(values: Any, dtype: type = np.float64) -> np.ndarray:
     if values is None or values.Length == 0:
         return np.empty(0, dtype=dtype)
     return np.array(memoryview(values), copy=True).astype(dtype, copy=False)
-
-
-def dotnet_error(exc: BaseException) -> str:
-    """One line for an exception thrown by Thermo's library."""
-    return _first_line(exc)

@@ -7,10 +7,7 @@ tables below are keyed by those values (ThermoFisher.CommonCore.Data.FilterEnums
 
 from __future__ import annotations
 
-import gzip
-from functools import cache
-
-from ..format.cv import _vendored
+from ..format.cv import psi_ms_below
 from ..model.records import Param
 
 THERMO_RAW_FORMAT = Param("Thermo RAW format", "MS:1000563")
@@ -50,39 +47,16 @@ IONIZATIONS = {
     5: ("nanoelectrospray", "MS:1000398"),
     8: ("matrix-assisted laser desorption ionization", "MS:1000075"),
 }
-ION_TRAP_ANALYZER = 0
 
 
 def term(pair: tuple[str, str], value: object = None, unit: str | None = None) -> Param:
     return Param(pair[0], pair[1], value, unit)
 
 
-@cache
 def thermo_models() -> dict[str, tuple[str, str]]:
     """Model name (lower case) -> (name, accession), every term below Thermo's two instrument
-    model families in the bundled PSI-MS vocabulary (read straight from its OBO file)."""
-    names: dict[str, str] = {}
-    parents: dict[str, list[str]] = {}
-    term_id = None
-    with gzip.open(_vendored("psi-ms.obo.gz"), "rt", encoding="utf-8") as f:
-        for line in f:
-            if line.startswith("["):
-                term_id = None
-            elif line.startswith("id: "):
-                term_id = line[4:].strip()
-            elif term_id and line.startswith("name: "):
-                names[term_id] = line[6:].strip()
-            elif term_id and line.startswith("is_a: "):
-                parents.setdefault(term_id, []).append(line[6:].split()[0])
-    roots = {THERMO_MODEL[1], "MS:1000494"}  # Thermo Fisher Scientific / Thermo Scientific
-
-    def below(accession: str, seen: frozenset[str] = frozenset()) -> bool:
-        return any(
-            p in roots or (p not in seen and below(p, seen | {p}))
-            for p in parents.get(accession, [])
-        )
-
-    return {names[a].lower(): (names[a], a) for a in names if below(a)}
+    model families in the bundled PSI-MS vocabulary."""
+    return psi_ms_below(THERMO_MODEL[1], "MS:1000494")  # Thermo Fisher Scientific / Scientific
 
 
 def model_param(model: str) -> Param:

@@ -117,12 +117,17 @@ def _ask_size(url: str) -> int:
         raise (InputError if what == "no such object" else StorageError)(f"{url}: {what}") from None
 
 
+VENDOR_FOLDER_MARKER = "analysis.tdf"
+
+
 def is_vendor_folder(path: str | os.PathLike) -> bool:
     """A local folder that is one input: a Bruker timsTOF ``.d`` (it holds ``analysis.tdf``)."""
-    return os.path.isfile(os.path.join(path, VENDOR_FOLDER_MARKER))
+    return os.path.isdir(path) and os.path.isfile(os.path.join(path, VENDOR_FOLDER_MARKER))
 
 
-VENDOR_FOLDER_MARKER = "analysis.tdf"
+def vendor_files(path: str | os.PathLike) -> list[str]:
+    """The files of a vendor folder that make the input: those directly in it, by name."""
+    return sorted(e.path for e in os.scandir(path) if e.is_file())
 
 
 def input_size(path: str | os.PathLike) -> int:
@@ -132,7 +137,7 @@ def input_size(path: str | os.PathLike) -> int:
     if url:
         return size_of(url)
     if os.path.isdir(path):
-        return sum(e.stat().st_size for e in os.scandir(path) if e.is_file())
+        return sum(os.stat(name).st_size for name in vendor_files(path))
     return os.stat(path).st_size
 
 
@@ -313,6 +318,7 @@ __all__ = [
     "range_file",
     "input_size",
     "is_vendor_folder",
+    "vendor_files",
     "object_head",
     "range_source",
     "ranges_ahead",

@@ -13,7 +13,7 @@ from typing import Any
 from .._version import __version__
 from ..format import vocabulary as V
 from ..model.records import Param, RunMetadata
-from ..storage.inputs import remote_input, url_sha256
+from ..storage.inputs import remote_input, url_sha256, vendor_files
 from ..storage.origins import origin_folder, origin_of
 from ..support.pathtext import redact, text
 
@@ -38,9 +38,7 @@ def file_sha256(path: str | os.PathLike) -> str:
         return url_sha256(url)
     digest = hashlib.sha256()
     # a vendor folder (Bruker .d): its files directly inside, by name, one after the other
-    folder = os.path.isdir(path)
-    files = sorted(e.path for e in os.scandir(path) if e.is_file()) if folder else [path]
-    for name in files:
+    for name in vendor_files(path) if os.path.isdir(path) else [path]:
         with open(name, "rb") as f:
             while block := f.read(HASH_BLOCK):
                 digest.update(block)
