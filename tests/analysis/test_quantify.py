@@ -181,7 +181,7 @@ def test_ion_map_agrees_with_histogram2d(exported) -> None:
             r.name if k < 2 else f"{r.name}#2" for k, r in enumerate(runs)
         ]
         np.testing.assert_allclose(image["mz"], (mz_edges[1:] + mz_edges[:-1]) / 2)
-        values = image.values
+        values = image.compute(scheduler="threads").values  # not a client left as the default
         assert want.sum() > 0 and count.sum() > 0
         for k, run in enumerate(runs):
             np.testing.assert_allclose(values[k], want, rtol=1e-9, atol=1e-6, err_msg=run.source)
@@ -249,7 +249,7 @@ def test_ion_map_of_an_unreadable_run_names_it(exported, tmp_path) -> None:
         assert str(cut) in str(exc)
         return
     with pytest.raises(InputError, match=str(cut)):
-        image.values  # noqa: B018
+        image.compute(scheduler="threads")
     assert len(run.spectra)
 
 
@@ -262,7 +262,7 @@ def test_quantify_and_ion_map_on_a_local_cluster(exported, local_client) -> None
     for run in runs:
         check(result[result["run"] == run.source].reset_index(drop=True), want, run.source)
     image = ion_map(runs, np.linspace(100, 1000, 50), np.linspace(0, 20, 20))
-    here = image.values
+    here = image.compute(scheduler="threads").values  # in this process, not on the default client
     there = local_client.compute(image.data).result(timeout=120)
     np.testing.assert_allclose(there, here, rtol=1e-12)
 
