@@ -58,7 +58,11 @@ def missing() -> str | None:
         return f"reading Thermo .raw files needs the 'thermo' extra: {EXTRA_HINT}"
     from clr_loader.util.find import find_libmono
 
-    if find_libmono() is None or not os.path.exists(NETSTANDARD):
+    try:
+        libmono = find_libmono()
+    except RuntimeError:  # clr_loader raises, on Linux, where no libmono is installed
+        libmono = None
+    if libmono is None or not os.path.exists(NETSTANDARD):
         return f"reading Thermo .raw files needs Mono: {MONO_HINT}"
     return None
 

@@ -8,6 +8,7 @@ never loads Mono: conversions run in spawned workers or command-line processes."
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -261,4 +262,44 @@ def test_missing_extra_says_what_to_install(tmp_path: Path) -> None:
     command = [sys.executable, "-c", BLOCKED, "convert", str(SAMPLE), str(output)]
     result = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=ROOT)
     one_line_error(result, str(SAMPLE), "pip install 'mzpeak-dask[thermo]'")
+    assert not output.exists()
+
+
+# Mono taken away from one process tree, in a mount namespace of its own: the dynamic linker's
+# cache (where clr_loader looks for libmono) and Mono's assemblies hidden, or only the
+# netstandard.dll that mono-devel alone installs (a machine with mono-runtime only)
+HIDDEN = {
+    "no-mono": ("/etc/ld.so.cache", "/usr/lib/mono"),
+    "no-mono-devel": ("/usr/lib/mono/4.5/Facades",),
+}
+
+
+def _hidden_from(paths: tuple[str, ...], tmp_path: Path) -> list[str]:
+    empty_dir, empty_file = tmp_path / "empty", tmp_path / "empty-file"
+    empty_dir.mkdir()
+    empty_file.touch()
+    mounts = " && ".join(
+        f"mount --bind {empty_dir if os.path.isdir(p) else empty_file} {p}" for p in paths
+    )
+    # no compiler or linker on the PATH either: ctypes would find libmono through them
+    script = f'{mounts} && PATH={empty_dir} exec "$@"'
+    return ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "-"]
+
+
+@needs_thermo  # Mono is here to be hidden
+@pytest.mark.skipif(
+    os.geteuid() != 0 or shutil.which("unshare") is None,
+    reason="hiding Mono from a process needs root and unshare (CI runs as root)",
+)
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", list(HIDDEN))
+def test_missing_mono_says_what_to_install(tmp_path: Path, kind: str) -> None:
+    output = tmp_path / "out.mzpeak"
+    command = [
+        *_hidden_from(HIDDEN[kind], tmp_path),
+        *(sys.executable, "-m", "mzpeak_dask", "convert", str(SAMPLE), str(output)),
+        *("--workers", "1", "--no-dashboard"),
+    ]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=ROOT)
+    one_line_error(result, str(SAMPLE), "needs Mono: apt-get install mono-runtime")
     assert not output.exists()
