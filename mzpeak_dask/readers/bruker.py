@@ -7,7 +7,9 @@ recorded, with its m/z, its intensity (detector counts) and the 1/K0 of its scan
 inverse reduced ion mobility array), sorted by m/z. m/z and 1/K0 are timsrust's conversions.
 
 Partitions are ranges of spectra, which follow the frames' order; each worker opens the folder
-once (:func:`.tdf_frames.open_run`).
+once (:func:`.tdf_frames.open_run`). The run's chromatograms are its TIC and base peak traces,
+one point per frame from the Frames table (``SummedIntensities``, ``MaxIntensity``), with each
+frame's MS level beside them, as msconvert writes them.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import numpy as np
 
 from ..format import vocabulary as V
 from ..model.records import (
+    ChromatogramRecord,
     Param,
     PrecursorRecord,
     ScanRecord,
@@ -27,15 +30,20 @@ from ..model.records import (
     SpectrumRecord,
 )
 from ..storage.inputs import is_vendor_folder
-from .base import InputFormat, ItemRange, Survey
+from .base import CHROMATOGRAMS, InputFormat, ItemRange, Survey
 from .plain_values import spectrum_params
 from .tdf_frames import Frame, TdfRun, open_run, timsrust
 from .tdf_metadata import BRUKER_TDF_FORMAT, BRUKER_TDF_NATIVE_ID, run_metadata
-from .tdf_tables import DDA_SPECTRUM, DIA_SPECTRUM, MS1_SPECTRUM, Entry
+from .tdf_tables import DDA_SPECTRUM, DIA_SPECTRUM, MS1, MS1_SPECTRUM, Entry, TdfTables
 
 _IM = "MS:1002815"  # inverse reduced ion mobility (a selected ion's)
 _CID = "MS:1000133"
 _FRAMES_KEPT = 8  # frames a partition keeps read (a precursor spans a few frames)
+# (id, chromatogram type, the Frames table's column of the trace)
+_CHROMATOGRAMS = (
+    ("TIC", V.TIC_CHROMATOGRAM, "SummedIntensities"),
+    ("BPC", V.BASE_PEAK_CHROMATOGRAM, "MaxIntensity"),
+)
 
 
 class BrukerTDFFormat(InputFormat):
@@ -58,16 +66,35 @@ class BrukerTDFFormat(InputFormat):
         run = open_run(path, name)
         meta = run_metadata(path, run.tables)
         offsets = _weights(run)
-        return Survey(len(run.tables.entries), 0, meta, spectrum_offsets=offsets)
+        chromatograms = len(_CHROMATOGRAMS)
+        return Survey(len(run.tables.entries), chromatograms, meta, spectrum_offsets=offsets)
 
     @classmethod
     def read(
         cls, path: str, items: ItemRange, hints: dict[str, object], name: str | None = None
-    ) -> Iterator[SpectrumRecord]:
+    ) -> Iterator[SpectrumRecord | ChromatogramRecord]:
         run = open_run(path, name or path)
+        if items.kind == CHROMATOGRAMS:
+            for position in range(items.start, items.stop):
+                yield _chromatogram(run.tables, position)
+            return
         frames: OrderedDict[int, Frame] = OrderedDict()
         for position in range(items.start, items.stop):
             yield _spectrum(run, position, frames)
+
+
+def _chromatogram(tables: TdfTables, position: int) -> ChromatogramRecord:
+    """The run's TIC or base peak trace: a point per frame, its time, the frame's summed or
+    largest intensity, and its MS level (1, or 2 for every PASEF kind)."""
+    ident, kind, column = _CHROMATOGRAMS[position]
+    f = tables.frames
+    levels = np.where(f["MsMsType"] == MS1, 1, 2).astype(np.int64)
+    arrays = [
+        SignalArray(V.TIME_ARRAY, "time array", V.UNIT_SECOND, f["Time"]),
+        SignalArray(V.INTENSITY_ARRAY, "intensity array", V.UNIT_DETECTOR_COUNTS, f[column]),
+        SignalArray(V.NON_STANDARD_ARRAY, "ms level", V.UNIT_DIMENSIONLESS, levels),
+    ]
+    return ChromatogramRecord(position=position, id=ident, params=[Param.term(kind)], arrays=arrays)
 
 
 def _weights(run: TdfRun) -> np.ndarray:

@@ -25,8 +25,8 @@ SIGNATURE = b"\x01\xa1" + "Finnigan".encode("utf-16-le")
 CENTROID_HINT = "thermo_centroid"  # survey hint: read the centroid stream (--thermo-centroid)
 # (id, chromatogram type, Thermo trace type attribute of the runtime)
 _CHROMATOGRAMS = (
-    ("TIC", T.TIC_CHROMATOGRAM, "trace_tic"),
-    ("BPC", T.BASE_PEAK_CHROMATOGRAM, "trace_base_peak"),
+    ("TIC", V.TIC_CHROMATOGRAM, "trace_tic"),
+    ("BPC", V.BASE_PEAK_CHROMATOGRAM, "trace_base_peak"),
 )
 
 
@@ -159,4 +159,5 @@ def _chromatograms(raw: Any, items: ItemRange, name: str) -> Iterator[Chromatogr
             arrays = chromatogram_arrays(data.PositionsArray[0], data.IntensitiesArray[0])
         except Exception as exc:  # noqa: BLE001 - a .NET exception
             raise spectrum_error(name, f"chromatogram {ident}", dotnet_error(exc)) from None
-        yield ChromatogramRecord(position=position, id=ident, params=[T.term(kind)], arrays=arrays)
+        params = [Param.term(kind)]
+        yield ChromatogramRecord(position=position, id=ident, params=params, arrays=arrays)

@@ -14,8 +14,6 @@ THERMO_RAW_FORMAT = Param("Thermo RAW format", "MS:1000563")
 THERMO_NATIVE_ID = Param("Thermo nativeID format", "MS:1000768")
 SERIAL_NUMBER = ("instrument serial number", "MS:1000529")
 THERMO_MODEL = ("Thermo Fisher Scientific instrument model", "MS:1000483")
-TIC_CHROMATOGRAM = ("total ion current chromatogram", "MS:1000235")
-BASE_PEAK_CHROMATOGRAM = ("basepeak chromatogram", "MS:1000628")
 SUPPLEMENTAL_CID = ("supplemental collision-induced dissociation", "MS:1002679")
 SUPPLEMENTAL_HCD = ("supplemental beam-type collision-induced dissociation", "MS:1002678")
 

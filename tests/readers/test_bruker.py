@@ -112,6 +112,28 @@ def test_dia_windows_and_counts(tmp_path: Path) -> None:
     assert {p["value"] for p in instrument["parameters"]} >= {"1885933.00075", "timsTOF SCP"}
 
 
+@pytest.mark.parametrize("folder", [DDA, DIA], ids=["ddaPASEF", "diaPASEF"])
+def test_tic_and_base_peak_chromatograms_are_the_frames_table(folder: Path, tmp_path: Path):
+    """A point per frame, as msconvert writes them: the frame's time (minutes in the
+    archive), summed or largest intensity, and MS level (1 for MS1, 2 for PASEF frames)."""
+    db = sqlite3.connect(folder / "analysis.tdf")
+    rows = db.execute(
+        "SELECT Time, SummedIntensities, MaxIntensity, MsMsType FROM Frames ORDER BY Id"
+    ).fetchall()
+    time, summed, largest, kind = (np.array(c) for c in zip(*rows, strict=True))
+    archive = _convert(folder, tmp_path / "run.mzpeak")
+    assert run_cli("validate", str(archive)).returncode == 0
+    with open_archive(str(archive)) as a:
+        traces = [a.read_chromatogram(i) for i in range(a.chromatogram_count)]
+    assert [(c.id, c.chromatogram_type) for c in traces] == [
+        ("TIC", "MS:1000235"), ("BPC", "MS:1000628")
+    ]  # fmt: skip
+    for trace, want in zip(traces, (summed, largest), strict=True):
+        np.testing.assert_allclose(trace.arrays["time array"], time / 60, rtol=1e-15)
+        np.testing.assert_array_equal(trace.arrays["intensity array"], want)
+        np.testing.assert_array_equal(trace.arrays["ms level"], np.where(kind == 0, 1, 2))
+
+
 def test_synthetic_edge_cases(tmp_path: Path) -> None:
     """An empty scan, a frame with no peaks, several precursors per frame, a precursor
     measured in two frames: timsrust's values, one spectrum per MS1 frame and precursor."""

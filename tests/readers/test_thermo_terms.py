@@ -14,8 +14,6 @@ def test_terms_are_the_vocabulary_terms() -> None:
         (T.THERMO_NATIVE_ID.name, T.THERMO_NATIVE_ID.accession),
         T.SERIAL_NUMBER,
         T.THERMO_MODEL,
-        T.TIC_CHROMATOGRAM,
-        T.BASE_PEAK_CHROMATOGRAM,
         T.SUPPLEMENTAL_CID,
         T.SUPPLEMENTAL_HCD,
         *T.ACTIVATIONS.values(),
