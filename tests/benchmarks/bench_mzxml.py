@@ -98,7 +98,7 @@ def run(source: str, workers: int) -> dict:
     from mzpeak_dask.parallel.cluster import cluster_client
 
     with cluster_client(ClusterOptions(workers=workers, dashboard=False)) as client:
-        client.run(lambda: __import__("mzpeak_dask.format.cv").cv.psi_ms() and None)
+        client.run(lambda: __import__("mzpeak_dask.format.cv").format.cv.psi_ms() and None)
         client.run(lambda: __import__("mzpeak_dask.readers.mzxml") and None)
         before = client.run(_cpu_seconds)
         start = time.perf_counter()

@@ -32,7 +32,8 @@ def run(source: str, workers: int) -> dict:
     from mzpeak_dask.parallel.cluster import cluster_client
 
     with cluster_client(ClusterOptions(workers=workers, dashboard=False)) as client:
-        client.run(lambda: __import__("mzpeak_dask.format.cv").cv.psi_ms() and None)  # warm workers
+        # warm the workers
+        client.run(lambda: __import__("mzpeak_dask.format.cv").format.cv.psi_ms() and None)
         before = client.run(_usage)
         cpu0 = _usage()[0]
         start = time.perf_counter()

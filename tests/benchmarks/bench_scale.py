@@ -138,7 +138,7 @@ def _cluster(workers: int):
 
 
 def _warm(client) -> None:
-    client.run(lambda: __import__("mzpeak_dask.format.cv").cv.psi_ms() and None)
+    client.run(lambda: __import__("mzpeak_dask.format.cv").format.cv.psi_ms() and None)
 
 
 def _archives(folder: Path) -> tuple[int, int]:
