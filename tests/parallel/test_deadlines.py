@@ -7,10 +7,11 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
-from distributed import Client
+from distributed import Client, LocalCluster
 
 from mzpeak_dask import ClusterError, ClusterOptions, convert
 
@@ -92,4 +93,30 @@ def test_a_conversion_stops_within_a_minute_when_its_scheduler_stops_answering(t
     output = tmp_path / "small.mzpeak"
     with silent_scheduler() as call, pytest.raises(ClusterError, match="stopped answering"):
         call(convert, SMALL, output, cluster=ClusterOptions())
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_a_local_cluster_that_lost_all_its_workers_is_a_one_line_error(tmp_path) -> None:
+    """A LocalCluster whose nanny is gone starts no worker again, while its scheduler keeps
+    answering: the conversion stops within a minute or two, not at ``task_timeout``."""
+    output = tmp_path / "small.mzpeak"
+    outcome: list[BaseException | None] = []
+
+    def converting(client: Client) -> None:
+        try:
+            convert(SMALL, output, cluster=ClusterOptions(task_timeout=900), client=client)
+            outcome.append(None)
+        except BaseException as error:  # noqa: BLE001 - handed to the test's thread
+            outcome.append(error)
+
+    with LocalCluster(n_workers=1, threads_per_worker=1, dashboard_address=None) as cluster:
+        with Client(cluster) as client:
+            for nanny in list(cluster.workers.values()):
+                cluster.sync(nanny.close)
+            thread = threading.Thread(target=converting, args=(client,), daemon=True)
+            thread.start()
+            thread.join(timeout=240)
+            assert not thread.is_alive(), "still waiting for a worker after 240 s"
+    assert len(outcome) == 1 and isinstance(outcome[0], ClusterError), outcome
+    assert "lost all its workers" in str(outcome[0]) and "\n" not in str(outcome[0])
     assert sorted(p.name for p in tmp_path.iterdir()) == []
