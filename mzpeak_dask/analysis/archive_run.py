@@ -33,7 +33,11 @@ from ..storage.filecache import FileCache
 from .kernels import hit_sums, item_window_sums, overlapping, segment_stats, window_hits
 from .source import Run, RunSource
 
+# a block (one task's spectra) holds at most BLOCK_SPECTRA spectra and, past its first
+# spectrum, BLOCK_POINTS points by the archive's own counts: a block of big profile spectra
+# holds about as many points as a Zarr batch (zarr_run.BATCH_POINTS), not 256 spectra's worth
 BLOCK_SPECTRA = 256
+BLOCK_POINTS = 1 << 20
 PIECE_BYTES = 8 << 20
 # widening of stored chunk bounds when pruning: Numpress-linear chunks decode to values a
 # little off the stored (exact) chunk_start / chunk_end
@@ -169,15 +173,29 @@ def _block_points(source: str, ids: np.ndarray, windows: tuple | None) -> tuple:
     return mz[order], intensity[order], np.searchsorted(ids, item[order])
 
 
-class ArchivePoints:
-    """Spectra ``ids`` (sorted) of an mzPeak archive, in blocks of ``block`` spectra, at
-    ``positions`` (one per spectrum)."""
+def block_cuts(points: np.ndarray) -> list[int]:
+    """Where blocks of spectra with ``points`` points each (0 where unknown) begin and end:
+    ``[0, ..., len(points)]``, at most ``BLOCK_SPECTRA`` spectra and, past the first,
+    ``BLOCK_POINTS`` points a block."""
+    ends = np.cumsum(np.asarray(points, dtype=np.int64))
+    cuts, n = [0], len(ends)
+    while cuts[-1] < n:
+        start = cuts[-1]
+        before = ends[start - 1] if start else 0
+        fits = int(np.searchsorted(ends, before + BLOCK_POINTS, side="right"))
+        cuts.append(min(start + BLOCK_SPECTRA, max(fits, start + 1)))
+    return cuts
 
-    def __init__(self, source: str, ids: np.ndarray, positions: np.ndarray, block: int):
+
+class ArchivePoints:
+    """Spectra ``ids`` (sorted) of an mzPeak archive, in blocks ``cuts`` (of :func:`block_cuts`),
+    at ``positions`` (one per spectrum)."""
+
+    def __init__(self, source: str, ids: np.ndarray, positions: np.ndarray, cuts: list[int]):
         self.source = source
         self.ids = np.asarray(ids, dtype=np.int64)
         self.at = np.asarray(positions, dtype=np.int64)
-        self.cuts = list(range(0, len(self.ids), block)) + [len(self.ids)]
+        self.cuts = cuts
 
     @property
     def blocks(self) -> int:
@@ -325,9 +343,12 @@ class ArchiveRun(Run):
         self.name = Path(path).stem
         tables = cached_archive(self.source).tables_of(V.SPECTRUM)
         self.spectra = spectra_frame(*spectrum_columns(tables))
+        counts = tables.values_of(V.NUMBER_OF_DATA_POINTS)  # None where a writer left it out
+        self.point_counts = np.array([n or 0 for n in counts], dtype=np.int64)
 
     def _blocks(self, ids: np.ndarray) -> list[tuple[np.ndarray, int]]:
-        return [(ids[a : a + BLOCK_SPECTRA], a) for a in range(0, len(ids), BLOCK_SPECTRA)]
+        cuts = block_cuts(self.point_counts[ids])
+        return [(ids[a:b], a) for a, b in zip(cuts[:-1], cuts[1:], strict=True)]
 
     def xic_parts(self, ids: np.ndarray, low: np.ndarray, high: np.ndarray) -> list:
         """Lazy ``(rows, sums)`` pieces of the XIC of spectra ``ids``."""
@@ -340,8 +361,11 @@ class ArchiveRun(Run):
         return [task(self.source, block, a) for block, a in self._blocks(ids)]
 
     def point_readers(self, ids: np.ndarray, groups: list, windows=None) -> list:
-        """Readers of blocks of ``BLOCK_SPECTRA`` spectra (see :meth:`Run.point_readers`)."""
-        return [ArchivePoints(self.source, ids[g], g, BLOCK_SPECTRA) for g in groups]
+        """Readers of blocks of spectra (:func:`block_cuts`; see :meth:`Run.point_readers`)."""
+        return [
+            ArchivePoints(self.source, ids[g], g, block_cuts(self.point_counts[ids[g]]))
+            for g in groups
+        ]
 
     def points(self, ids: np.ndarray | None = None):
         """A Dask dataframe (spectrum_index, mz, intensity) of the decoded spectra ``ids``."""

@@ -49,7 +49,7 @@ COLUMNS = ("run", "peak_label", *POINT, *CHROMATOGRAM)
 # the targets' arrays a piece uses, in this order (match_points's arguments)
 TARGET_ROWS = ("mz_mean", "delta", "rt_min", "rt_max", "threshold")
 # a piece's targets: those whose RT window starts among the same GROUP_SPECTRA spectra of a
-# run (in time order); it reads them in blocks (of BLOCK_SPECTRA spectra for archives)
+# run (in time order); it reads them in blocks (archive_run.block_cuts, zarr_run batches)
 GROUP_SPECTRA = 2048
 
 
