@@ -3,7 +3,8 @@
 A batch into a prefix holds it twice while it runs:
 
 - On this machine, an OS lock (:mod:`mzpeak_dask.support.locks`: released when its process ends,
-  however it ends) on a file of ``~/.cache/mzpeak-dask/locks`` named after a hash of the
+  however it ends; its file removed when it ends normally) on a file of
+  ``~/.cache/mzpeak-dask/locks`` named after a hash of the
   prefix's URL, normalised (scheme in lower case, ``s3a://`` as ``s3://``, ``gcs://`` as
   ``gs://``, repeated and trailing slashes dropped): whatever ``--state-dir`` each batch uses,
   a second batch of the same user into the same prefix is refused at once.
@@ -97,7 +98,7 @@ def prefix_held(url: str) -> Iterator[None]:
             lease.release()
     finally:
         if local is not None:
-            local.release()
+            local.release(remove=True)  # one file per prefix would pile up (an export's is new)
 
 
 def _local_lock(url: str) -> HeldLock | None:

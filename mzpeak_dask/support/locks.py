@@ -2,7 +2,10 @@
 
 The kernel drops such a lock when its owner's file descriptor closes, which happens however
 the process ends (SIGKILL, out of memory, a wall-time limit), so a lock never outlives its
-owner the way a pid file does. The file itself may stay; only the lock on it counts. Worker
+owner the way a pid file does. The file may stay after a killed owner; only the lock on it
+counts. An owner may remove it as it lets go (:meth:`HeldLock.release` with ``remove``): a
+process that opened the file just before sees, once it has the lock, that the path no longer
+names its file, and starts again (:func:`try_lock`), so removing never lets two in. Worker
 processes started later do not inherit the descriptor: Python opens it close-on-exec, and
 the workers are spawned, never forked from this process.
 Some cluster file systems refuse locks (Lustre mounted without ``flock``): see
@@ -11,12 +14,15 @@ Some cluster file systems refuse locks (Lustre mounted without ``flock``): see
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import os
 import socket
 import time
 from pathlib import Path
+
+REOPENS = 64  # a path found removed after it was locked: opened again at most this often
 
 
 class HeldLock:
@@ -25,22 +31,43 @@ class HeldLock:
     def __init__(self, fd: int, path: Path):
         self.fd, self.path = fd, path
 
-    def release(self) -> None:
+    def release(self, remove: bool = False) -> None:
+        """Let go; with ``remove``, the file goes first (while still held)."""
         if self.fd >= 0:
+            if remove:
+                with contextlib.suppress(OSError):
+                    os.unlink(self.path)
             os.close(self.fd)  # closing the descriptor drops the lock
             self.fd = -1
 
 
 def try_lock(path: Path, note: str | None = None, create: bool = True) -> HeldLock | None:
     """Lock ``path`` (created if missing, with ``create``) or return None when another
-    holder has it. ``note`` (who holds it) replaces the file's content once it is held."""
-    fd = os.open(path, os.O_RDWR | (os.O_CREAT if create else 0), 0o644)
-    if not _locked(fd):
+    holder has it. ``note`` (who holds it) replaces the file's content once it is held.
+    With ``create``, the lock held is on the file the path names once it is held: a file
+    its owner removed while this waited is let go and the path opened again."""
+    for _ in range(REOPENS):
+        fd = os.open(path, os.O_RDWR | (os.O_CREAT if create else 0), 0o644)
+        if not _locked(fd):
+            return None
+        if not create or _still_named(fd, path):
+            break
+        os.close(fd)
+    else:  # removed under this process each time: others keep taking and leaving it
         return None
     if note is not None:
         os.ftruncate(fd, 0)
         os.pwrite(fd, note.encode("utf-8", "backslashreplace"), 0)
     return HeldLock(fd, path)
+
+
+def _still_named(fd: int, path: Path) -> bool:
+    """Whether ``path`` still names the file open at ``fd``."""
+    try:
+        here, there = os.fstat(fd), os.stat(path)
+    except FileNotFoundError:
+        return False
+    return (here.st_dev, here.st_ino) == (there.st_dev, there.st_ino)
 
 
 def lock_folder(path: Path) -> HeldLock | None:

@@ -2,7 +2,8 @@
 is refused (exit 75, one line naming the prefix and the holder), whether it runs on the same
 machine (another --state-dir, the prefix spelled with a trailing slash) or elsewhere (another
 home: only the lease object under the prefix tells); a lease past its expiry, left by a batch
-that died, is taken over; the first batch ends as if alone, and leaves no lease."""
+that died, is taken over; the first batch ends as if alone, and leaves no lease (nor a lock
+file in the home folder)."""
 
 from __future__ import annotations
 
@@ -127,6 +128,8 @@ def test_a_second_batch_into_the_same_prefix_is_refused(s3_endpoint, bucket, tmp
     archives = [k for k in _keys(client, bucket, "out/") if k.endswith(".mzpeak")]
     assert archives == sorted([f"out/{bucket}/raw/a.mzpeak", f"out/127.0.0.1:{port}/small.mzpeak"])
     assert LEASE not in _keys(client, bucket, "out/")  # removed at the end
+    # and so is this machine's lock file: one per prefix would pile up in the home folder
+    assert list((tmp_path / "home" / ".cache" / "mzpeak-dask" / "locks").iterdir()) == []
 
 
 def _lease(host: str, pid: int, expires: float) -> bytes:
