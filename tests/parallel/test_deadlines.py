@@ -109,7 +109,7 @@ def test_a_local_cluster_that_lost_all_its_workers_is_a_one_line_error(tmp_path)
         except BaseException as error:  # noqa: BLE001 - handed to the test's thread
             outcome.append(error)
 
-    with LocalCluster(n_workers=1, threads_per_worker=1, dashboard_address=None) as cluster:
+    with LocalCluster(n_workers=1, threads_per_worker=1, dashboard_address=":0") as cluster:
         with Client(cluster) as client:
             for nanny in list(cluster.workers.values()):
                 cluster.sync(nanny.close)
