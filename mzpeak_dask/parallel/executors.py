@@ -20,10 +20,11 @@ from . import handoff
 from .cluster import cluster_client
 
 PROBE = 20.0  # seconds a wait goes before asking the scheduler, and it has to answer in
-# probes in a row that find a LocalCluster without a worker: its nannies restart a worker in
-# seconds, so none for that long means they are gone too (killed), and none will come; a
-# scheduler elsewhere may still be waiting for its workers (a batch queue), and is waited for
-WORKERLESS = 2
+# probes in a row (40 s and more) that find a LocalCluster without a worker: its nannies
+# restart a worker in seconds (tens on a loaded machine), so none for that long means they
+# are gone too (killed), and none will come; a scheduler elsewhere may still be waiting for
+# its workers (a batch queue), and is waited for
+WORKERLESS = 3
 
 
 class Task:
