@@ -33,12 +33,12 @@ import json
 import os
 import statistics
 import sys
-import time
 from pathlib import Path
 
-from .common import DATA, in_subprocess, machine, timed, workdir
+from .common import DATA, in_subprocess, machine, timed, warm_cluster_run, workdir
 
 SOURCE = DATA / "depthcharge" / "TMT10-Trial-8.mzXML"
+READER = "mzpeak_dask.readers.mzxml"
 
 
 def replicated_mzxml(source: Path, mb: int) -> Path:
@@ -92,37 +92,6 @@ def tenths(path: Path) -> tuple[float, float, int]:
     return statistics.median(times["first"]), statistics.median(times["last"]), tenth
 
 
-def run(source: str, workers: int) -> dict:
-    """A conversion on a LocalCluster of ``workers`` started (and warmed) beforehand."""
-    from mzpeak_dask import ClusterOptions, ConvertOptions, convert
-    from mzpeak_dask.parallel.cluster import cluster_client
-
-    with cluster_client(ClusterOptions(workers=workers, dashboard=False)) as client:
-        client.run(lambda: __import__("mzpeak_dask.format.cv").format.cv.psi_ms() and None)
-        client.run(lambda: __import__("mzpeak_dask.readers.mzxml") and None)
-        before = client.run(_cpu_seconds)
-        start = time.perf_counter()
-        result = convert(
-            source,
-            str(workdir() / f"mzxml_workers{workers}.mzpeak"),
-            ConvertOptions(overwrite=True),
-            client=client,
-        )
-        seconds = time.perf_counter() - start
-        after = client.run(_cpu_seconds)
-    busiest = max(after[w] - before[w] for w in after)
-    return {"seconds": seconds, "spectra": result.spectra, "busiest_worker_cpu": busiest}
-
-
-def _cpu_seconds() -> float:
-    """This process's CPU seconds (run on each worker: on a loaded machine the CPU the busiest
-    worker spent says what the cluster would take with a core each, where wall time cannot)."""
-    import resource
-
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
-
-
 def check_archive(path: Path, archive: Path, sample: int) -> int:
     """The archive against pyteomics' values of the input (AssertionError on a difference):
     the scan count, and every scan (``sample`` > 0: that many, spread evenly over the run)."""
@@ -163,7 +132,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--sample", type=int, default=0, help="scans compared (0: all)")
     if len(sys.argv) == 4 and sys.argv[1] == "run":
-        print(json.dumps(run(sys.argv[2], int(sys.argv[3]))))
+        print(json.dumps(warm_cluster_run(sys.argv[2], int(sys.argv[3]), READER)))
         return
     args = parser.parse_args()
     print(f"machine: {machine()}")

@@ -63,3 +63,36 @@ def in_subprocess(module: str, *args: str) -> dict:
 def machine() -> str:
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     return f"{os.cpu_count()} cores, load average {load:.2f} at start"
+
+
+def warm_cluster_run(source: str, workers: int, reader: str) -> dict:
+    """A conversion of ``source`` on a LocalCluster of ``workers`` started beforehand, its
+    workers warmed (the vocabulary read, the ``reader`` module imported): wall seconds, spectra
+    and the CPU seconds of the busiest worker (on a loaded machine, what the cluster would take
+    with a core each, where wall time cannot say)."""
+    from mzpeak_dask import ClusterOptions, ConvertOptions, convert
+    from mzpeak_dask.parallel.cluster import cluster_client
+
+    with cluster_client(ClusterOptions(workers=workers, dashboard=False)) as client:
+        client.run(lambda: __import__("mzpeak_dask.format.cv").format.cv.psi_ms() and None)
+        client.run(lambda: __import__(reader) and None)
+        before = client.run(_cpu_seconds)
+        start = time.perf_counter()
+        result = convert(
+            source,
+            str(workdir() / f"warm_{Path(source).suffix[1:]}_workers{workers}.mzpeak"),
+            ConvertOptions(overwrite=True),
+            client=client,
+        )
+        seconds = time.perf_counter() - start
+        after = client.run(_cpu_seconds)
+    busiest = max(after[w] - before[w] for w in after)
+    return {"seconds": seconds, "spectra": result.spectra, "busiest_worker_cpu": busiest}
+
+
+def _cpu_seconds() -> float:
+    """This process's CPU seconds (run on each worker)."""
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
