@@ -305,7 +305,16 @@ def open_cost(path: Path) -> tuple[float, int]:
     return (time.perf_counter() - start) * 1000, footer
 
 
+def pyteomics_indexed(path: Path) -> int:
+    """How many spectra pyteomics' reader of the file's own index knows (on the replicated
+    103 MB run, pyteomics 5.0.1 with lxml 6.2.1 left out the last 321 of 12,920)."""
+    return len(mzml.PreIndexedMzML(str(path)).default_index)
+
+
 def pyteomics_reads(path: Path, picks: list[int]) -> float:
+    """Median seconds of pyteomics' indexed reads. With lxml 6, pyteomics' parse from a
+    spectrum's offset fails and it parses from the start of the file instead, so each read
+    costs in proportion to where the spectrum sits (issue 47 found this for mzXML)."""
     reader = mzml.PreIndexedMzML(str(path))
     samples = []
     for i in picks:
@@ -442,12 +451,14 @@ def main() -> None:
         f"(reference writer: 2,215,870 B; goal <= 2,000,000 B)"
     )
 
-    picks = random.Random(7).sample(range(n), 200)
+    known = min(n, pyteomics_indexed(source))  # both read the same spectra
+    picks = random.Random(7).sample(range(known), 200)
     ours = random_reads(out / "single.mzpeak", n, picks)
     theirs = pyteomics_reads(source, picks)
     print(
         f"random spectrum by index        archive {ours:.2f} ms  pyteomics indexed mzML "
-        f"{theirs:.2f} ms  (median of 200; ratio {theirs / ours:.1f}x faster)"
+        f"{theirs:.2f} ms  (median of 200 among the first {known:,} of {n:,}, those "
+        f"pyteomics' index holds; ratio {theirs / ours:.1f}x faster)"
     )
 
     print(
