@@ -11,7 +11,7 @@ import functools
 import importlib.util
 import logging
 from collections.abc import Iterator
-from typing import Any, ClassVar
+from typing import Any
 
 from ..errors import ClusterError
 from ..options import ClusterOptions
@@ -40,18 +40,7 @@ def spawned_workers() -> Iterator[None]:
         yield
 
 
-class ClusterKind:
-    """A kind of cluster this package can start."""
-
-    name: ClassVar[str]
-    description: ClassVar[str]
-
-    def start(self, options: ClusterOptions) -> Any:
-        """A cluster, started and scaled (``close()`` shuts it down)."""
-        raise NotImplementedError
-
-
-class LocalKind(ClusterKind):
+class LocalKind:
     """An embedded LocalCluster of spawned worker processes. A worker dying as it starts fails
     the whole start: started again, up to ``attempts`` times; a worker not started within
     ``start_timeout`` seconds stops it at once (:class:`ClusterError`)."""
@@ -104,7 +93,7 @@ def _timed_out(exc: BaseException | None) -> bool:
     return False
 
 
-class SlurmKind(ClusterKind):
+class SlurmKind:
     """A ``dask_jobqueue.SLURMCluster`` of ``workers`` jobs, set up by the ``[slurm]``
     options (:class:`~mzpeak_dask.options.SlurmOptions`)."""
 
@@ -134,7 +123,8 @@ class SlurmKind(ClusterKind):
             raise ClusterError(f"invalid [slurm] option: {exc}") from None
 
 
-KINDS: dict[str, ClusterKind] = {kind.name: kind for kind in (LocalKind(), SlurmKind())}
+# the kinds of cluster started here: a name, a description, start(options) -> a scaled cluster
+KINDS: dict[str, LocalKind | SlurmKind] = {k.name: k for k in (LocalKind(), SlurmKind())}
 
 
 # A cluster started here runs its scheduler and its workers' nannies in this process. Dask
@@ -226,4 +216,4 @@ def _close(client: Any, cluster: Any) -> None:
             log.warning("closing the Dask %s failed: %s", type(closable).__name__, exc)
 
 
-__all__ = ["KINDS", "ClusterKind", "cluster_client", "job_script", "serves_dashboard"]
+__all__ = ["KINDS", "cluster_client", "job_script", "serves_dashboard"]

@@ -1,8 +1,7 @@
 """Where tasks run: on a Dask cluster, or inline in this process; the same operations on both.
 
 A Task argument (or one in a list) stands for its result. Every wait has a deadline: no task
-ending in ``task_timeout`` s, a scheduler not answering (asked each :data:`PROBE` s), or a local
-cluster found without workers at :data:`WORKERLESS` probes in a row, stops."""
+ending in ``task_timeout`` s, a scheduler not answering or a local cluster left workerless stops."""
 
 from __future__ import annotations
 
@@ -20,11 +19,7 @@ from . import handoff
 from .cluster import cluster_client
 
 PROBE = 20.0  # seconds a wait goes before asking the scheduler, and it has to answer in
-# probes in a row (40 s and more) that find a LocalCluster without a worker: its nannies
-# restart a worker in seconds (tens on a loaded machine), so none for that long means they
-# are gone too (killed), and none will come; a scheduler elsewhere may still be waiting for
-# its workers (a batch queue), and is waited for
-WORKERLESS = 3
+WORKERLESS = 3  # probes in a row finding a LocalCluster workerless: its nannies are gone too
 
 
 class Task:
@@ -74,7 +69,7 @@ class DaskExecutor:
 
         self.client, self.task_timeout = client, task_timeout
         self._local = isinstance(getattr(client, "cluster", None), LocalCluster)
-        self._workerless = 0  # probes in a row that found the local cluster without workers
+        self._workerless = 0  # a local cluster's only: other schedulers may wait for a queue
         self._visible: dict[Path, bool] = {}
         # each task as it ends: a wait costs as much for 2,000 tasks in flight as for 2, where
         # ``distributed.wait`` over them all grows with their number (bench_scale, in flight)
@@ -98,19 +93,12 @@ class DaskExecutor:
         while (left := deadline - time.monotonic()) > PROBE:
             with contextlib.suppress(TimeoutError, queue.Empty):
                 return get(PROBE)
-            self._still_working()
+            workers = self._answering()  # a ClusterError if the scheduler does not answer
+            self._workerless = self._workerless + 1 if self._local and not workers else 0
+            if self._workerless >= WORKERLESS:
+                raise ClusterError("the local Dask cluster lost all its workers and starts no "
+                                   "others (killed? out of memory?): stopping")  # fmt: skip
         return get(max(0.0, left))
-
-    def _still_working(self) -> None:
-        """A ClusterError if the scheduler does not answer, or if a local cluster has been
-        found without workers too often in a row."""
-        workers = self._answering()
-        self._workerless = self._workerless + 1 if self._local and not workers else 0
-        if self._workerless >= WORKERLESS:
-            raise ClusterError(
-                "the local Dask cluster lost all its workers and starts no others (killed? "
-                "out of memory?): stopping"
-            )
 
     def workers_see(self, folder: Path) -> bool:
         """Whether every worker sees ``folder`` (once per file system: below one seen, too)."""

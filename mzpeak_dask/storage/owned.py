@@ -23,7 +23,6 @@ server's answer and the record's update leaves a record without an ID, which is 
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import os
@@ -102,10 +101,7 @@ class Record:
         otherwise (its abort failed) kept for a later run to abort."""
         if self.lock is None:
             return
-        if settled:
-            with contextlib.suppress(OSError):
-                os.unlink(self.lock.path)  # before the lock goes: no sweep reads it after
-        self.lock.release()
+        self.lock.release(remove=settled)  # removed before the lock goes: no sweep reads it
         self.lock = None
 
 
