@@ -13,53 +13,15 @@ timed), so peak-memory figures belong to that one conversion.
 from __future__ import annotations
 
 import json
-import resource
 import sys
-import time
 from pathlib import Path
 
-from .common import DATA, in_subprocess, machine, replicated, workdir
-
-
-def _usage() -> tuple[float, int]:
-    """CPU seconds and peak RSS (MB) of this process."""
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime + r.ru_stime, r.ru_maxrss // 1024
-
-
-def run(source: str, workers: int) -> dict:
-    from mzpeak_dask import ClusterOptions, ConvertOptions, convert
-    from mzpeak_dask.parallel.cluster import cluster_client
-
-    with cluster_client(ClusterOptions(workers=workers, dashboard=False)) as client:
-        # warm the workers
-        client.run(lambda: __import__("mzpeak_dask.format.cv").format.cv.psi_ms() and None)
-        before = client.run(_usage)
-        cpu0 = _usage()[0]
-        start = time.perf_counter()
-        result = convert(
-            source,
-            str(workdir() / f"par{workers}.mzpeak"),
-            ConvertOptions(overwrite=True),
-            client=client,
-        )
-        seconds = time.perf_counter() - start
-        cpu1, coordinator_rss = _usage()
-        after = client.run(_usage)
-    worker_cpu = sum(after[w][0] - before[w][0] for w in after)
-    return {
-        "seconds": seconds,
-        "spectra": result.spectra,
-        "coordinator_cpu": cpu1 - cpu0,
-        "worker_cpu": worker_cpu,
-        "coordinator_rss_mb": coordinator_rss,
-        "worker_rss_mb": max(after[w][1] for w in after),
-    }
+from .common import DATA, in_subprocess, machine, replicated, warm_cluster_run
 
 
 def main() -> None:
     if len(sys.argv) == 4 and sys.argv[1] == "run":
-        print(json.dumps(run(sys.argv[2], int(sys.argv[3]))))
+        print(json.dumps(warm_cluster_run(sys.argv[2], int(sys.argv[3]))))
         return
     module = "tests.benchmarks.bench_parallel"
     print(f"machine: {machine()}")

@@ -65,18 +65,20 @@ def machine() -> str:
     return f"{os.cpu_count()} cores, load average {load:.2f} at start"
 
 
-def warm_cluster_run(source: str, workers: int, reader: str) -> dict:
+def warm_cluster_run(source: str, workers: int, reader: str | None = None) -> dict:
     """A conversion of ``source`` on a LocalCluster of ``workers`` started beforehand, its
-    workers warmed (the vocabulary read, the ``reader`` module imported): wall seconds, spectra
-    and the CPU seconds of the busiest worker (on a loaded machine, what the cluster would take
-    with a core each, where wall time cannot say)."""
+    workers warmed (the vocabulary read, the ``reader`` module imported): wall seconds,
+    spectra, CPU seconds of this process (the coordinator), of the workers and of the busiest
+    one (on a loaded machine, what the cluster would take with a core each, where wall time
+    cannot say), and the peak RSS (MB) of this process and of the largest worker."""
     from mzpeak_dask import ClusterOptions, ConvertOptions, convert
     from mzpeak_dask.parallel.cluster import cluster_client
 
     with cluster_client(ClusterOptions(workers=workers, dashboard=False)) as client:
         client.run(lambda: __import__("mzpeak_dask.format.cv").format.cv.psi_ms() and None)
-        client.run(lambda: __import__(reader) and None)
-        before = client.run(_cpu_seconds)
+        if reader:
+            client.run(lambda: __import__(reader) and None)
+        before, cpu0 = client.run(_usage), _usage()[0]
         start = time.perf_counter()
         result = convert(
             source,
@@ -85,14 +87,22 @@ def warm_cluster_run(source: str, workers: int, reader: str) -> dict:
             client=client,
         )
         seconds = time.perf_counter() - start
-        after = client.run(_cpu_seconds)
-    busiest = max(after[w] - before[w] for w in after)
-    return {"seconds": seconds, "spectra": result.spectra, "busiest_worker_cpu": busiest}
+        (cpu1, coordinator_rss), after = _usage(), client.run(_usage)
+    spent = {w: after[w][0] - before[w][0] for w in after}
+    return {
+        "seconds": seconds,
+        "spectra": result.spectra,
+        "coordinator_cpu": cpu1 - cpu0,
+        "worker_cpu": sum(spent.values()),
+        "busiest_worker_cpu": max(spent.values()),
+        "coordinator_rss_mb": coordinator_rss,
+        "worker_rss_mb": max(after[w][1] for w in after),
+    }
 
 
-def _cpu_seconds() -> float:
-    """This process's CPU seconds (run on each worker)."""
+def _usage() -> tuple[float, int]:
+    """CPU seconds and peak RSS (MB) of this process (run on each worker, too)."""
     import resource
 
     usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
+    return usage.ru_utime + usage.ru_stime, usage.ru_maxrss // 1024
