@@ -34,6 +34,7 @@ from ..encode.contracts import ConversionResult, Progress, RunPlan
 from ..errors import MzPeakDaskError
 from ..model.run_paths import RunPaths
 from ..options import ClusterOptions, ConvertOptions
+from ..support.interrupts import uninterrupted
 from . import handoff, tasks
 from .executors import InlineExecutor, Task, open_executor
 from .failures import Step, describe_failure
@@ -256,20 +257,20 @@ class Coordinator:
             self._finish(run, [run.filed[k] for k in range(len(run.filed))])
 
     def _finished(self, run: _Run, finished: tasks.Finished) -> None:
-        """The run's archive is finished in its staging folder: rename it into place."""
-        try:
-            result = run.job.put_in_place(finished.result, Path(finished.archive))
-        except Exception as exc:  # noqa: BLE001 - one run's failure, never the whole call
-            self._fail(run, describe_failure(run.job, Step.FINISH, exc))
-            return
-        self.runs.remove(run)
-        paths = run.job.paths
-        named = {"input": paths.named_source, "output": paths.named_output}
-        self._record(run.number, replace(result, inspection=finished.inspection, **named))
+        """Rename the run's finished archive into place and record it, one uninterrupted step."""
+        with uninterrupted():
+            try:
+                result = run.job.put_in_place(finished.result, Path(finished.archive))
+            except Exception as exc:  # noqa: BLE001 - one run's failure, never the whole call
+                self._fail(run, describe_failure(run.job, Step.FINISH, exc))
+                return
+            self.runs.remove(run)
+            named = {"input": run.job.paths.named_source, "output": run.job.paths.named_output}
+            self._record(run.number, replace(result, inspection=finished.inspection, **named))
         if run.plan is None:  # converted whole
             run.items_total = result.spectra + result.chromatograms + result.wavelength_spectra
         if self.progress:  # once recorded: the output is in place (a display that fails
-            self.progress(paths.named_source, run.items_total, run.items_total)  # loses none)
+            self.progress(named["input"], run.items_total, run.items_total)  # loses none)
 
     def _fail(self, run: _Run, error: MzPeakDaskError) -> None:
         self._abort(run)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import shlex
+import signal
 import subprocess
 import sys
 import time
@@ -10,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from mzpeak_dask import ClusterOptions, ConvertOptions
+from mzpeak_dask import ClusterOptions, ConvertOptions, convert_many
+from mzpeak_dask.encode.contracts import ConversionResult
 from mzpeak_dask.model.run_paths import RunPaths
 from mzpeak_dask.parallel.coordinator import Coordinator
 from mzpeak_dask.parallel.executors import InlineExecutor
@@ -64,6 +67,34 @@ def test_an_interrupt_whose_cancelling_fails_still_leaves_nothing(tmp_path) -> N
         coordinator.run([RunPaths.of(s, s.with_suffix(".mzpeak")) for s in sources])
     assert executor.waits == 2
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.mzML", "b.mzML", "c.mzML"]
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_an_interrupt_as_an_output_lands_waits_for_its_record(tmp_path, signum) -> None:
+    """Ctrl-C (or SIGTERM, as the CLI handles it) while a finished archive is being recorded:
+    the record is made before the interruption acts, so no output is left in place unrecorded
+    (a batch stopped there listed the archive as pending)."""
+    source, output = tmp_path / "small.mzML", tmp_path / "small.mzpeak"
+    replicate(BUNDLED / "small.mzML", source, copies=1)
+    heard = []
+
+    def on_result(k: int, outcome: object) -> None:
+        os.kill(os.getpid(), signum)
+        heard.append(outcome)
+
+    def stop(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    before = signal.signal(signal.SIGTERM, stop)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            convert_many(
+                [(source, output)], cluster=ClusterOptions(cluster="inline"), on_result=on_result
+            )
+    finally:
+        signal.signal(signal.SIGTERM, before)
+    assert len(heard) == 1 and isinstance(heard[0], ConversionResult)
+    assert heard[0].spectra > 0 and output.is_file()
 
 
 @pytest.mark.slow
