@@ -3,13 +3,14 @@
 Targets are sorted by the low end of their m/z window once; a batch of points is matched to
 them with binary searches over the sorted points (:func:`match_points`), so the cost is a sort
 of the batch's points that can lie in a window plus the (target, point) pairs found, whatever
-the number of targets. :func:`summarise` turns a run's pairs into MINT's figures and the
-chromatographic view, again in whole-array operations.
+the number of targets. :func:`point_figures` and :func:`chromatogram_figures` turn a run's
+pairs into MINT's figures and the chromatographic view, again in whole-array operations.
 """
 
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 
 from .kernels import overlapping
 
@@ -62,9 +63,20 @@ def _group_starts(key: np.ndarray) -> np.ndarray:
     return np.flatnonzero(np.r_[True, key[1:] != key[:-1]]) if len(key) else np.zeros(0, int)
 
 
-def _medians(values: np.ndarray, starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """Per group (a sorted run of ``values`` from ``starts``) its median."""
-    return (values[starts + (counts - 1) // 2] + values[starts + counts // 2]) / 2
+def _by_target(target: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(order, starts, counts)``: the pairs grouped by target (a stable sort, which costs
+    little on pairs that come target by target, block after block, as :func:`match_points`
+    gives them), where each target's group starts and how many pairs it holds."""
+    order = np.argsort(target, kind="stable")
+    starts = _group_starts(target[order])
+    return order, starts, np.diff(np.r_[starts, len(order)])
+
+
+def _first_at_max(values: np.ndarray, starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Per group (runs of ``values`` from ``starts``) its maximum, and the positions holding
+    it (an array for each group's candidates: ``np.repeat`` of the maxima)."""
+    high = np.maximum.reduceat(values, starts)
+    return high, np.flatnonzero(values == np.repeat(high, counts))
 
 
 def point_figures(
@@ -76,8 +88,9 @@ def point_figures(
     time: np.ndarray,
     mean: np.ndarray,
 ) -> dict[str, np.ndarray]:
-    """MINT's figures per target from its points (``spectrum``: positions into ``time``;
-    points in run order within each target): null where a target has no points."""
+    """MINT's figures per target from its points (``spectrum``: positions into ``time``, in
+    run order): null where a target has no points. Only the pairs' targets are sorted; the
+    medians are pandas' grouped medians, a selection within each group."""
     nan = np.full(targets, np.nan)
     out = {
         "peak_area": np.bincount(target, weights=intensity, minlength=targets),
@@ -88,20 +101,21 @@ def point_figures(
     out["peak_mass_diff_50pc"] = nan.copy()
     if not len(target):
         return out
-    # by target, then intensity, then run order (spectrum, m/z) reversed for the max's ties
-    order = np.lexsort((-mz, -spectrum, intensity, target))
+    order, starts, counts = _by_target(target)
     t, v = target[order], intensity[order]
-    starts = _group_starts(t)
-    counts = np.diff(np.r_[starts, len(t)])
     present = t[starts]
-    out["peak_min"][present] = v[starts]
-    out["peak_max"][present] = v[starts + counts - 1]
+    high, at = _first_at_max(v, starts, counts)
+    out["peak_max"][present] = high
+    out["peak_min"][present] = np.minimum.reduceat(v, starts)
     out["peak_mean"][present] = out["peak_area"][present] / counts
-    out["peak_median"][present] = _medians(v, starts, counts)
-    out["peak_rt_of_max"][present] = time[spectrum[order][starts + counts - 1]]
-    ppm = (mz - mean[target]) / (mean[target] * 1e-6)
-    by_ppm = np.lexsort((ppm, target))
-    out["peak_mass_diff_50pc"][present] = _medians(ppm[by_ppm], starts, counts)
+    # the time of the most intense point: the first in run order (spectrum, m/z) on ties
+    at = order[at]
+    at = at[np.lexsort((mz[at], spectrum[at], target[at]))]
+    out["peak_rt_of_max"][present] = time[spectrum[at[_group_starts(target[at])]]]
+    ppm = (mz[order] - mean[t]) / (mean[t] * 1e-6)
+    medians = pd.DataFrame({"v": v, "ppm": ppm}).groupby(t, sort=True).median()
+    out["peak_median"][present] = medians["v"].to_numpy()
+    out["peak_mass_diff_50pc"][present] = medians["ppm"].to_numpy()
     return out
 
 
@@ -133,18 +147,22 @@ def chromatogram_figures(
     }
     if not len(target):
         return out
-    key = target * len(time) + position[spectrum]
-    cells, inverse = np.unique(key, return_inverse=True)
-    xic = np.bincount(inverse, weights=intensity)
+    # the (target, spectrum) cells by hashing, then the cells (fewer) sorted by target and time
+    order = _by_target(target)[0]
+    key = target[order] * len(time) + position[spectrum[order]]
+    inverse, cells = pd.factorize(key)
+    by_key = np.argsort(cells)
+    cells, xic = cells[by_key], np.bincount(inverse, weights=intensity[order])[by_key]
     t, r = cells // len(time), cells % len(time)
     left = np.where(r - 1 >= first[t], times[r] - times[np.maximum(r - 1, 0)], 0.0)
     right_at = np.minimum(r + 1, len(times) - 1)
     right = np.where(r + 1 < stop[t], times[right_at] - times[r], 0.0)
     out["area"] = np.bincount(t, weights=xic * (left + right) / 2, minlength=targets)
-    order = np.lexsort((r, -xic, t))  # per target the highest sum, the earliest first
-    heads = order[_group_starts(t[order])]
+    starts = _group_starts(t)
+    high, at = _first_at_max(xic, starts, np.diff(np.r_[starts, len(t)]))
+    heads = at[_group_starts(t[at])]  # cells in time order: the earliest at the maximum
     out["apex_time"][t[heads]] = times[r[heads]]
-    out["apex_intensity"][t[heads]] = xic[heads]
+    out["apex_intensity"][t[heads]] = high
     return out
 
 
