@@ -72,9 +72,11 @@ def _by_target(target: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return order, starts, np.diff(np.r_[starts, len(order)])
 
 
-def _first_at_max(values: np.ndarray, starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """Per group (runs of ``values`` from ``starts``) its maximum, and the positions holding
-    it (an array for each group's candidates: ``np.repeat`` of the maxima)."""
+def _first_at_max(
+    values: np.ndarray, starts: np.ndarray, counts: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per group (runs of ``values`` from ``starts``) its maximum; and the positions in
+    ``values`` that hold their group's maximum, in order."""
     high = np.maximum.reduceat(values, starts)
     return high, np.flatnonzero(values == np.repeat(high, counts))
 
