@@ -72,7 +72,7 @@ def _by_target(target: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return order, starts, np.diff(np.r_[starts, len(order)])
 
 
-def _first_at_max(
+def _maxima(
     values: np.ndarray, starts: np.ndarray, counts: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """Per group (runs of ``values`` from ``starts``) its maximum; and the positions in
@@ -106,7 +106,7 @@ def point_figures(
     order, starts, counts = _by_target(target)
     t, v = target[order], intensity[order]
     present = t[starts]
-    high, at = _first_at_max(v, starts, counts)
+    high, at = _maxima(v, starts, counts)
     out["peak_max"][present] = high
     out["peak_min"][present] = np.minimum.reduceat(v, starts)
     out["peak_mean"][present] = out["peak_area"][present] / counts
@@ -161,7 +161,7 @@ def chromatogram_figures(
     right = np.where(r + 1 < stop[t], times[right_at] - times[r], 0.0)
     out["area"] = np.bincount(t, weights=xic * (left + right) / 2, minlength=targets)
     starts = _group_starts(t)
-    high, at = _first_at_max(xic, starts, np.diff(np.r_[starts, len(t)]))
+    high, at = _maxima(xic, starts, np.diff(np.r_[starts, len(t)]))
     heads = at[_group_starts(t[at])]  # cells in time order: the earliest at the maximum
     out["apex_time"][t[heads]] = times[r[heads]]
     out["apex_intensity"][t[heads]] = high
