@@ -9,31 +9,48 @@ import contextlib
 import signal
 import threading
 from collections.abc import Iterator
+from typing import Any
 
 HELD = (signal.SIGINT, signal.SIGTERM)
 
 
 @contextlib.contextmanager
 def uninterrupted() -> Iterator[None]:
-    """Hold SIGINT and SIGTERM back while the body runs. Signals reach Python's handlers in
-    the main thread only; elsewhere the body runs as it is."""
+    """Hold SIGINT and SIGTERM back while the body runs; the same signal a second time acts
+    at once (a body that hangs can still be stopped). Signals reach Python's handlers in the
+    main thread only; elsewhere the body runs as it is."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     caught: list[int] = []
-    previous = {}
+    previous: dict[int, Any] = {}
+
+    def hold(signum: int, frame: Any) -> None:
+        if signum in caught:
+            caught.clear()
+            _restore(previous)
+            _act(signum, previous[signum])
+        caught.append(signum)
+
     for signum in HELD:
-        handler = signal.getsignal(signum)
-        if handler is not None:  # None: a handler not set from Python, left alone
-            previous[signum] = signal.signal(signum, lambda s, _: caught.append(s))
+        if signal.getsignal(signum) is not None:  # None: a handler not set from Python
+            previous[signum] = signal.signal(signum, hold)
     try:
         yield
     finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
+        _restore(previous)
         for signum in dict.fromkeys(caught):
-            handler = previous[signum]
-            if callable(handler):
-                handler(signum, None)
-            elif handler == signal.SIG_DFL:
-                signal.raise_signal(signum)
+            _act(signum, previous[signum])
+
+
+def _restore(previous: dict[int, Any]) -> None:
+    for signum, handler in previous.items():
+        signal.signal(signum, handler)
+
+
+def _act(signum: int, handler: Any) -> None:
+    """What ``signum`` would have done under ``handler``."""
+    if callable(handler):
+        handler(signum, None)
+    elif handler == signal.SIG_DFL:
+        signal.raise_signal(signum)

@@ -97,6 +97,28 @@ def test_an_interrupt_as_an_output_lands_waits_for_its_record(tmp_path, signum) 
     assert heard[0].spectra > 0 and output.is_file()
 
 
+def test_a_second_interrupt_acts_at_once(tmp_path) -> None:
+    """Ctrl-C twice while an output is recorded (a callback that hangs, say): the second one
+    stops the call there and then."""
+    source, output = tmp_path / "small.mzML", tmp_path / "small.mzpeak"
+    replicate(BUNDLED / "small.mzML", source, copies=1)
+    heard = []
+
+    def on_result(k: int, outcome: object) -> None:
+        os.kill(os.getpid(), signal.SIGINT)
+        heard.append("held")
+        os.kill(os.getpid(), signal.SIGINT)
+        heard.append("not reached")
+
+    with pytest.raises(KeyboardInterrupt) as raised:
+        convert_many(
+            [(source, output)], cluster=ClusterOptions(cluster="inline"), on_result=on_result
+        )
+    assert heard == ["held"]
+    assert raised.value.__context__ is None  # one interruption, not one raised in another
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
 @pytest.mark.slow
 @pytest.mark.cluster
 def test_ctrl_c_on_a_terminal_prints_one_line(tmp_path) -> None:
