@@ -71,7 +71,7 @@ def prepare(root: Path, runs: int, copies: int) -> dict[str, list[Path]]:
 
 
 def ms1_points(path: Path) -> tuple[np.ndarray, np.ndarray]:
-    with mzml.MzML(str(path)) as reader:
+    with mzml.MzML(str(path), use_index=False) as reader:
         ms1 = [s for s in reader if s["ms level"] == 1]
     mz = np.concatenate([s["m/z array"] for s in ms1])
     return mz, np.concatenate([s["intensity array"] for s in ms1])
@@ -109,7 +109,7 @@ def mzml_xic(files: list[Path], targets: np.ndarray) -> list[np.ndarray]:
     out = []
     for path in files:
         rows = []
-        with mzml.MzML(str(path)) as reader:
+        with mzml.MzML(str(path), use_index=False) as reader:
             for s in reader:
                 if s["ms level"] != 1:
                     continue

@@ -144,7 +144,7 @@ def measured(*argv: str) -> tuple[float, int, str]:
 
 def narrow_target(path: Path) -> float:
     """The base peak of the first MS1 spectrum of ``path``."""
-    with mzml.MzML(str(path)) as reader:
+    with mzml.MzML(str(path), use_index=False) as reader:
         for s in reader:
             if s["ms level"] == 1:
                 return float(s["m/z array"][np.argmax(s["intensity array"])])
