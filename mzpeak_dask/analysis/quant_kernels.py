@@ -150,7 +150,7 @@ def chromatogram_figures(
     if not len(target):
         return out
     # the (target, spectrum) cells by hashing, then the cells (fewer) sorted by target and time
-    order = _by_target(target)[0]
+    order = np.argsort(target, kind="stable")  # grouped as in _by_target
     key = target[order] * len(time) + position[spectrum[order]]
     inverse, cells = pd.factorize(key)
     by_key = np.argsort(cells)

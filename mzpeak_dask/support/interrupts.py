@@ -26,11 +26,12 @@ def uninterrupted() -> Iterator[None]:
     previous: dict[int, Any] = {}
 
     def hold(signum: int, frame: Any) -> None:
-        if signum in caught:
-            caught.clear()
-            _restore(previous)
-            _act(signum, previous[signum])
-        caught.append(signum)
+        if signum not in caught:
+            caught.append(signum)  # acts when the body ends
+            return
+        caught.remove(signum)  # a second time: it acts now, and not again at the end
+        _restore(previous)
+        _act(signum, previous[signum])
 
     for signum in HELD:
         if signal.getsignal(signum) is not None:  # None: a handler not set from Python
@@ -39,7 +40,7 @@ def uninterrupted() -> Iterator[None]:
         yield
     finally:
         _restore(previous)
-        for signum in dict.fromkeys(caught):
+        for signum in caught:
             _act(signum, previous[signum])
 
 

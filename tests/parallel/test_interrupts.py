@@ -69,13 +69,20 @@ def test_an_interrupt_whose_cancelling_fails_still_leaves_nothing(tmp_path) -> N
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.mzML", "b.mzML", "c.mzML"]
 
 
+def _convert_small(folder: Path, on_result) -> None:
+    """small.mzML converted in this process into ``folder`` (small.mzpeak), ``on_result``
+    hearing of it."""
+    source = folder / "small.mzML"
+    replicate(BUNDLED / "small.mzML", source, copies=1)
+    pair = [(source, folder / "small.mzpeak")]
+    convert_many(pair, cluster=ClusterOptions(cluster="inline"), on_result=on_result)
+
+
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
 def test_an_interrupt_as_an_output_lands_waits_for_its_record(tmp_path, signum) -> None:
     """Ctrl-C (or SIGTERM, as the CLI handles it) while a finished archive is being recorded:
     the record is made before the interruption acts, so no output is left in place unrecorded
     (a batch stopped there listed the archive as pending)."""
-    source, output = tmp_path / "small.mzML", tmp_path / "small.mzpeak"
-    replicate(BUNDLED / "small.mzML", source, copies=1)
     heard = []
 
     def on_result(k: int, outcome: object) -> None:
@@ -88,20 +95,16 @@ def test_an_interrupt_as_an_output_lands_waits_for_its_record(tmp_path, signum) 
     before = signal.signal(signal.SIGTERM, stop)
     try:
         with pytest.raises(KeyboardInterrupt):
-            convert_many(
-                [(source, output)], cluster=ClusterOptions(cluster="inline"), on_result=on_result
-            )
+            _convert_small(tmp_path, on_result)
     finally:
         signal.signal(signal.SIGTERM, before)
     assert len(heard) == 1 and isinstance(heard[0], ConversionResult)
-    assert heard[0].spectra > 0 and output.is_file()
+    assert heard[0].spectra > 0 and (tmp_path / "small.mzpeak").is_file()
 
 
 def test_a_second_interrupt_acts_at_once(tmp_path) -> None:
     """Ctrl-C twice while an output is recorded (a callback that hangs, say): the second one
     stops the call there and then."""
-    source, output = tmp_path / "small.mzML", tmp_path / "small.mzpeak"
-    replicate(BUNDLED / "small.mzML", source, copies=1)
     heard = []
 
     def on_result(k: int, outcome: object) -> None:
@@ -111,9 +114,7 @@ def test_a_second_interrupt_acts_at_once(tmp_path) -> None:
         heard.append("not reached")
 
     with pytest.raises(KeyboardInterrupt) as raised:
-        convert_many(
-            [(source, output)], cluster=ClusterOptions(cluster="inline"), on_result=on_result
-        )
+        _convert_small(tmp_path, on_result)
     assert heard == ["held"]
     assert raised.value.__context__ is None  # one interruption, not one raised in another
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
