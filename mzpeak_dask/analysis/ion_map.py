@@ -24,9 +24,9 @@ from .source import Run
 def bin_index(values: np.ndarray, edges: np.ndarray) -> np.ndarray:
     """The bin of each value as ``numpy.histogramdd`` finds it (-1: outside every bin)."""
     values = np.asarray(values, dtype=np.float64)
-    at = np.searchsorted(edges, values, side="right")
-    at[values == edges[-1]] -= 1
-    return np.where((at >= 1) & (at < len(edges)), at - 1, -1)
+    at = np.searchsorted(edges[:-1], values, side="right") - 1  # the last bin closed above
+    at[~(values <= edges[-1])] = -1  # above the edges, or NaN
+    return at
 
 
 def _piece(mz, intensity, rt_bin, mz_edges) -> tuple:

@@ -51,15 +51,49 @@ def fetch(fs: Any, path: str, start: int, stop: int, where: str, transfer: Trans
     """Bytes ``[start, stop)`` of the object in one ranged request (one line if it fails)."""
     if stop <= start:
         return b""
+    web = _protocol(fs) in ("http", "https")
     try:  # made again while the store fails it for a while (a run's reads outlast that)
-        data = retried(lambda: fs.cat_file(path, start=start, end=stop))
-    except StorageError:  # the store gave no answer in time (already one line)
+        if web:
+            data = retried(lambda: _web_range(fs, path, start, stop, where))
+        else:
+            data = retried(lambda: fs.cat_file(path, start=start, end=stop))
+    except StorageError:  # the store gave no answer in time, or ignored the range
         raise
     except Exception as exc:  # every client has its own errors; a user needs one line
         raise StorageError(f"{where}: {cause(exc)}") from None
     transfer.add(len(data))
     if len(data) != stop - start:
-        raise StorageError(f"{where}: short read ({len(data)} of {stop - start} bytes)")
+        raise StorageError(f"{where}: {len(data)} bytes answered for {stop - start} asked")
+    return data
+
+
+def _protocol(fs: Any) -> str:
+    return fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
+
+
+def _web_range(fs: Any, url: str, start: int, stop: int, where: str) -> bytes:
+    """Bytes ``[start, stop)`` of a file on a web server. A server that ignores the Range
+    header answers with the whole file (Python's ``http.server``, some static hosts): that
+    answer is refused before its body is read, since every read of a run would bring the
+    whole file (fsspec's ``cat_file`` reads the body into memory, whatever its size)."""
+    from fsspec.asyn import sync
+    from fsspec.exceptions import FSTimeoutError
+
+    seconds = deadline()
+    try:  # on the filesystem's own loop, where its client and connections belong
+        status, _, data = sync(
+            fs.loop, _http_get, fs, url, f"bytes={start}-{stop - 1}", timeout=seconds
+        )
+    except FSTimeoutError:
+        raise StorageDeadlineError(
+            f"{where}: no answer from the server within {seconds:g} s (ranged GET)"
+        ) from None
+    if status == 200:
+        raise StorageError(
+            f"{where}: the web server does not serve byte ranges (it answered a ranged GET "
+            "with the whole file); serve the file from one that does (S3, GCS, Azure, nginx "
+            "and Apache do), or copy it here first"
+        )
     return data
 
 
@@ -95,8 +129,7 @@ def fetch_sized(fs: Any, path: str, spans: list[Span], transfer: Transfer):  # n
     the store's client is not one that shows those answers (S3, HTTP) or a request failed:
     the caller then asks the size and reads as usual, and meets the failure there."""
     headers = [f"bytes=-{n}" if a is None else f"bytes={a}-{n - 1}" for a, n in spans]
-    protocol = fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
-    get = {"s3": _s3_get, "http": _http_get, "https": _http_get}.get(protocol)
+    get = {"s3": _s3_get, "http": _http_get, "https": _http_get}.get(_protocol(fs))
     if get is None or not hasattr(fs, "loop"):
         return None
     from fsspec.asyn import sync
@@ -116,7 +149,7 @@ def fetch_sized(fs: Any, path: str, spans: list[Span], transfer: Transfer):  # n
     except Exception:  # noqa: BLE001 - asked again the usual way, which names the failure
         return None
     sizes = set()
-    for (a, n), (ranged, data) in zip(spans, answers, strict=True):
+    for (a, n), (_, ranged, data) in zip(spans, answers, strict=True):
         match = _CONTENT_RANGE.fullmatch((ranged or "").strip())
         if match is None:
             return None
@@ -125,29 +158,32 @@ def fetch_sized(fs: Any, path: str, spans: list[Span], transfer: Transfer):  # n
         if (first, last + 1) != want or len(data) != last + 1 - first:
             return None
         sizes.add(size)
-    for _, data in answers:
+    for *_, data in answers:
         transfer.add(len(data))
-    return (sizes.pop(), [data for _, data in answers]) if len(sizes) == 1 else None
+    return (sizes.pop(), [data for *_, data in answers]) if len(sizes) == 1 else None
 
 
-async def _s3_get(fs: Any, path: str, header: str) -> tuple[str | None, bytes]:
+async def _s3_get(fs: Any, path: str, header: str) -> tuple[int, str | None, bytes]:
     bucket, key, version = fs.split_path(path)
     asked = {"VersionId": version} if version else {}
     answer = await fs._call_s3("get_object", Bucket=bucket, Key=key, Range=header, **asked)
     try:
-        return answer.get("ContentRange"), await answer["Body"].read()
+        return 206, answer.get("ContentRange"), await answer["Body"].read()
     finally:
         answer["Body"].close()
 
 
-async def _http_get(fs: Any, url: str, header: str) -> tuple[str | None, bytes]:
+async def _http_get(fs: Any, url: str, header: str) -> tuple[int, str | None, bytes]:
+    """``(status, Content-Range, body)`` of a ranged GET; the body only of a ranged answer
+    (206), an error raised as fsspec raises it (404: FileNotFoundError)."""
     options = fs.kwargs.copy()
     options["headers"] = {**options.get("headers", {}), "Range": header}
     session = await fs.set_session()
     async with session.get(fs.encode_url(url), **options) as answer:
-        if answer.status != 206:  # not a ranged answer: nothing read, asked the usual way
-            return None, b""
-        return answer.headers.get("Content-Range"), await answer.read()
+        fs._raise_not_found_for_status(answer, url)
+        if answer.status != 206:  # not a ranged answer: its body left unread
+            return answer.status, None, b""
+        return 206, answer.headers.get("Content-Range"), await answer.read()
 
 
 class RangeSource:

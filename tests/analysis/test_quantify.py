@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from mzpeak_dask.analysis import ArchiveRun, ZarrRun, ion_map, quantify
+from mzpeak_dask.analysis.ion_map import bin_index
 from mzpeak_dask.errors import InputError, MzPeakDaskError, TargetsError
 
 from ..export.builds import METABO, SMALL
@@ -185,6 +186,32 @@ def test_ion_map_agrees_with_histogram2d(exported) -> None:
         assert want.sum() > 0 and count.sum() > 0
         for k, run in enumerate(runs):
             np.testing.assert_allclose(values[k], want, rtol=1e-9, atol=1e-6, err_msg=run.source)
+
+
+@pytest.mark.parametrize(
+    "edges",
+    [np.linspace(100, 2000, 1001), [1.0, 2.0, 2.0, 3.0, 3.0], [5.0, 5.0], [-1.0, 0.0, 1e-300, 7.5]],
+)
+def test_bin_index_is_histogramdds_binning(edges) -> None:
+    """Every value on an edge, just below and just above one, outside, NaN and infinite: each
+    falls in the bin numpy.histogramdd puts it in (the last bin closed above, repeated edges
+    making empty bins)."""
+    edges = np.asarray(edges)
+    rng = np.random.default_rng(7)
+    values = np.concatenate(
+        [
+            edges,
+            np.nextafter(edges, -np.inf),
+            np.nextafter(edges, np.inf),
+            rng.uniform(edges[0] - 1, edges[-1] + 1, 10_000),
+            [np.nan, np.inf, -np.inf],
+        ]
+    )
+    at = bin_index(values, edges)
+    want, _ = np.histogramdd(values[:, None], bins=[edges])
+    assert np.array_equal(np.bincount(at[at >= 0], minlength=len(edges) - 1), want)
+    for k in np.flatnonzero(at >= 0)[::97]:  # a value's bin holds it
+        assert edges[at[k]] <= values[k] <= edges[at[k] + 1]
 
 
 def test_validation_names_the_row(tmp_path) -> None:

@@ -68,8 +68,12 @@ class RangeServer(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 128
 
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, ranges: bool = True):
+        """``ranges=False``: a server that ignores Range headers and answers every GET with
+        the whole file (Python's ``http.server``, some static hosts); ``served`` then counts
+        the bytes that reached the client's socket before it closed the connection."""
         self.root = Path(root)
+        self.ranges = ranges
         self.served = Served()
         super().__init__(("127.0.0.1", 0), _Handler)
 
@@ -107,6 +111,9 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_error(404)
             return
         size = path.stat().st_size
+        if not self.server.ranges:
+            self._whole(path, size)
+            return
         ranged = self.headers.get("Range")
         start, stop = 0, size
         if ranged:
@@ -127,6 +134,22 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
+    def _whole(self, path: Path, size: int) -> None:
+        """The whole file, whatever was asked, in blocks until the client stops reading."""
+        self.send_response(200)
+        self.send_header("Content-Length", str(size))
+        self.end_headers()
+        sent = 0
+        try:
+            with open(path, "rb") as f:
+                while block := f.read(1 << 16):
+                    self.wfile.write(block)
+                    sent += len(block)
+        except OSError:  # the client closed the connection
+            pass
+        finally:
+            self.server.served.add("GET", self.path, None, sent)
+
 
 def range_span(header: str, size: int) -> tuple[int, int] | None:
     """``(first, last)`` byte a Range header asks for of an object of ``size`` bytes
@@ -142,10 +165,10 @@ def range_span(header: str, size: int) -> tuple[int, int] | None:
 
 
 @contextmanager
-def range_server(root: Path):
+def range_server(root: Path, ranges: bool = True):
     """A RangeServer over ``root`` on loopback, for the duration of the block."""
     require("server", "an HTTP server")
-    server = RangeServer(root)
+    server = RangeServer(root, ranges)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
