@@ -50,7 +50,7 @@ def _per_run(
 ) -> Iterator[tuple[str, Run, np.ndarray, list[Any]]]:
     """Select each run's spectra, compute the pieces of every run together, and hand back per
     run its name, the run, the selected spectrum ids and the results of its pieces."""
-    runs = as_runs(sources)
+    runs = as_runs(sources, client, task_timeout)
     selections = [_selection(run, rt, ms_level) for run in runs]
     pieces = [pieces_of(run, ids) for run, ids in zip(runs, selections, strict=True)]
     results = _computed(pieces, client, task_timeout)

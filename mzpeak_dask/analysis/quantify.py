@@ -25,12 +25,11 @@ import pandas as pd
 from dask import delayed
 from dask.delayed import Delayed
 
-from ..errors import MzPeakDaskError
 from ..options import ClusterOptions
 from ..support.heap import keep_freed_blocks
-from .guarded import Failed, guarded, one_line
+from .guarded import Failed, guarded
 from .quant_kernels import chromatogram_figures, in_union, match_points, point_figures
-from .runs import Sources, as_runs, compute
+from .runs import Sources, compute, open_each
 from .source import Run
 from .targets import TargetList, target_list
 
@@ -146,18 +145,21 @@ def _levels(targets: TargetList) -> dict:
     return out
 
 
-def _open(sources: Sources | Run) -> tuple[list[Run], list[str]]:
-    """The runs of ``sources`` (opened runs pass through) and a line per source that could
-    not be opened."""
+def _open(sources: Sources | Run, client: Any, timeout: float) -> tuple[list[Run], list[str]]:
+    """The runs of ``sources`` (opened runs pass through; paths opened side by side, on the
+    client's workers) and a line per source that could not be opened."""
     if isinstance(sources, (str, os.PathLike, Run)):
         sources = [sources]
+    sources = list(sources)
+    opened = iter(open_each([s for s in sources if not isinstance(s, Run)], client, timeout))
     runs: list[Run] = []
     failed: list[str] = []
     for source in sources:
-        try:
-            runs += as_runs(source)
-        except (MzPeakDaskError, OSError, ValueError) as exc:
-            failed.append(one_line(str(source), exc))
+        each = [source] if isinstance(source, Run) else next(opened)
+        if isinstance(each, Failed):
+            failed.append(each.message)
+        else:
+            runs += each
     return runs, failed
 
 
@@ -204,7 +206,7 @@ def quantify(
     cluster on which no piece ends for ``task_timeout`` seconds stops the call
     (:class:`~mzpeak_dask.errors.ClusterError`)."""
     wanted = target_list(targets)
-    opened, failed = _open(runs)
+    opened, failed = _open(runs, client, task_timeout)
     levels = _levels(wanted)
     pieces = [_run_parts(run, levels) for run in opened]
     lazy = [part for run in pieces for _, part in run if isinstance(part, Delayed)]

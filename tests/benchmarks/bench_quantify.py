@@ -2,7 +2,7 @@
 pyteomics + numpy.histogram2d, side by side in one run.
 
     python -m tests.benchmarks.bench_quantify [--targets 1000] [--runs 50] [--copies 30]
-        [--pairs 1] [--parts a,b,n,c]
+        [--pairs 1] [--latency 0.02] [--parts a,b,r,n,c]
 
 * (a) the same numbers as MINT (``peak_area``, ``peak_max``, ``peak_n_datapoints``) on
   openms/FeatureFinderMetaboIdent_1_input.mzML, MS1, ``intensity_threshold`` 1: against MINT
@@ -19,6 +19,12 @@ pyteomics + numpy.histogram2d, side by side in one run.
   m/z 200 to 2000), converted in both layouts; 20 targets of 10 ppm and 6 s on strong peaks;
   the bytes an HTTP range server on loopback sent for quantify, and for the XIC of the same
   m/z over the targets' RT span, against the archive's size;
+* (r) runs far away: the ``--runs`` copies of (b) on an HTTP range server on loopback that
+  answers each request after ``--latency`` seconds (20 ms: a store in another building),
+  quantified on the LocalCluster of 2 workers, in turn ``--pairs`` times: the runs opened by
+  the caller one after another (as quantify opened them before, its runs given opened)
+  against the URLs given to quantify (opened side by side on the workers), opening included,
+  each round over its own server (its own URLs: no cache of a round serves the next);
 * (c) the ion map at 1000 x 1000 bins of that replicated run, point layout, against pyteomics
   reading the mzML + numpy.histogram2d, with the peak memory (tracemalloc) of each.
 """
@@ -215,6 +221,40 @@ def many_runs(run: Path, count: int, targets, mzml: Path, pairs: int = 1) -> dic
     }
 
 
+def far_runs(count: int, targets, latency: float, pairs: int) -> dict:
+    from mzpeak_dask.analysis.runs import open_run_source
+    from mzpeak_dask.parallel.cluster import cluster_client
+
+    from ..helpers.servers import range_server
+
+    folder = workdir() / f"quantify_runs_{count}"  # made by (b)
+    names = sorted(p.name for p in folder.glob("run*.mzpeak"))[:count]
+    options = ClusterOptions(workers=2, threads_per_worker=1, dashboard=False)
+    serial, side = [], []
+    with cluster_client(options) as client:
+        with range_server(folder) as server:  # workers import and warm up
+            quantify([f"{server.url}/{n}" for n in names[:2]], targets, client=client)
+        for _ in range(pairs):
+            with range_server(folder, latency=latency) as server:
+                start = time.perf_counter()
+                runs = [r for n in names for r in open_run_source(f"{server.url}/{n}")]
+                one_by_one = quantify(runs, targets, client=client)
+                serial.append(time.perf_counter() - start)
+            with range_server(folder, latency=latency) as server:
+                start = time.perf_counter()
+                together = quantify([f"{server.url}/{n}" for n in names], targets, client=client)
+                side.append(time.perf_counter() - start)
+    figures = [c for c in one_by_one.columns if c not in ("run", "peak_label")]
+    return {
+        "runs": len(names),
+        "latency s": latency,
+        "opened one by one by the caller s": [round(t, 2) for t in serial],
+        "opened side by side on the workers s": [round(t, 2) for t in side],
+        "gain per pair": [f"{1 - b / a:.0%}" for a, b in zip(serial, side, strict=True)],
+        "same figures": bool(one_by_one[figures].equals(together[figures])),
+    }
+
+
 def narrow_targets(run: Path, count: int, seed: int) -> pd.DataFrame:
     """``count`` targets of 10 ppm and 6 s on the strongest peak of random MS1 spectra."""
     from mzpeak_dask.analysis import open_runs
@@ -342,7 +382,8 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=50)
     parser.add_argument("--copies", type=int, default=30)
     parser.add_argument("--pairs", type=int, default=1, help="(b): one thread / 2 workers pairs")
-    parser.add_argument("--parts", default="a,b,n,c", help="which parts to run")
+    parser.add_argument("--latency", type=float, default=0.02, help="(r): s a request")
+    parser.add_argument("--parts", default="a,b,r,n,c", help="which parts to run")
     args = parser.parse_args()
     parts = args.parts.split(",")
     print(machine())
@@ -355,6 +396,10 @@ def main() -> None:
         targets = targets_of(frame, args.targets, 2, 1.0)
         got = many_runs(run, args.runs, targets, METABO, args.pairs)
         print("(b) many runs (copies of one real run):", got, flush=True)
+    if "r" in parts:
+        targets = targets_of(frame, args.targets, 2, 1.0)
+        got = far_runs(args.runs, targets, args.latency, args.pairs)
+        print("(r) runs over HTTP, opened by the caller or the workers:", got, flush=True)
     if "n" in parts:
         print("(n) narrow targets, bytes read:", narrow(args.copies), flush=True)
     if "c" in parts:

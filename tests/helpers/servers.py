@@ -68,12 +68,14 @@ class RangeServer(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 128
 
-    def __init__(self, root: Path, ranges: bool = True):
+    def __init__(self, root: Path, ranges: bool = True, latency: float = 0.0):
         """``ranges=False``: a server that ignores Range headers and answers every GET with
         the whole file (Python's ``http.server``, some static hosts); ``served`` then counts
-        the bytes that reached the client's socket before it closed the connection."""
+        the bytes that reached the client's socket before it closed the connection.
+        ``latency``: seconds each request waits before its answer (a store far away)."""
         self.root = Path(root)
         self.ranges = ranges
+        self.latency = latency
         self.served = Served()
         super().__init__(("127.0.0.1", 0), _Handler)
 
@@ -95,6 +97,7 @@ class _Handler(BaseHTTPRequestHandler):
         return path
 
     def do_HEAD(self) -> None:
+        time.sleep(self.server.latency)
         path = self._file()
         if path is None:
             self.send_error(404)
@@ -106,6 +109,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
 
     def do_GET(self) -> None:
+        time.sleep(self.server.latency)
         path = self._file()
         if path is None:
             self.send_error(404)
@@ -165,10 +169,10 @@ def range_span(header: str, size: int) -> tuple[int, int] | None:
 
 
 @contextmanager
-def range_server(root: Path, ranges: bool = True):
+def range_server(root: Path, ranges: bool = True, latency: float = 0.0):
     """A RangeServer over ``root`` on loopback, for the duration of the block."""
     require("server", "an HTTP server")
-    server = RangeServer(root, ranges)
+    server = RangeServer(root, ranges, latency)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:

@@ -89,3 +89,33 @@ def test_xic_over_an_https_archive_equals_the_local_one(http_server, reference_a
     expected = xic([reference_archives / "ours.mzpeak"], targets, ppm=20)["ours"]
     pd.testing.assert_frame_equal(found, expected)
     assert (found[targets].to_numpy() > 0).any()
+
+
+@pytest.mark.cluster
+def test_on_a_cluster_the_caller_reads_nothing_of_remote_runs(
+    http_server, reference_archives, local_client
+):
+    """quantify and xic given URLs and a client: the runs are opened on the workers, side by
+    side, like every other read; the calling process makes no request to the server."""
+    import pandas as pd
+
+    from mzpeak_dask.analysis import quantify, xic
+    from mzpeak_dask.storage.ranges import TOTAL
+
+    names = ["ours.mzpeak", "small.mzpeak", "small.chunked.mzpeak"]
+    urls = [f"{http_server.url}/{name}" for name in names]
+    targets = pd.DataFrame(
+        {"peak_label": ["a", "b"], "mz_mean": [445.12, 1221.9906], "mz_width": [20.0, 20.0]}
+        | {"rt_min": [0.0, 0.0], "rt_max": [100.0, 100.0]}
+    )
+    before = TOTAL.requests
+    found = quantify(urls, targets, client=local_client)
+    curves = xic(urls, [445.12], ppm=20, client=local_client)
+    assert TOTAL.requests == before and http_server.served.requests > 0
+    assert found.attrs["failed"] == []
+    expected = quantify([reference_archives / name for name in names], targets)
+    figures = [c for c in found.columns if c != "run"]
+    pd.testing.assert_frame_equal(found[figures], expected[figures])
+    assert (found["peak_n_datapoints"] > 0).any()
+    local = xic([reference_archives / "ours.mzpeak"], [445.12], ppm=20)["ours"]
+    pd.testing.assert_frame_equal(curves["ours"], local)
