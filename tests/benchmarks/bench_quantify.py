@@ -14,7 +14,8 @@ pyteomics + numpy.histogram2d, side by side in one run.
   (``scheduler="sync"``) and on the package's LocalCluster of 2 workers of one thread
   (``cluster_client``), in turn ``--pairs`` times, wall and CPU seconds (this process, plus
   the workers' for the cluster), against MINT's per-file integration (``process_ms1_file``)
-  on one file, times the number of runs;
+  on one file, times the number of runs; before each pair, two ceilings of 2 processes
+  against one: plain numpy work, and this quantify split over two plain processes;
 * (n) narrow targets: mzdata/small.mzML replicated ``--copies`` times over time (a long run,
   m/z 200 to 2000), converted in both layouts; 20 targets of 10 ppm and 6 s on strong peaks;
   the bytes an HTTP range server on loopback sent for quantify, and for the XIC of the same
@@ -45,7 +46,7 @@ import pandas as pd
 from mzpeak_dask import ClusterOptions, ConvertOptions, convert
 from mzpeak_dask.analysis import ion_map, quantify, xic
 
-from .common import DATA, machine, replicated, workdir
+from .common import DATA, ROOT, machine, replicated, workdir
 
 METABO = DATA / "openms" / "FeatureFinderMetaboIdent_1_input.mzML"
 SMALL = DATA / "mzdata" / "small.mzML"
@@ -163,6 +164,43 @@ def machine_ceiling(seconds: float = 10) -> float:
     return round(sum(rate(p) for p in pair) / one, 2)
 
 
+def split_part(count: int, part: str, targets: str) -> float:
+    """Seconds one plain process (no Dask cluster, one thread) quantifies runs ``A:B`` of the
+    (b) copies in (imports and a first run beforehand, not timed)."""
+    a, b = (int(x) for x in part.split(":"))
+    runs = sorted((workdir() / f"quantify_runs_{count}").glob("run*.mzpeak"))[:count]
+    wanted = pd.read_parquet(targets)
+    with dask.config.set(scheduler="sync"):
+        quantify(runs[:1], wanted)
+        start = time.perf_counter()
+        quantify(runs[a:b], wanted)
+        return time.perf_counter() - start
+
+
+def split_ceiling(count: int, targets: pd.DataFrame) -> float:
+    """This workload's own ceiling on this machine now: one plain process quantifying every
+    run, against two started together, each quantifying half the runs (the wall time of the
+    later one). No scheduler, no transfers: the most 2 workers could give here."""
+    import subprocess
+    import sys
+
+    path = workdir() / "split_targets.parquet"
+    targets.to_parquet(path)
+    module = "tests.benchmarks.bench_quantify"
+
+    def start(part: str):
+        command = [sys.executable, "-m", module, "--split", part, str(path), "--runs", str(count)]
+        return subprocess.Popen(command, stdout=subprocess.PIPE, text=True, cwd=ROOT)
+
+    def seconds(process) -> float:
+        out, _ = process.communicate(timeout=3600)
+        return float(out.strip().splitlines()[-1])
+
+    one = seconds(start(f"0:{count}"))
+    halves = [start(f"0:{count // 2}"), start(f"{count // 2}:{count}")]
+    return round(one / max(seconds(p) for p in halves), 2)
+
+
 def many_runs(run: Path, count: int, targets, mzml: Path, pairs: int = 1) -> dict:
     from ms_mint.processing import process_ms1_file
     from ms_mint.targets import standardize_targets
@@ -189,9 +227,10 @@ def many_runs(run: Path, count: int, targets, mzml: Path, pairs: int = 1) -> dic
         with dask.config.set(scheduler="sync"):
             quantify(runs[:1], targets)  # imports, as the workers' warm-up
         pids = list(client.run(os.getpid).values())
-        ceilings = []
+        ceilings, splits = [], []
         for _ in range(pairs):
             ceilings.append(machine_ceiling())
+            splits.append(split_ceiling(count, targets))
             with dask.config.set(scheduler="sync"):
                 start, cpu = time.perf_counter(), time.process_time()
                 quantify(runs, targets)
@@ -212,6 +251,7 @@ def many_runs(run: Path, count: int, targets, mzml: Path, pairs: int = 1) -> dic
             (round(a[0], 2), round(b[0], 2)) for a, b in zip(ones, twos, strict=True)
         ],
         "numpy work, 2 processes / 1, before each pair": ceilings,
+        "this quantify split over 2 plain processes / 1, before each pair": splits,
         "2 workers / 1 thread per pair": [
             round(a[0] / b[0], 2) for a, b in zip(ones, twos, strict=True)
         ],
@@ -383,8 +423,12 @@ def main() -> None:
     parser.add_argument("--copies", type=int, default=30)
     parser.add_argument("--pairs", type=int, default=1, help="(b): one thread / 2 workers pairs")
     parser.add_argument("--latency", type=float, default=0.02, help="(r): s a request")
+    parser.add_argument("--split", nargs=2, help=argparse.SUPPRESS)  # A:B TARGETS (b's ceiling)
     parser.add_argument("--parts", default="a,b,r,n,c", help="which parts to run")
     args = parser.parse_args()
+    if args.split:
+        print(split_part(args.runs, *args.split))
+        return
     parts = args.parts.split(",")
     print(machine())
     run = archive(METABO, "chunked", "metabo")
