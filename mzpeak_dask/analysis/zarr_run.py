@@ -24,6 +24,7 @@ import zarr
 from dask import delayed
 
 from ..errors import InputError, ZarrStoreError
+from ..storage.urls import scheme
 from ..zarr_runs import (
     CHUNK_LENGTHS,
     CHUNK_TABLES,
@@ -492,6 +493,11 @@ class ZarrSource(RunSource):
             )
         except METADATA_ERRORS as exc:
             raise ZarrStoreError(f"{describe(location)}: damaged: {_reason(exc)}") from None
+        if not names and scheme(location) in ("http", "https"):  # a web server lists nothing
+            raise InputError(
+                f"{path}: a web server cannot list a Zarr store's runs; give each run "
+                "group's URL (STORE/RUN)"
+            )
         if not names:
             raise InputError(f"{path}: a Zarr store without exported runs")
         return [ZarrRun(child(location, name)) for name in names]

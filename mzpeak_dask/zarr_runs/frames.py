@@ -262,6 +262,12 @@ class Frames:
             _raise_damage(files, zchunk, got)
             if got is None:
                 raise files._damaged("missing", zchunk)
+            if len(got) > stop - start:  # the whole object: a server that ignores Range
+                raise ZarrStoreError(
+                    f"{files}: {len(got)} bytes answered for a range of {stop - start} of "
+                    f"chunk {zchunk}: the server does not serve byte ranges; serve the store "
+                    "from one that does"
+                )
             if len(got) != stop - start:
                 raise files._damaged("cut short while it was read", zchunk)
         return data

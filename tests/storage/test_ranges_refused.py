@@ -5,13 +5,14 @@ its body left unread, with one line naming the URL and saying what the server la
 
 from __future__ import annotations
 
+import pandas as pd
 import pytest
 
 from mzpeak_dask import ConvertOptions, convert, open_archive
 from mzpeak_dask.analysis import open_runs
-from mzpeak_dask.errors import StorageError
+from mzpeak_dask.errors import InputError, MzPeakDaskError, StorageError
 
-from ..conftest import BUNDLED, INLINE
+from ..conftest import BUNDLED, DATA, INLINE
 from ..helpers.cli import one_line_error, run_cli
 from ..helpers.replicate import replicate
 from ..helpers.servers import range_server
@@ -58,3 +59,41 @@ def test_converting_an_input_on_a_server_without_ranges_is_one_line(no_ranges, t
     one_line_error(done, url, SAID)
     assert not output.exists() and list(tmp_path.iterdir()) == []
     _sent_at_most_half(no_ranges, "big.mzML")
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    """A Zarr store of one run, exported from a reference archive."""
+    root = tmp_path_factory.mktemp("zarr-over-http")
+    source = DATA / "HUPO-PSI_mzPeak" / "small.chunked.mzpeak"
+    done = run_cli("export-zarr", str(source), str(root / "runs.zarr"), "--cluster", "inline")
+    assert done.returncode == 0, done.stderr
+    return root, source
+
+
+def test_a_zarr_store_over_http_is_read_by_its_run_groups(exported):
+    """A web server lists nothing: the store's URL says to give the run groups' URLs, and a
+    run group's URL is read by range like a local store."""
+    from mzpeak_dask.analysis import xic
+
+    root, source = exported
+    with range_server(root) as server:
+        with pytest.raises(InputError, match="cannot list a Zarr store's runs; give each run"):
+            open_runs(f"{server.url}/runs.zarr")
+        [run] = open_runs(f"{server.url}/runs.zarr/small.chunked")
+        found = xic([run], [810.4155], ppm=20)[run.name]
+    expected = xic([source], [810.4155], ppm=20)["small.chunked"]
+    assert (found[810.4155] > 0).any()
+    pd.testing.assert_frame_equal(found, expected)
+
+
+def test_a_zarr_run_on_a_server_without_ranges_is_one_line(exported):
+    from mzpeak_dask.analysis import xic
+
+    root, _ = exported
+    with range_server(root, ranges=False) as server:
+        url = f"{server.url}/runs.zarr/small.chunked"
+        with pytest.raises(MzPeakDaskError) as caught:
+            xic(open_runs(url), [445.12], ppm=20)
+    message = str(caught.value)
+    assert url in message and SAID in message and "\n" not in message
