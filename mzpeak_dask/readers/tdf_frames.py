@@ -70,17 +70,21 @@ class TdfRun:
         except Exception as exc:  # timsrust's errors are OSErrors with a short text
             raise InputError(f"{self.name}: timsrust cannot open the folder ({exc})") from None
         try:
-            self._bin = open(os.path.join(path, TDF_BIN), "rb")  # noqa: SIM115 - kept open
+            # a descriptor kept open for the worker's life (read with pread; not a file
+            # object, which warns at the interpreter's exit while the cache still holds it)
+            self._bin = os.open(os.path.join(path, TDF_BIN), os.O_RDONLY)
         except OSError as exc:
             raise InputError(f"{self.name}: {TDF_BIN}: cannot read ({exc.strerror})") from None
-        self._bin_size = os.fstat(self._bin.fileno()).st_size
+        self._bin_size = os.fstat(self._bin).st_size
 
     @property
     def bin_size(self) -> int:
         return self._bin_size
 
     def close(self) -> None:
-        self._bin.close()
+        if self._bin >= 0:  # once: the number may belong to another file afterwards
+            os.close(self._bin)
+            self._bin = -1
 
     def scan_mobility(self, begin: int, end: int) -> np.ndarray:
         """1/K0 (V·s/cm²) of scans ``[begin, end)``, as timsrust converts them (looked up in
@@ -146,7 +150,7 @@ class TdfRun:
         return Frame(offsets, tof, intensity)
 
     def _check_packet(self, row: int, at: int, scans: int, peaks: int) -> None:
-        head = os.pread(self._bin.fileno(), _HEADER.size + _ZSTD_HEADER, at)
+        head = os.pread(self._bin, _HEADER.size + _ZSTD_HEADER, at)
         if len(head) < _HEADER.size + 4:
             raise self._error(row, f"its packet at offset {at} is past the end of {TDF_BIN}")
         size, packet_scans = _HEADER.unpack_from(head)
