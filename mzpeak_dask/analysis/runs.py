@@ -59,9 +59,13 @@ def open_runs(
     be opened raises its error."""
     if isinstance(sources, (str, os.PathLike)):
         sources = [sources]
+    return _named([run for each in _open_all(sources, client, task_timeout) for run in each])
+
+
+def _open_all(sources: Iterable[Any], client: Any, task_timeout: float) -> list[list[Run]]:
+    """The runs of each source, opened side by side; the first failure raises its error."""
     task = delayed(open_run_source, pure=False)
-    opened = compute([task(source) for source in sources], client, task_timeout)
-    return _named([run for each in opened for run in each])
+    return compute([task(source) for source in sources], client, task_timeout)
 
 
 def open_each(
@@ -93,15 +97,12 @@ def unique_names(runs: list[Run]) -> list[str]:
 def as_runs(
     sources: Sources, client: Any = None, task_timeout: float = ClusterOptions.task_timeout
 ) -> list[Run]:
-    """Runs already opened pass through; paths are opened side by side (:func:`open_each`),
-    the first that cannot be opened raising its error."""
+    """Runs already opened pass through; paths are opened side by side, as
+    :func:`open_runs` opens them (names made unique within each source)."""
     if isinstance(sources, (str, os.PathLike, Run)):
         sources = [sources]
     sources = list(sources)
-    paths = [s for s in sources if not isinstance(s, Run)]
-    opened = iter(
-        compute([delayed(open_run_source, pure=False)(p) for p in paths], client, task_timeout)
-    )
+    opened = iter(_open_all([s for s in sources if not isinstance(s, Run)], client, task_timeout))
     runs: list[Run] = []
     for source in sources:  # in the order given; names unique within each source
         runs += [source] if isinstance(source, Run) else _named(next(opened))

@@ -23,6 +23,7 @@ from ..errors import StorageError
 from .deadline import StorageDeadlineError, deadline, url_of
 from .failures import cause
 from .retry import retried
+from .web import http_get
 
 READ_AHEAD = 1 << 16  # bytes a miss fetches at least (covers a Parquet footer's first read)
 CACHE_BYTES = 32 << 20  # spans kept per source, least recently used dropped first
@@ -51,49 +52,15 @@ def fetch(fs: Any, path: str, start: int, stop: int, where: str, transfer: Trans
     """Bytes ``[start, stop)`` of the object in one ranged request (one line if it fails)."""
     if stop <= start:
         return b""
-    web = _protocol(fs) in ("http", "https")
     try:  # made again while the store fails it for a while (a run's reads outlast that)
-        if web:
-            data = retried(lambda: _web_range(fs, path, start, stop, where))
-        else:
-            data = retried(lambda: fs.cat_file(path, start=start, end=stop))
-    except StorageError:  # the store gave no answer in time, or ignored the range
+        data = retried(lambda: fs.cat_file(path, start=start, end=stop))
+    except StorageError:  # no answer in time, or a web server that ignores ranges (web.py)
         raise
     except Exception as exc:  # every client has its own errors; a user needs one line
         raise StorageError(f"{where}: {cause(exc)}") from None
     transfer.add(len(data))
     if len(data) != stop - start:
         raise StorageError(f"{where}: {len(data)} bytes answered for {stop - start} asked")
-    return data
-
-
-def _protocol(fs: Any) -> str:
-    return fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
-
-
-def _web_range(fs: Any, url: str, start: int, stop: int, where: str) -> bytes:
-    """Bytes ``[start, stop)`` of a file on a web server. A server that ignores the Range
-    header answers with the whole file (Python's ``http.server``, some static hosts): that
-    answer is refused before its body is read, since every read of a run would bring the
-    whole file (fsspec's ``cat_file`` reads the body into memory, whatever its size)."""
-    from fsspec.asyn import sync
-    from fsspec.exceptions import FSTimeoutError
-
-    seconds = deadline()
-    try:  # on the filesystem's own loop, where its client and connections belong
-        status, _, data = sync(
-            fs.loop, _http_get, fs, url, f"bytes={start}-{stop - 1}", timeout=seconds
-        )
-    except FSTimeoutError:
-        raise StorageDeadlineError(
-            f"{where}: no answer from the server within {seconds:g} s (ranged GET)"
-        ) from None
-    if status == 200:
-        raise StorageError(
-            f"{where}: the web server does not serve byte ranges (it answered a ranged GET "
-            "with the whole file); serve the file from one that does (S3, GCS, Azure, nginx "
-            "and Apache do), or copy it here first"
-        )
     return data
 
 
@@ -129,7 +96,8 @@ def fetch_sized(fs: Any, path: str, spans: list[Span], transfer: Transfer):  # n
     the store's client is not one that shows those answers (S3, HTTP) or a request failed:
     the caller then asks the size and reads as usual, and meets the failure there."""
     headers = [f"bytes=-{n}" if a is None else f"bytes={a}-{n - 1}" for a, n in spans]
-    get = {"s3": _s3_get, "http": _http_get, "https": _http_get}.get(_protocol(fs))
+    protocol = fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
+    get = {"s3": _s3_get, "http": http_get, "https": http_get}.get(protocol)
     if get is None or not hasattr(fs, "loop"):
         return None
     from fsspec.asyn import sync
@@ -171,19 +139,6 @@ async def _s3_get(fs: Any, path: str, header: str) -> tuple[int, str | None, byt
         return 206, answer.get("ContentRange"), await answer["Body"].read()
     finally:
         answer["Body"].close()
-
-
-async def _http_get(fs: Any, url: str, header: str) -> tuple[int, str | None, bytes]:
-    """``(status, Content-Range, body)`` of a ranged GET; the body only of a ranged answer
-    (206), an error raised as fsspec raises it (404: FileNotFoundError)."""
-    options = fs.kwargs.copy()
-    options["headers"] = {**options.get("headers", {}), "Range": header}
-    session = await fs.set_session()
-    async with session.get(fs.encode_url(url), **options) as answer:
-        fs._raise_not_found_for_status(answer, url)
-        if answer.status != 206:  # not a ranged answer: its body left unread
-            return answer.status, None, b""
-        return 206, answer.headers.get("Content-Range"), await answer.read()
 
 
 class RangeSource:

@@ -24,6 +24,7 @@ from urllib.parse import unquote, urlsplit
 from ..errors import ExtraMissingError, StorageError
 from ..support.pathtext import redact
 from .deadline import bounded
+from .web import ranges_only
 
 # scheme -> (the optional extra that installs its client, the client's module)
 EXTRAS = {
@@ -136,6 +137,8 @@ def filesystem(url: str, options: dict[str, Any] | None = None) -> tuple[Any, st
             raise StorageError(f"{url}: {exc}") from None
         except TypeError as exc:
             raise StorageError(f"{url}: storage options not accepted ({exc})") from None
+        if name in READ_ONLY:  # a web server: ranged reads refuse a whole-file answer
+            fs = ranges_only(fs)
         fs = bounded(fs)  # every blocking call of it given up after the deadline
         with _lock:
             _filesystems[key] = fs
