@@ -10,6 +10,10 @@ of the targets whose RT window meets it, keeps the (target, point) pairs it find
 back its targets' figures: nothing else crosses between processes. A piece of a few thousand
 spectra keeps the spectra read twice (by two pieces whose windows overlap) few.
 
+Runs pass through in waves (:func:`_waves`): opened ``OPEN_BATCH`` at a time and quantified
+once the runs opened hold ``WAVE_SPECTRA`` spectra, so the caller holds the spectrum tables
+and pieces of a wave, never those of a whole repository; only the rows accumulate.
+
 The result is one row per (run, target) with the columns of :data:`COLUMNS`; the runs that
 could not be read are listed, one line each, in ``result.attrs["failed"]`` (their rows are
 absent; every other run's rows are there).
@@ -18,6 +22,7 @@ absent; every other run's rows are there).
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -50,6 +55,11 @@ TARGET_ROWS = ("mz_mean", "delta", "rt_min", "rt_max", "threshold")
 # a piece's targets: those whose RT window starts among the same GROUP_SPECTRA spectra of a
 # run (in time order); it reads them in blocks (archive_run.block_cuts, zarr_run batches)
 GROUP_SPECTRA = 2048
+# runs opened side by side at a time, and the spectra (about 56 bytes each in the caller's
+# spectrum tables, with the pieces' positions) held before the runs opened are quantified:
+# the caller's memory is a wave's, not the repository's (tests/analysis/test_quantify_waves.py)
+OPEN_BATCH = 64
+WAVE_SPECTRA = 2_000_000
 
 
 def _figures(count: int, pairs: list[tuple], time: np.ndarray, t: np.ndarray) -> dict:
@@ -145,12 +155,9 @@ def _levels(targets: TargetList) -> dict:
     return out
 
 
-def _open(sources: Sources | Run, client: Any, timeout: float) -> tuple[list[Run], list[str]]:
+def _open(sources: list, client: Any, timeout: float) -> tuple[list[Run], list[str]]:
     """The runs of ``sources`` (opened runs pass through; paths opened side by side, on the
     client's workers) and a line per source that could not be opened."""
-    if isinstance(sources, (str, os.PathLike, Run)):
-        sources = [sources]
-    sources = list(sources)
     opened = iter(open_each([s for s in sources if not isinstance(s, Run)], client, timeout))
     runs: list[Run] = []
     failed: list[str] = []
@@ -161,6 +168,29 @@ def _open(sources: Sources | Run, client: Any, timeout: float) -> tuple[list[Run
         else:
             runs += each
     return runs, failed
+
+
+def _waves(
+    sources: Sources | Run, client: Any, timeout: float
+) -> Iterator[tuple[list[Run], list[str]]]:
+    """The runs of ``sources`` in waves, with the lines of the sources that could not be
+    opened: opened :data:`OPEN_BATCH` at a time, handed on once they hold
+    :data:`WAVE_SPECTRA` spectra, and the rest at the end."""
+    if isinstance(sources, (str, os.PathLike, Run)):
+        sources = [sources]
+    sources = list(sources)
+    runs: list[Run] = []
+    failed: list[str] = []
+    held = 0
+    for at in range(0, len(sources), OPEN_BATCH):
+        opened, lost = _open(sources[at : at + OPEN_BATCH], client, timeout)
+        runs, failed = runs + opened, failed + lost
+        held += sum(len(run.spectra) for run in opened)
+        if held >= WAVE_SPECTRA:
+            yield runs, failed
+            runs, failed, held = [], [], 0
+    if runs or failed:
+        yield runs, failed
 
 
 def _rows(run: Run, targets: TargetList, parts: list[tuple[np.ndarray, Any]], results) -> Any:
@@ -206,19 +236,22 @@ def quantify(
     cluster on which no piece ends for ``task_timeout`` seconds stops the call
     (:class:`~mzpeak_dask.errors.ClusterError`)."""
     wanted = target_list(targets)
-    opened, failed = _open(runs, client, task_timeout)
     levels = _levels(wanted)
-    pieces = [_run_parts(run, levels) for run in opened]
-    lazy = [part for run in pieces for _, part in run if isinstance(part, Delayed)]
-    done = iter(compute(lazy, client, task_timeout))
-    frames = []
-    for run, parts in zip(opened, pieces, strict=True):
-        results = [next(done) if isinstance(p, Delayed) else p for _, p in parts]
-        rows = _rows(run, wanted, parts, results)
-        if isinstance(rows, Failed):
-            failed.append(rows.message)
-        else:
-            frames.append(rows)
+    frames: list[pd.DataFrame] = []
+    failed: list[str] = []
+    for opened, lost in _waves(runs, client, task_timeout):
+        failed += lost
+        pieces = [_run_parts(run, levels) for run in opened]
+        lazy = [part for run in pieces for _, part in run if isinstance(part, Delayed)]
+        done = iter(compute(lazy, client, task_timeout))
+        for run, parts in zip(opened, pieces, strict=True):
+            results = [next(done) if isinstance(p, Delayed) else p for _, p in parts]
+            rows = _rows(run, wanted, parts, results)
+            if isinstance(rows, Failed):
+                failed.append(rows.message)
+            else:
+                frames.append(rows)
+        del opened, pieces, lazy  # the wave's runs and pieces, freed before the next opens
     result = pd.concat(frames, ignore_index=True) if frames else _empty()
     result.attrs["failed"] = failed
     return result
