@@ -32,6 +32,7 @@ _SNIFF_BYTES = 1 << 16
 # Small inputs may always expand to MIN_DECOMPRESSED_LIMIT.
 MAX_DECOMPRESSION_RATIO = 100
 MIN_DECOMPRESSED_LIMIT = 64 << 20
+EXPECTED = "expected mzML, mzXML, MGF, mzMLb, a Thermo .raw file or a Bruker .d folder"
 
 
 def _head(path: str, name: str, n: int = _SNIFF_BYTES) -> bytes:
@@ -87,9 +88,7 @@ def detect_format(
             if compression is not None and fmt.name == "mzMLb":
                 break
             return fmt
-    raise UnsupportedFormatError(
-        f"{name}: not a recognised MS data file (expected mzML, mzXML, MGF or mzMLb)"
-    )
+    raise UnsupportedFormatError(f"{name}: not a recognised MS data file ({EXPECTED})")
 
 
 def decompress_to(path: str, staging_dir: str, name: str | None = None) -> str:

@@ -103,9 +103,9 @@ def test_the_command_line_starts_the_cluster_its_options_shape(tmp_path: Path) -
     bokeh = any(line.endswith("(pip install bokeh): none is served") for line in lines)
     served = any("Dask dashboard: " in line for line in lines)
     assert bokeh or served, result.stderr
-    assert (
-        lines[-1]
-        == f"error: {large}: not a recognised MS data file (expected mzML, mzXML, MGF or mzMLb)"
+    assert lines[-1] == (
+        f"error: {large}: not a recognised MS data file (expected mzML, mzXML, MGF, mzMLb, "
+        "a Thermo .raw file or a Bruker .d folder)"
     )
     assert not (tmp_path / "out.mzpeak").exists()
 
