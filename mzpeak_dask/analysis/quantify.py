@@ -30,11 +30,12 @@ import pandas as pd
 from dask import delayed
 from dask.delayed import Delayed
 
+from ..errors import InputError
 from ..options import ClusterOptions
 from ..support.heap import keep_freed_blocks
 from .guarded import Failed, guarded
 from .quant_kernels import chromatogram_figures, in_union, match_points, point_figures
-from .runs import Sources, compute, open_each
+from .runs import Sources, compute, expand_folders, open_each
 from .source import Run
 from .targets import TargetList, target_list
 
@@ -157,17 +158,34 @@ def _levels(targets: TargetList) -> dict:
 
 def _open(sources: list, client: Any, timeout: float) -> tuple[list[Run], list[str]]:
     """The runs of ``sources`` (opened runs pass through; paths opened side by side, on the
-    client's workers) and a line per source that could not be opened."""
-    opened = iter(open_each([s for s in sources if not isinstance(s, Run)], client, timeout))
+    client's workers; a :class:`Failed` is a folder without runs) and a line per source that
+    could not be opened."""
+    paths = [s for s in sources if not isinstance(s, (Run, Failed))]
+    opened = iter(open_each(paths, client, timeout))
     runs: list[Run] = []
     failed: list[str] = []
     for source in sources:
-        each = [source] if isinstance(source, Run) else next(opened)
+        if isinstance(source, Run):
+            runs.append(source)
+            continue
+        each = source if isinstance(source, Failed) else next(opened)
         if isinstance(each, Failed):
             failed.append(each.message)
         else:
             runs += each
     return runs, failed
+
+
+def _expanded(sources: list) -> list:
+    """``sources`` with folders of runs replaced by their runs; a folder without any is a
+    :class:`Failed`, named beside the table like a run that cannot be opened."""
+    out: list = []
+    for source in sources:
+        try:
+            out += expand_folders([source])
+        except InputError as exc:
+            out.append(Failed(str(exc)))
+    return out
 
 
 def _waves(
@@ -178,7 +196,7 @@ def _waves(
     :data:`WAVE_SPECTRA` spectra, and the rest at the end."""
     if isinstance(sources, (str, os.PathLike, Run)):
         sources = [sources]
-    sources = list(sources)
+    sources = _expanded(list(sources))
     runs: list[Run] = []
     failed: list[str] = []
     held = 0

@@ -1,5 +1,6 @@
 """Opening many runs for analysis: mzPeak archives, Zarr stores, or single run groups, each
-through the first of :data:`SOURCES` that can open it (see :mod:`.source`)."""
+through the first of :data:`SOURCES` that can open it (see :mod:`.source`); a folder that is
+neither stands for the runs under it (a batch's output folder, say: :func:`expand_folders`)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from typing import Any
 from dask import delayed
 
 from ..errors import ClusterError, InputError
+from ..format.vocabulary import INDEX_MEMBER
 from ..options import ClusterOptions
 from ..storage.urls import is_url, local_path
 from ..zarr_runs.locations import is_single_file, zip_location
@@ -48,17 +50,61 @@ def open_run_source(source: str | os.PathLike) -> list[Run]:
     return kind.open(path)
 
 
+def _holds_a_run(path: Path) -> bool:
+    """Whether folder ``path`` is itself a run source: a Zarr store or run group, or an
+    unpacked archive."""
+    return (path / "zarr.json").exists() or (path / INDEX_MEMBER).exists()
+
+
+def _runs_under(root: Path) -> list[str]:
+    """The runs under folder ``root``, searched recursively in name order (hidden names
+    skipped): ``*.mzpeak`` archives, ``*.zarr.zip`` runs, and folders that are Zarr stores or
+    unpacked archives (not searched further)."""
+    found: list[str] = []
+    for folder, dirs, files in os.walk(root):
+        here = Path(folder)
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        runs = [d for d in dirs if _holds_a_run(here / d)]
+        dirs[:] = [d for d in dirs if d not in runs]
+        named = [f for f in files if f.endswith((".mzpeak", ".zarr.zip")) and f[0] != "."]
+        found += [str(here / name) for name in sorted(runs + named)]
+    return found
+
+
+def expand_folders(sources: list[Any]) -> list[Any]:
+    """``sources`` with each local folder that is not itself a run source (a Zarr store, a run
+    group, an unpacked archive) replaced by the runs under it (:func:`_runs_under`); a folder
+    without any raises :class:`InputError` naming it."""
+    out: list[Any] = []
+    for source in sources:
+        if isinstance(source, Run) or is_url(source):
+            out.append(source)
+            continue
+        path = Path(local_path(source))
+        if not path.is_dir() or _holds_a_run(path):
+            out.append(source)
+            continue
+        found = _runs_under(path)
+        if not found:
+            raise InputError(
+                f"{source}: no mzPeak archive or Zarr store in this folder (nor under it)"
+            )
+        out += found
+    return out
+
+
 def open_runs(
     sources: Iterable[str | os.PathLike] | str | os.PathLike,
     client: Any = None,
     task_timeout: float = ClusterOptions.task_timeout,
 ) -> list[Run]:
-    """Open every run of ``sources`` (archives and Zarr stores may be mixed), side by side:
-    on ``client``'s workers, else on Dask's threads here (see :func:`open_each`). Run names
-    are made unique by appending ``#2``, ``#3`` ... to repeats. The first source that cannot
-    be opened raises its error."""
+    """Open every run of ``sources`` (archives and Zarr stores may be mixed; a folder holding
+    them stands for every run under it), side by side: on ``client``'s workers, else on Dask's
+    threads here (see :func:`open_each`). Run names are made unique by appending ``#2``,
+    ``#3`` ... to repeats. The first source that cannot be opened raises its error."""
     if isinstance(sources, (str, os.PathLike)):
         sources = [sources]
+    sources = expand_folders(list(sources))
     return _named([run for each in _open_all(sources, client, task_timeout) for run in each])
 
 
@@ -98,10 +144,11 @@ def as_runs(
     sources: Sources, client: Any = None, task_timeout: float = ClusterOptions.task_timeout
 ) -> list[Run]:
     """Runs already opened pass through; paths are opened side by side, as
-    :func:`open_runs` opens them (names made unique within each source)."""
+    :func:`open_runs` opens them (names made unique within each source; a folder of runs
+    stands for every run under it)."""
     if isinstance(sources, (str, os.PathLike, Run)):
         sources = [sources]
-    sources = list(sources)
+    sources = expand_folders(list(sources))
     opened = iter(_open_all([s for s in sources if not isinstance(s, Run)], client, task_timeout))
     runs: list[Run] = []
     for source in sources:  # in the order given; names unique within each source
@@ -180,6 +227,7 @@ __all__ = [
     "Sources",
     "as_runs",
     "compute",
+    "expand_folders",
     "open_each",
     "open_run_source",
     "open_runs",

@@ -130,6 +130,7 @@ QUANTIFY_EXAMPLES = """
   mzpeak-dask quantify a.mzpeak b.mzpeak --targets targets.csv --output q.parquet
   mzpeak-dask quantify runs.zarr --targets targets.csv --output q.csv --plot heatmap.png
   mzpeak-dask quantify runs/*.mzpeak --targets t.parquet --output q.parquet --workers 4
+  mzpeak-dask quantify converted/ --targets t.csv --output q.parquet   # a batch's output folder
 
 The target list is MINT's: peak_label, mz_mean, mz_width (ppm), rt_min, rt_max, and optionally
 rt_unit (min or s), intensity_threshold and ms_level. A run that cannot be read is named on
@@ -156,7 +157,8 @@ def add_commands(subparsers: Any) -> None:
         "sources",
         nargs="+",
         metavar="RUN",
-        help="mzPeak archives, Zarr stores (every run in them) or run groups; paths or URLs",
+        help="mzPeak archives, Zarr stores (every run in them) or run groups; paths or URLs; "
+        "a folder holding them (a batch's output) stands for every run under it",
     )
     p.add_argument("--targets", required=True, metavar="T.csv", help="CSV or Parquet targets")
     p.add_argument(
