@@ -10,9 +10,10 @@ of the targets whose RT window meets it, keeps the (target, point) pairs it find
 back its targets' figures: nothing else crosses between processes. A piece of a few thousand
 spectra keeps the spectra read twice (by two pieces whose windows overlap) few.
 
-Runs pass through in waves (:func:`_waves`): opened ``OPEN_BATCH`` at a time and quantified
-once the runs opened hold ``WAVE_SPECTRA`` spectra, so the caller holds the spectrum tables
-and pieces of a wave, never those of a whole repository; only the rows accumulate.
+Runs pass through in waves (:func:`_waves`): opened side by side, a few at a time, and
+quantified once the runs opened hold ``WAVE_SPECTRA`` spectra, so the caller holds the
+spectrum tables and pieces of a wave, never those of a whole repository; only the rows
+accumulate.
 
 The result is one row per (run, target) with the columns of :data:`COLUMNS`; the runs that
 could not be read are listed, one line each, in ``result.attrs["failed"]`` (their rows are
@@ -30,12 +31,13 @@ import pandas as pd
 from dask import delayed
 from dask.delayed import Delayed
 
-from ..errors import InputError
+from ..errors import MzPeakDaskError
 from ..options import ClusterOptions
 from ..support.heap import keep_freed_blocks
 from .guarded import Failed, guarded
 from .quant_kernels import chromatogram_figures, in_union, match_points, point_figures
-from .runs import Sources, compute, expand_folders, open_each
+from .run_folders import expand_folders
+from .runs import Sources, compute, open_each
 from .source import Run
 from .targets import TargetList, target_list
 
@@ -56,11 +58,13 @@ TARGET_ROWS = ("mz_mean", "delta", "rt_min", "rt_max", "threshold")
 # a piece's targets: those whose RT window starts among the same GROUP_SPECTRA spectra of a
 # run (in time order); it reads them in blocks (archive_run.block_cuts, zarr_run batches)
 GROUP_SPECTRA = 2048
-# runs opened side by side at a time, and the spectra (about 56 bytes each in the caller's
-# spectrum tables, with the pieces' positions) held before the runs opened are quantified:
-# the caller's memory is a wave's, not the repository's (tests/analysis/test_quantify_waves.py)
-OPEN_BATCH = 64
+# the spectra (about 56 bytes each in the caller's spectrum tables, with the pieces'
+# positions) held before the runs opened are quantified, and the most runs opened side by side
+# at a time (the first time OPEN_FIRST; then as many as the wave has room for, at the size of
+# the runs so far): the caller's memory is a wave's, not the repository's
+# (tests/analysis/test_quantify_waves.py)
 WAVE_SPECTRA = 2_000_000
+OPEN_FIRST, OPEN_MOST = 8, 64
 
 
 def _figures(count: int, pairs: list[tuple], time: np.ndarray, t: np.ndarray) -> dict:
@@ -177,13 +181,14 @@ def _open(sources: list, client: Any, timeout: float) -> tuple[list[Run], list[s
 
 
 def _expanded(sources: list) -> list:
-    """``sources`` with folders of runs replaced by their runs; a folder without any is a
-    :class:`Failed`, named beside the table like a run that cannot be opened."""
+    """``sources`` with folders and prefixes of runs replaced by their runs; one without any,
+    or that cannot be listed, is a :class:`Failed`, named beside the table like a run that
+    cannot be opened."""
     out: list = []
     for source in sources:
         try:
             out += expand_folders([source])
-        except InputError as exc:
+        except MzPeakDaskError as exc:  # no runs there, or a prefix that cannot be listed
             out.append(Failed(str(exc)))
     return out
 
@@ -191,22 +196,27 @@ def _expanded(sources: list) -> list:
 def _waves(
     sources: Sources | Run, client: Any, timeout: float
 ) -> Iterator[tuple[list[Run], list[str]]]:
-    """The runs of ``sources`` in waves, with the lines of the sources that could not be
-    opened: opened :data:`OPEN_BATCH` at a time, handed on once they hold
-    :data:`WAVE_SPECTRA` spectra, and the rest at the end."""
+    """The runs of ``sources`` in waves of about :data:`WAVE_SPECTRA` spectra, with the lines
+    of the sources that could not be opened. Runs are opened side by side, as many at a time
+    as the wave has room for at the size of the runs opened so far (:data:`OPEN_FIRST` the
+    first time, at most :data:`OPEN_MOST`): a wave goes past its spectra by about one run."""
     if isinstance(sources, (str, os.PathLike, Run)):
         sources = [sources]
     sources = _expanded(list(sources))
     runs: list[Run] = []
     failed: list[str] = []
-    held = 0
-    for at in range(0, len(sources), OPEN_BATCH):
-        opened, lost = _open(sources[at : at + OPEN_BATCH], client, timeout)
+    held, seen, spectra, at, size = 0, 0, 0, 0, OPEN_FIRST
+    while at < len(sources):
+        opened, lost = _open(sources[at : at + size], client, timeout)
+        at += size
         runs, failed = runs + opened, failed + lost
-        held += sum(len(run.spectra) for run in opened)
+        count = sum(len(run.spectra) for run in opened)
+        held, seen, spectra = held + count, seen + len(opened), spectra + count
         if held >= WAVE_SPECTRA:
             yield runs, failed
             runs, failed, held = [], [], 0
+        each = max(spectra / seen, 1.0) if seen else WAVE_SPECTRA / OPEN_FIRST
+        size = int(min(max((WAVE_SPECTRA - held) / each, 1), OPEN_MOST))
     if runs or failed:
         yield runs, failed
 

@@ -1,6 +1,6 @@
 """Opening many runs for analysis: mzPeak archives, Zarr stores, or single run groups, each
 through the first of :data:`SOURCES` that can open it (see :mod:`.source`); a folder that is
-neither stands for the runs under it (a batch's output folder, say: :func:`expand_folders`)."""
+neither stands for the runs under it (a batch's output folder, say: :mod:`.run_folders`)."""
 
 from __future__ import annotations
 
@@ -14,13 +14,13 @@ from typing import Any
 from dask import delayed
 
 from ..errors import ClusterError, InputError
-from ..format.vocabulary import INDEX_MEMBER
 from ..options import ClusterOptions
 from ..storage.urls import is_url, local_path
 from ..zarr_runs.locations import is_single_file, zip_location
 from ..zarr_runs.store import enable_rectilinear
 from .archive_run import ArchiveSource
 from .guarded import Failed, guarded
+from .run_folders import expand_folders
 from .source import Run, RunSource
 from .zarr_run import ZarrSource
 
@@ -48,49 +48,6 @@ def open_run_source(source: str | os.PathLike) -> list[Run]:
         raise InputError(f"{path}: no such archive or Zarr store")
     kind = next(s for s in SOURCES if s.guess_can_open(path))
     return kind.open(path)
-
-
-def _holds_a_run(path: Path) -> bool:
-    """Whether folder ``path`` is itself a run source: a Zarr store or run group, or an
-    unpacked archive."""
-    return (path / "zarr.json").exists() or (path / INDEX_MEMBER).exists()
-
-
-def _runs_under(root: Path) -> list[str]:
-    """The runs under folder ``root``, searched recursively in name order (hidden names
-    skipped): ``*.mzpeak`` archives, ``*.zarr.zip`` runs, and folders that are Zarr stores or
-    unpacked archives (not searched further)."""
-    found: list[str] = []
-    for folder, dirs, files in os.walk(root):
-        here = Path(folder)
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-        runs = [d for d in dirs if _holds_a_run(here / d)]
-        dirs[:] = [d for d in dirs if d not in runs]
-        named = [f for f in files if f.endswith((".mzpeak", ".zarr.zip")) and f[0] != "."]
-        found += [str(here / name) for name in sorted(runs + named)]
-    return found
-
-
-def expand_folders(sources: list[Any]) -> list[Any]:
-    """``sources`` with each local folder that is not itself a run source (a Zarr store, a run
-    group, an unpacked archive) replaced by the runs under it (:func:`_runs_under`); a folder
-    without any raises :class:`InputError` naming it."""
-    out: list[Any] = []
-    for source in sources:
-        if isinstance(source, Run) or is_url(source):
-            out.append(source)
-            continue
-        path = Path(local_path(source))
-        if not path.is_dir() or _holds_a_run(path):
-            out.append(source)
-            continue
-        found = _runs_under(path)
-        if not found:
-            raise InputError(
-                f"{source}: no mzPeak archive or Zarr store in this folder (nor under it)"
-            )
-        out += found
-    return out
 
 
 def open_runs(
@@ -227,7 +184,6 @@ __all__ = [
     "Sources",
     "as_runs",
     "compute",
-    "expand_folders",
     "open_each",
     "open_run_source",
     "open_runs",

@@ -41,7 +41,15 @@ from ..storage.keys import safe_relative
 from ..storage.owned import abort_dead
 from ..storage.probe import probe_output
 from ..storage.uploads import upload_file
-from ..storage.urls import filesystem, is_url, join, local_path, scheme, without_userinfo
+from ..storage.urls import (
+    LISTED,
+    filesystem,
+    is_url,
+    join,
+    local_path,
+    scheme,
+    without_userinfo,
+)
 from ..support.pathtext import redact
 from . import report
 from .lease import prefix_held
@@ -53,7 +61,6 @@ from .state import CONVERTED, FAILED, PENDING, SKIPPED, STATE_FILE, BatchState, 
 log = logging.getLogger(__name__)
 
 STATE = "remote_state.json"
-LISTED = ("s3", "s3a", "gs", "gcs", "az", "abfs", "abfss")  # stores listed by prefix
 Checked = Callable[[int, int], None]  # (URLs of a manifest checked, all of them)
 
 

@@ -159,8 +159,8 @@ def add_commands(subparsers: Any) -> None:
         nargs="+",
         metavar="ARCHIVE_OR_STORE",
         help="mzPeak archives, Zarr stores of export-zarr (every run in them), run groups or "
-        "RUN.zarr.zip files; paths or URLs; a folder holding them (a batch's output) stands "
-        "for every run under it",
+        "RUN.zarr.zip files; paths or URLs; a folder holding them (a batch's output), or a "
+        "bucket prefix ending in /, stands for every run under it",
     )
     p.add_argument(
         "--mz",

@@ -158,7 +158,8 @@ def add_commands(subparsers: Any) -> None:
         nargs="+",
         metavar="RUN",
         help="mzPeak archives, Zarr stores (every run in them) or run groups; paths or URLs; "
-        "a folder holding them (a batch's output) stands for every run under it",
+        "a folder holding them (a batch's output), or a bucket prefix ending in /, stands for "
+        "every run under it",
     )
     p.add_argument("--targets", required=True, metavar="T.csv", help="CSV or Parquet targets")
     p.add_argument(

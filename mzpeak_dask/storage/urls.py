@@ -39,6 +39,7 @@ EXTRAS = {
     "https": ("http", "aiohttp"),
 }
 READ_ONLY = ("http", "https")
+LISTED = ("s3", "s3a", "gs", "gcs", "az", "abfs", "abfss")  # stores listed by prefix
 # botocore's settings for S3 unless the storage options (their ``config_kwargs``) say: a
 # connection that does not come or answer is given up in seconds, and each request is tried
 # three times (the "standard" mode: connection failures, 5xx answers and SlowDown, with a
@@ -284,6 +285,7 @@ def basename(location: str | os.PathLike) -> str:
 
 
 __all__ = [
+    "LISTED",
     "basename",
     "check_writable",
     "default_options",

@@ -62,8 +62,8 @@ def test_runs_pass_in_waves(repository, monkeypatch) -> None:
     targets = targets_for(METABO)
     growth = {}
     for waves in (False, True):
-        if waves:  # waves of about two runs, opened two at a time
-            monkeypatch.setattr(QUANTIFY, "OPEN_BATCH", 2)
+        if waves:  # waves of about two runs (3,800 spectra each)
+            monkeypatch.setattr(QUANTIFY, "OPEN_FIRST", 2)
             monkeypatch.setattr(QUANTIFY, "WAVE_SPECTRA", 7000)
         few, _ = _peak(repository[:8], targets)
         many, _ = _peak(repository, targets)
@@ -79,7 +79,7 @@ def test_waves_give_the_same_table(repository, monkeypatch, tmp_path) -> None:
     missing = tmp_path / "missing.mzpeak"
     runs = [*repository[:5], missing, *repository[5:10]]
     whole = quantify(runs, targets)
-    monkeypatch.setattr(QUANTIFY, "OPEN_BATCH", 2)
+    monkeypatch.setattr(QUANTIFY, "OPEN_FIRST", 2)
     monkeypatch.setattr(QUANTIFY, "WAVE_SPECTRA", 7000)
     waved = quantify(runs, targets)
     pd.testing.assert_frame_equal(waved, whole)

@@ -13,7 +13,7 @@ import pytest
 
 from mzpeak_dask import cli
 from mzpeak_dask.analysis import open_runs, quantify, xic
-from mzpeak_dask.analysis.runs import expand_folders
+from mzpeak_dask.analysis.run_folders import expand_folders
 from mzpeak_dask.errors import InputError
 
 from ..conftest import DATA
@@ -41,11 +41,11 @@ def repository(exported, tmp_path):
     (repo / ".staging" / "half.mzpeak").write_bytes(b"not yet an archive")
     (repo / "notes.txt").write_text("converted on Monday\n")
     pd.DataFrame({"archive": ["a.mzpeak"]}).to_parquet(repo / "catalog.parquet")
-    runs = [
+    runs = [  # in the order of their paths
         repo / "a.mzpeak",
-        repo / "unpacked.mzpeak",
         repo / "sub" / "b.mzpeak",
         repo / "sub" / "store.zarr",
+        repo / "unpacked.mzpeak",
     ]
     return repo, [str(r) for r in runs]
 
@@ -80,13 +80,13 @@ def test_a_folder_without_runs_is_named(repository, tmp_path, capsys) -> None:
     empty = tmp_path / "empty"
     (empty / "deeper").mkdir(parents=True)
     (empty / "deeper" / "notes.txt").write_text("nothing converted yet\n")
-    with pytest.raises(InputError, match=f"{empty}: no mzPeak archive or Zarr store"):
+    with pytest.raises(InputError, match=f"{empty}: no mzPeak archive or Zarr store in it"):
         open_runs([runs[0], empty])
     targets = targets_for(SMALL)
     result = quantify([runs[0], empty], targets)  # the other runs' rows are kept
     assert set(result["run"]) == {runs[0]}
     [line] = result.attrs["failed"]
-    assert line.startswith(f"{empty}: no mzPeak archive or Zarr store")
+    assert line.startswith(f"{empty}: no mzPeak archive or Zarr store in it")
     output = tmp_path / "q.parquet"
     csv = tmp_path / "targets.csv"
     targets.to_csv(csv, index=False)

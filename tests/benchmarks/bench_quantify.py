@@ -2,7 +2,7 @@
 pyteomics + numpy.histogram2d, side by side in one run.
 
     python -m tests.benchmarks.bench_quantify [--targets 1000] [--runs 50] [--copies 30]
-        [--pairs 1] [--latency 0.02] [--parts a,b,r,n,c]
+        [--pairs 1] [--latency 0.02] [--parts a,b,r,n,c,w]
 
 * (a) the same numbers as MINT (``peak_area``, ``peak_max``, ``peak_n_datapoints``) on
   openms/FeatureFinderMetaboIdent_1_input.mzML, MS1, ``intensity_threshold`` 1: against MINT
@@ -27,7 +27,11 @@ pyteomics + numpy.histogram2d, side by side in one run.
   against the URLs given to quantify (opened side by side on the workers), opening included,
   each round over its own server (its own URLs: no cache of a round serves the next);
 * (c) the ion map at 1000 x 1000 bins of that replicated run, point layout, against pyteomics
-  reading the mzML + numpy.histogram2d, with the peak memory (tracemalloc) of each.
+  reading the mzML + numpy.histogram2d, with the peak memory (tracemalloc) of each;
+* (w) the caller's memory over many runs: FeatureFinderMetaboIdent replicated 10 times (3,800
+  spectra), 48 names of it; the peak memory (tracemalloc) of quantify on one thread over 12
+  and 48 runs, holding every run at once (waves too large to cut) and in waves of 20,000
+  spectra (about 5 runs; the default is two million).
 """
 
 from __future__ import annotations
@@ -426,6 +430,45 @@ def ion_maps(copies: int) -> dict:
     }
 
 
+def waves() -> dict:
+    import importlib
+
+    from mzpeak_dask.analysis import open_runs
+
+    module = importlib.import_module("mzpeak_dask.analysis.quantify")
+    source = replicated(METABO, 10)
+    run = archive(source, "point", source.stem)
+    folder = workdir() / "waves"
+    folder.mkdir(exist_ok=True)
+    runs = []
+    for k in range(48):
+        path = folder / f"run{k:02d}.mzpeak"
+        if not path.exists():
+            os.link(run, path)
+        runs.append(path)
+    targets = targets_of(mint_frame(METABO), 100, 3, 1.0)
+    out: dict = {"spectra a run": len(open_runs(str(run))[0].spectra)}
+    default = module.WAVE_SPECTRA
+    try:
+        for label, wave in (("all at once", 10**12), ("waves of 20,000 spectra", 20_000)):
+            module.WAVE_SPECTRA = wave
+            peaks = []
+            for count in (12, 48):
+                with dask.config.set(scheduler="sync"):
+                    quantify(runs[:1], targets)  # what a first call loads and keeps
+                    tracemalloc.start()
+                    try:
+                        base = tracemalloc.get_traced_memory()[0]
+                        quantify(runs[:count], targets)
+                        peaks.append(round((tracemalloc.get_traced_memory()[1] - base) / 1e6, 1))
+                    finally:
+                        tracemalloc.stop()
+            out[f"{label}: peak MB, 12 and 48 runs"] = peaks
+    finally:
+        module.WAVE_SPECTRA = default
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--targets", type=int, default=1000)
@@ -434,7 +477,7 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=1, help="(b): one thread / 2 workers pairs")
     parser.add_argument("--latency", type=float, default=0.02, help="(r): s a request")
     parser.add_argument("--split", nargs=2, help=argparse.SUPPRESS)  # A:B TARGETS (b's ceiling)
-    parser.add_argument("--parts", default="a,b,r,n,c", help="which parts to run")
+    parser.add_argument("--parts", default="a,b,r,n,c,w", help="which parts to run")
     args = parser.parse_args()
     if args.split:
         print(split_part(args.runs, *args.split))
@@ -458,6 +501,8 @@ def main() -> None:
         print("(n) narrow targets, bytes read:", narrow(args.copies), flush=True)
     if "c" in parts:
         print("(c) ion map:", ion_maps(args.copies))
+    if "w" in parts:
+        print("(w) the caller's memory over many runs:", waves())
     print(machine().replace("at start", "at the end"))
 
 

@@ -1,0 +1,98 @@
+"""Folders and bucket prefixes of runs: what a batch's output holds, given to the analysis as
+one source that stands for every run under it.
+
+A local folder, or an object store's prefix written with a trailing ``/``
+(``s3://bucket/converted/``), that is not itself a run source (a Zarr store or run group, an
+unpacked archive) is replaced by the runs found under it, in the order of their paths:
+``*.mzpeak`` archives, ``*.zarr.zip`` runs, and the Zarr stores and unpacked archives among
+its folders (not searched further). Names in a hidden folder (a batch's staging) are left out.
+Keys listed from a store become URLs under its prefix, never local paths."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError, StorageError
+from ..format.vocabulary import INDEX_MEMBER
+from ..storage.failures import cause
+from ..storage.urls import LISTED, filesystem, is_url, join, local_path, scheme
+from .source import Run
+
+MARKERS = ("zarr.json", INDEX_MEMBER)  # a folder holding one is a run source itself
+RUN_FILES = (".mzpeak", ".zarr.zip")
+
+
+def expand_folders(sources: list[Any]) -> list[Any]:
+    """``sources`` with each folder or prefix of runs replaced by the runs under it; one
+    without any raises :class:`InputError` naming it."""
+    out: list[Any] = []
+    for source in sources:
+        found = _runs_of(source)
+        if found is None:
+            out.append(source)
+        elif not found:
+            raise InputError(f"{source}: no mzPeak archive or Zarr store in it (nor under it)")
+        else:
+            out += found
+    return out
+
+
+def _runs_of(source: Any) -> list[str] | None:
+    """The runs under ``source``, or None when it is a source of its own."""
+    if isinstance(source, Run):
+        return None
+    if is_url(source):
+        text = str(source)
+        if scheme(text) not in LISTED or not text.endswith("/"):
+            return None
+        return _listed(text)
+    path = Path(local_path(source))
+    if not path.is_dir() or _marked(path):
+        return None
+    relative = []
+    for folder, dirs, files in os.walk(path):
+        here = Path(folder)
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        runs = [d for d in dirs if _marked(here / d)]
+        dirs[:] = [d for d in dirs if d not in runs]
+        named = [f for f in files if f.endswith(RUN_FILES) and not f.startswith(".")]
+        relative += [(here / name).relative_to(path).as_posix() for name in runs + named]
+    return [str(path / name) for name in sorted(relative)]
+
+
+def _marked(path: Path) -> bool:
+    return any((path / marker).exists() for marker in MARKERS)
+
+
+def _listed(prefix: str) -> list[str] | None:
+    """The runs under an object store's prefix, from one listing of its keys (None when the
+    prefix is a store or an unpacked archive itself: one request for each marker)."""
+    fs, path = filesystem(prefix)
+    base = path.rstrip("/")
+    try:
+        if any(fs.exists(f"{base}/{marker}") for marker in MARKERS):
+            return None
+        keys = fs.find(base)
+    except StorageError:  # the store gave no answer in time (already one line)
+        raise
+    except Exception as exc:  # every client has its own errors; a user needs one line
+        reason = cause(exc, "bucket does not exist")
+        raise InputError(f"{prefix}: cannot list ({reason})") from None
+    names = [k[len(base) :].lstrip("/") for k in keys]
+    names = [n for n in names if not any(p.startswith(".") for p in n.split("/"))]
+    folders = sorted({n.rpartition("/")[0] for n in names if n.rpartition("/")[2] in MARKERS})
+    runs: list[str] = []
+    for folder in folders:  # the outermost of nested ones (a store's run groups are in it)
+        if folder and not any(folder.startswith(f"{run}/") for run in runs):
+            runs.append(folder)
+    files = [
+        n
+        for n in names
+        if n.endswith(RUN_FILES) and not any(n.startswith(f"{run}/") for run in runs)
+    ]
+    return [join(prefix, name) for name in sorted(runs + files)]
+
+
+__all__ = ["expand_folders"]

@@ -1,0 +1,63 @@
+"""A bucket prefix written with a trailing ``/`` (a batch's output in S3, say) stands for every
+run under it, as a local folder does: listed once, its runs read where they lie; a prefix
+that is a Zarr store is that store; an empty prefix is one line naming it."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from mzpeak_dask.analysis import open_runs, quantify
+from mzpeak_dask.analysis.run_folders import expand_folders
+from mzpeak_dask.errors import InputError
+
+from ..analysis.test_quantify import targets_for
+from ..conftest import DATA
+from ..export.builds import SMALL
+from ..helpers.servers import s3_client
+from .test_remote_read import upload_tree
+
+pytestmark = pytest.mark.slow  # the shared archives and their export are built first
+
+
+def _upload(endpoint: str, bucket: str, path, key: str) -> None:
+    """``path`` (a file, or every file under a folder) at ``key`` in the bucket."""
+    client = s3_client(endpoint)
+    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
+    for file in files:
+        name = key if path.is_file() else f"{key}/{file.relative_to(path).as_posix()}"
+        client.upload_file(str(file), bucket, name)
+
+
+def test_a_prefix_stands_for_the_runs_under_it(s3_endpoint, bucket, exported) -> None:
+    unpacked = DATA / "HUPO-PSI_mzPeak" / "small.unpacked.mzpeak"
+    tree = {
+        "converted/a.mzpeak": exported.archives["small.point"],
+        "converted/sub/b.mzpeak": exported.archives["small.chunked"],
+        "converted/sub/store.zarr": exported.store,
+        "converted/unpacked.mzpeak": unpacked,
+        "converted/.staging/half.mzpeak": DATA / "MANIFEST.md",  # not an archive: hidden
+        "converted/catalog.parquet": exported.archives["small.point"],  # not a run by name
+    }
+    for key, path in tree.items():
+        _upload(s3_endpoint, bucket, path, key)
+    prefix = f"s3://{bucket}/converted/"
+    runs = [f"{prefix}{name}" for name in ("a.mzpeak", "sub/b.mzpeak", "sub/store.zarr")]
+    runs.append(f"{prefix}unpacked.mzpeak")
+    assert expand_folders([prefix]) == runs
+    store = f"{prefix}sub/store.zarr/"  # a store's own prefix is the store
+    assert expand_folders([store]) == [store]
+    assert [r.name for r in open_runs(prefix)] == [r.name for r in open_runs(runs)]
+    targets = targets_for(SMALL)
+    pd.testing.assert_frame_equal(quantify(prefix, targets), quantify(runs, targets))
+
+
+def test_an_empty_prefix_is_named(s3_endpoint, bucket, reference_archives) -> None:
+    url = upload_tree(s3_endpoint, bucket, reference_archives, "small.mzpeak")
+    empty = f"s3://{bucket}/nothing/"
+    with pytest.raises(InputError, match=f"{empty}: no mzPeak archive or Zarr store in it"):
+        open_runs([url, empty])
+    result = quantify([url, empty], targets_for(SMALL))
+    assert set(result["run"]) == {url}
+    [line] = result.attrs["failed"]
+    assert line.startswith(f"{empty}: no mzPeak archive")
