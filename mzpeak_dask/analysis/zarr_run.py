@@ -524,6 +524,11 @@ def _group(location: str) -> zarr.Group:
     try:
         return open_group(location)
     except (FileNotFoundError, zarr.errors.GroupNotFoundError, zarr.errors.NodeTypeValidationError):
+        if scheme(location) in ("http", "https") and location.endswith("/"):  # a folder of runs?
+            raise InputError(
+                f"{describe(location)}: no Zarr group there, and a web server cannot be listed "
+                "for the runs under it; give each archive's or run group's URL"
+            ) from None
         raise InputError(f"{describe(location)}: no Zarr group there") from None
     except zipfile.BadZipFile as exc:
         raise ZarrStoreError(f"{describe(location)}: damaged: not a ZIP file ({exc})") from None

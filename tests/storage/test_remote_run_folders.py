@@ -61,3 +61,13 @@ def test_an_empty_prefix_is_named(s3_endpoint, bucket, reference_archives) -> No
     assert set(result["run"]) == {url}
     [line] = result.attrs["failed"]
     assert line.startswith(f"{empty}: no mzPeak archive")
+
+
+def test_a_web_folder_of_archives_is_named_as_unlisted(http_server) -> None:
+    folder = f"{http_server.url}/"  # it serves archives, but a web server lists nothing
+    with pytest.raises(InputError) as raised:
+        open_runs(folder)
+    message = str(raised.value)
+    assert message.startswith(folder) and "\n" not in message
+    assert "a web server cannot be listed" in message
+    assert "give each archive's or run group's URL" in message
