@@ -26,7 +26,7 @@ import pyarrow as pa
 from dask import delayed
 
 from ..format import vocabulary as V
-from ..read.archive import MzPeakArchive, cached_archive
+from ..read.archive import MzPeakArchive, open_archive
 from ..read.entity import spectrum_columns
 from ..read.signal import SignalReader
 from ..storage.filecache import FileCache
@@ -341,10 +341,11 @@ class ArchiveRun(Run):
     def __init__(self, path: str | Path):
         self.source = str(path)
         self.name = Path(path).stem
-        tables = cached_archive(self.source).tables_of(V.SPECTRUM)
-        self.spectra = spectra_frame(*spectrum_columns(tables))
-        counts = tables.values_of(V.NUMBER_OF_DATA_POINTS)  # None where a writer left it out
-        self.point_counts = np.array([n or 0 for n in counts], dtype=np.int64)
+        with open_archive(self.source) as archive:  # nothing of it kept: tasks open their own
+            tables = archive.tables_of(V.SPECTRUM)
+            self.spectra = spectra_frame(*spectrum_columns(tables))
+            counts = tables.values_of(V.NUMBER_OF_DATA_POINTS)  # None where a writer left it out
+            self.point_counts = np.array([n or 0 for n in counts], dtype=np.int64)
 
     def _blocks(self, ids: np.ndarray) -> list[tuple[np.ndarray, int]]:
         cuts = block_cuts(self.point_counts[ids])

@@ -67,8 +67,9 @@ def open_runs(
 
 def _open_all(sources: Iterable[Any], client: Any, task_timeout: float) -> list[list[Run]]:
     """The runs of each source, opened side by side; the first failure raises its error."""
+    sources = list(sources)
     task = delayed(open_run_source, pure=False)
-    return compute([task(source) for source in sources], client, task_timeout)
+    return compute([task(s) for s in sources], client, task_timeout, _threads(sources))
 
 
 def open_each(
@@ -83,7 +84,15 @@ def open_each(
     at 20 ms a request, 2 workers: 15.3 and 14.7 s with the runs opened one by one, 10.8 and
     10.7 s opened here; tests/benchmarks/bench_quantify.py, part r)."""
     task = delayed(guarded, pure=False)
-    return compute([task(str(s), open_run_source, s) for s in sources], client, task_timeout)
+    parts = [task(str(s), open_run_source, s) for s in sources]
+    return compute(parts, client, task_timeout, _threads(sources))
+
+
+def _threads(sources: list[Any]) -> int | None:
+    """Threads to open ``sources`` on without a client: :data:`OPEN_THREADS` when some lie far
+    away (URLs), else Dask's own count (opening a local run is work for a core: 50 local runs
+    took 0.53 to 0.58 s on 2 threads, 0.79 to 0.97 s on 16)."""
+    return OPEN_THREADS if any(is_url(s) for s in sources) else None
 
 
 def unique_names(runs: list[Run]) -> list[str]:
@@ -119,6 +128,12 @@ def _named(runs: list[Run]) -> list[Run]:
     return runs
 
 
+# Opening a run far away is mostly waiting on its requests: without a client, runs given by
+# URL are opened on at least this many of Dask's threads, not one per core (50 runs over HTTP
+# at 20 ms a request, 2 cores: 3.9 to 4.1 s against 1.4 s; tests/benchmarks/bench_quantify.py,
+# part o)
+OPEN_THREADS = 16
+
 # Dask's names of the schedulers that run in this process (dask.base.named_schedulers)
 LOCAL_SCHEDULERS = {
     "sync",
@@ -132,14 +147,19 @@ LOCAL_SCHEDULERS = {
 
 
 def compute(
-    parts: list[Any], client: Any = None, task_timeout: float = ClusterOptions.task_timeout
+    parts: list[Any],
+    client: Any = None,
+    task_timeout: float = ClusterOptions.task_timeout,
+    threads: int | None = None,
 ) -> list[Any]:
     """Compute lazy pieces: on ``client`` (a ``distributed.Client``; :class:`ClusterError`
     when no piece ends for ``task_timeout`` seconds, the scheduler does not answer in that
     time, or the cluster cancels a piece), else in this process: on the local scheduler
     Dask's configuration names (``dask.config.set(scheduler="sync")``), or Dask's threads.
     Never on a distributed client merely left as the process' default (a client names itself
-    in the configuration): one with no worker left would be waited on for ever."""
+    in the configuration): one with no worker left would be waited on for ever. ``threads``:
+    on Dask's threads, at least that many (parts that mostly wait on requests), unless
+    Dask's configuration sets ``num_workers``."""
     import dask
 
     if not parts:
@@ -147,7 +167,11 @@ def compute(
     if client is None:
         scheduler = dask.config.get("scheduler", None)
         scheduler = scheduler if scheduler in LOCAL_SCHEDULERS else "threads"
-        return list(dask.compute(*parts, scheduler=scheduler))
+        options = {}
+        waits = scheduler in ("threads", "threading") and threads is not None
+        if waits and dask.config.get("num_workers", None) is None:
+            options["num_workers"] = max(threads, os.cpu_count() or 1)
+        return list(dask.compute(*parts, scheduler=scheduler, **options))
     futures: list[Any] = []
     ended: queue.SimpleQueue[int] = queue.SimpleQueue()
     failure: BaseException | None = None

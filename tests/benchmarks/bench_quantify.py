@@ -2,7 +2,7 @@
 pyteomics + numpy.histogram2d, side by side in one run.
 
     python -m tests.benchmarks.bench_quantify [--targets 1000] [--runs 50] [--copies 30]
-        [--pairs 1] [--latency 0.02] [--parts a,b,r,n,c,w]
+        [--pairs 1] [--latency 0.02] [--parts a,b,r,o,n,c,w]
 
 * (a) the same numbers as MINT (``peak_area``, ``peak_max``, ``peak_n_datapoints``) on
   openms/FeatureFinderMetaboIdent_1_input.mzML, MS1, ``intensity_threshold`` 1: against MINT
@@ -26,6 +26,9 @@ pyteomics + numpy.histogram2d, side by side in one run.
   the caller one after another (as quantify opened them before, its runs given opened)
   against the URLs given to quantify (opened side by side on the workers), opening included,
   each round over its own server (its own URLs: no cache of a round serves the next);
+* (o) the same runs far away without a client: opened by ``open_runs`` on Dask's threads in
+  this process, one per core (Dask's default, set in its configuration) against the
+  package's own count for opening, ``--pairs`` times in turn, each round over its own server;
 * (c) the ion map at 1000 x 1000 bins of that replicated run, point layout, against pyteomics
   reading the mzML + numpy.histogram2d, with the peak memory (tracemalloc) of each;
 * (w) the caller's memory over many runs: FeatureFinderMetaboIdent replicated 10 times (3,800
@@ -299,6 +302,34 @@ def far_runs(count: int, targets, latency: float, pairs: int) -> dict:
     }
 
 
+def far_opens(count: int, latency: float, pairs: int) -> dict:
+    from mzpeak_dask.analysis import open_runs
+    from mzpeak_dask.analysis.runs import OPEN_THREADS
+
+    from ..helpers.servers import range_server
+
+    folder = workdir() / f"quantify_runs_{count}"  # made by (b)
+    names = sorted(p.name for p in folder.glob("run*.mzpeak"))[:count]
+    with range_server(folder) as server:  # imports
+        open_runs([f"{server.url}/{n}" for n in names[:2]])
+    cores, own = [], []
+    for _ in range(pairs):
+        for times, workers in ((cores, os.cpu_count()), (own, None)):
+            with range_server(folder, latency=latency) as server:
+                with dask.config.set(num_workers=workers):
+                    start = time.perf_counter()
+                    runs = open_runs([f"{server.url}/{n}" for n in names])
+                    times.append(time.perf_counter() - start)
+            assert len(runs) == len(names)
+    return {
+        "runs": len(names),
+        "latency s": latency,
+        f"a thread per core ({os.cpu_count()}) s": [round(t, 2) for t in cores],
+        f"at least {OPEN_THREADS} threads s": [round(t, 2) for t in own],
+        "speed-up per pair": [round(a / b, 2) for a, b in zip(cores, own, strict=True)],
+    }
+
+
 def narrow_targets(run: Path, count: int, seed: int) -> pd.DataFrame:
     """``count`` targets of 10 ppm and 6 s on the strongest peak of random MS1 spectra."""
     from mzpeak_dask.analysis import open_runs
@@ -477,7 +508,7 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=1, help="(b): one thread / 2 workers pairs")
     parser.add_argument("--latency", type=float, default=0.02, help="(r): s a request")
     parser.add_argument("--split", nargs=2, help=argparse.SUPPRESS)  # A:B TARGETS (b's ceiling)
-    parser.add_argument("--parts", default="a,b,r,n,c,w", help="which parts to run")
+    parser.add_argument("--parts", default="a,b,r,o,n,c,w", help="which parts to run")
     args = parser.parse_args()
     if args.split:
         print(split_part(args.runs, *args.split))
@@ -497,6 +528,9 @@ def main() -> None:
         targets = targets_of(frame, args.targets, 2, 1.0)
         got = far_runs(args.runs, targets, args.latency, args.pairs)
         print("(r) runs over HTTP, opened by the caller or the workers:", got, flush=True)
+    if "o" in parts:
+        got = far_opens(args.runs, args.latency, args.pairs)
+        print("(o) runs over HTTP opened without a client:", got, flush=True)
     if "n" in parts:
         print("(n) narrow targets, bytes read:", narrow(args.copies), flush=True)
     if "c" in parts:

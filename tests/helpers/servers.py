@@ -77,7 +77,21 @@ class RangeServer(ThreadingHTTPServer):
         self.ranges = ranges
         self.latency = latency
         self.served = Served()
+        self.in_flight = self.most_in_flight = 0  # requests being answered at once
+        self._flight = threading.Lock()
         super().__init__(("127.0.0.1", 0), _Handler)
+
+    @contextmanager
+    def answering(self):
+        """Counts the request in flight while it is answered."""
+        with self._flight:
+            self.in_flight += 1
+            self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        try:
+            yield
+        finally:
+            with self._flight:
+                self.in_flight -= 1
 
     @property
     def url(self) -> str:
@@ -97,6 +111,14 @@ class _Handler(BaseHTTPRequestHandler):
         return path
 
     def do_HEAD(self) -> None:
+        with self.server.answering():
+            self._head()
+
+    def do_GET(self) -> None:
+        with self.server.answering():
+            self._get()
+
+    def _head(self) -> None:
         time.sleep(self.server.latency)
         path = self._file()
         if path is None:
@@ -108,7 +130,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Accept-Ranges", "bytes")
         self.end_headers()
 
-    def do_GET(self) -> None:
+    def _get(self) -> None:
         time.sleep(self.server.latency)
         path = self._file()
         if path is None:
