@@ -83,10 +83,14 @@ def cmd_quantify(args: argparse.Namespace) -> int:
         result = quantify(
             args.sources, args.targets, client=client, task_timeout=cluster.task_timeout
         )
+    failed = result.attrs.get("failed", [])
+    if failed and not len(result):  # no run could be read: no table of nothing is written
+        for line in failed:
+            print(f"error: {line}", file=sys.stderr)
+        return 1
     write_table(result, args.output)
     if args.plot and len(result):
         plot_heatmap(result, args.plot)
-    failed = result.attrs.get("failed", [])
     if not args.quiet:
         runs = result["run"].nunique()
         print(f"{len(result):,} rows ({runs} runs) written to {args.output}", file=sys.stderr)
@@ -134,7 +138,8 @@ QUANTIFY_EXAMPLES = """
 
 The target list is MINT's: peak_label, mz_mean, mz_width (ppm), rt_min, rt_max, and optionally
 rt_unit (min or s), intensity_threshold and ms_level. A run that cannot be read is named on
-stderr after the other runs' rows are written, and the exit status is 1.
+stderr after the other runs' rows are written, and the exit status is 1 (when no run can be
+read, no table is written).
 """
 ION_MAP_EXAMPLES = """
   mzpeak-dask ion-map a.mzpeak --mz-bins 100:1000:900 --rt-bins 0:60:600 --plot map.png

@@ -45,6 +45,20 @@ def test_an_unreadable_run_exits_1_after_the_others_are_written(exported, tmp_pa
     assert set(got["run"]) == {good} and len(got) == len(targets_for(SMALL))
 
 
+def test_no_readable_run_writes_nothing(tmp_path, capsys) -> None:
+    targets = tmp_path / "targets.csv"
+    targets_for(SMALL).to_csv(targets, index=False)
+    bad, missing = tmp_path / "bad.mzpeak", tmp_path / "missing.mzpeak"
+    bad.write_bytes(b"not an archive")
+    output = tmp_path / "q.parquet"
+    argv = ["quantify", str(bad), str(missing), "--targets", str(targets), "--output", str(output)]
+    assert cli.main(argv) == 1
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert len(lines) == 2 and all(line.startswith("error: ") for line in lines), lines
+    assert str(bad) in lines[0] and str(missing) in lines[1]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.mzpeak", "targets.csv"]
+
+
 def test_bad_targets_exit_with_one_line_and_no_output(exported, tmp_path, capsys) -> None:
     targets = tmp_path / "targets.csv"
     targets_for(SMALL).assign(rt_unit="hours").to_csv(targets, index=False)
