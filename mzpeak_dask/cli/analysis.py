@@ -47,6 +47,8 @@ def cmd_export_zarr(args: argparse.Namespace) -> int:
 
 def format_xic(name: str, frame: Any, ppm: float, max_rows: int) -> str:
     """A compact table of one run's XICs: time, then one column per target."""
+    if not len(frame):  # not pandas' "Empty DataFrame" block
+        return f"== {name}: no spectra of the MS level (and RT range) asked =="
     table = frame.rename(columns={c: f"{c:.4f}" for c in frame.columns if c != "time"})
     body = table.to_string(max_rows=max_rows, float_format=lambda x: f"{x:.6g}")
     return f"== {name}: {plural(len(frame), 'spectrum', 'spectra')}, ±{ppm:g} ppm ==\n{body}"

@@ -57,6 +57,10 @@ def test_xic_command(exported, tmp_path, capsys) -> None:
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [line["run"] for line in lines] == ["ref.point", "ref.chunked"]
     assert len(lines[0]["xic"]["index"]) == 48  # every spectrum with --ms-level 0
+    assert run([*argv, "--ms-level", "3"]) == 0  # the run has none: said in a line
+    out = capsys.readouterr().out
+    assert "== ref.point: no spectra of the MS level (and RT range) asked ==" in out
+    assert "Empty DataFrame" not in out
 
 
 def test_errors_are_one_line(exported, tmp_path, capsys) -> None:
