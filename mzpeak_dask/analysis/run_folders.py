@@ -5,8 +5,10 @@ A local folder, or an object store's prefix written with a trailing ``/``
 (``s3://bucket/converted/``), that is not itself a run source (a Zarr store or run group, an
 unpacked archive) is replaced by the runs found under it, in the order of their paths:
 ``*.mzpeak`` archives, ``*.zarr.zip`` runs, and the Zarr stores and unpacked archives among
-its folders (not searched further). Names in a hidden folder (a batch's staging) are left out.
-Keys listed from a store become URLs under its prefix, never local paths."""
+its folders (not searched further): a folder holding a store's or an archive's marker file, or
+named ``*.mzpeak`` or ``*.zarr`` (a damaged one is then named when it cannot be opened, not
+passed over). Names in a hidden folder (a batch's staging) are left out. Keys listed from a
+store become URLs under its prefix, never local paths."""
 
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ from .source import Run
 
 MARKERS = ("zarr.json", INDEX_MEMBER)  # a folder holding one is a run source itself
 RUN_FILES = (".mzpeak", ".zarr.zip")
+RUN_FOLDERS = (".mzpeak", ".zarr")  # an unpacked archive, a Zarr store
 
 
 def expand_folders(sources: list[Any]) -> list[Any]:
@@ -55,7 +58,7 @@ def _runs_of(source: Any) -> list[str] | None:
     for folder, dirs, files in os.walk(path):
         here = Path(folder)
         dirs[:] = [d for d in dirs if not d.startswith(".")]
-        runs = [d for d in dirs if _marked(here / d)]
+        runs = [d for d in dirs if d.endswith(RUN_FOLDERS) or _marked(here / d)]
         dirs[:] = [d for d in dirs if d not in runs]
         named = [f for f in files if f.endswith(RUN_FILES) and not f.startswith(".")]
         relative += [(here / name).relative_to(path).as_posix() for name in runs + named]
@@ -82,7 +85,15 @@ def _listed(prefix: str) -> list[str] | None:
         raise InputError(f"{prefix}: cannot list ({reason})") from None
     names = [k[len(base) :].lstrip("/") for k in keys]
     names = [n for n in names if not any(p.startswith(".") for p in n.split("/"))]
-    folders = sorted({n.rpartition("/")[0] for n in names if n.rpartition("/")[2] in MARKERS})
+    found = set()
+    for name in names:
+        parts = name.split("/")
+        if len(parts) > 1 and parts[-1] in MARKERS:
+            found.add("/".join(parts[:-1]))
+        named = [k for k, part in enumerate(parts[:-1]) if part.endswith(RUN_FOLDERS)]
+        if named:
+            found.add("/".join(parts[: named[0] + 1]))
+    folders = sorted(found)
     runs: list[str] = []
     for folder in folders:  # the outermost of nested ones (a store's run groups are in it)
         if folder and not any(folder.startswith(f"{run}/") for run in runs):

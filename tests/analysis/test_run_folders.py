@@ -50,6 +50,20 @@ def repository(exported, tmp_path):
     return repo, [str(r) for r in runs]
 
 
+def test_a_damaged_run_folder_is_named_not_passed_over(repository) -> None:
+    repo, runs = repository
+    damaged = repo / "sub" / "damaged.mzpeak"  # an unpacked archive without its index
+    damaged.mkdir()
+    (damaged / "spectra_data.parquet").write_bytes(b"PAR1")
+    damaged = str(damaged)
+    assert expand_folders([repo]) == sorted([*runs, damaged])
+    targets = targets_for(SMALL)
+    result, want = quantify(repo, targets), quantify(runs, targets)
+    [line] = result.attrs["failed"]
+    assert line.startswith(damaged) and "\n" not in line
+    assert result["run"].tolist() == want["run"].tolist()  # every other run's rows kept
+
+
 def test_a_folder_stands_for_the_runs_under_it(repository) -> None:
     repo, runs = repository
     assert expand_folders([str(repo)]) == runs

@@ -9,7 +9,7 @@ import pytest
 
 from mzpeak_dask.analysis import open_runs, quantify
 from mzpeak_dask.analysis.run_folders import expand_folders
-from mzpeak_dask.errors import InputError
+from mzpeak_dask.errors import InputError, MzPeakDaskError
 
 from ..analysis.test_quantify import targets_for
 from ..conftest import DATA
@@ -71,3 +71,13 @@ def test_a_web_folder_of_archives_is_named_as_unlisted(http_server) -> None:
     assert message.startswith(folder) and "\n" not in message
     assert "a web server cannot be listed" in message
     assert "give each archive's or run group's URL" in message
+
+
+def test_a_damaged_run_folder_in_a_prefix_is_listed(s3_endpoint, bucket) -> None:
+    client = s3_client(s3_endpoint)
+    client.put_object(Bucket=bucket, Key="out/sub/damaged.mzpeak/spectra_data.parquet", Body=b"x")
+    client.put_object(Bucket=bucket, Key="out/sub/damaged.mzpeak/nested.mzpeak", Body=b"x")
+    prefix = f"s3://{bucket}/out/"
+    assert expand_folders([prefix]) == [f"{prefix}sub/damaged.mzpeak"]  # named when opened
+    with pytest.raises(MzPeakDaskError, match=f"{prefix}sub/damaged.mzpeak: no mzpeak_index"):
+        open_runs(prefix)
