@@ -7,19 +7,16 @@ answers at once."""
 from __future__ import annotations
 
 import gc
-import os
 import tracemalloc
 
 import dask
 import pytest
 
-from mzpeak_dask import ConvertOptions, convert
 from mzpeak_dask.analysis import open_runs, quantify
 from mzpeak_dask.analysis.runs import OPEN_THREADS
 
-from ..conftest import INLINE
 from ..export.builds import METABO
-from ..helpers.replicate import replicate
+from ..helpers.repository import linked_copies, replicated_archive
 from ..helpers.servers import range_server
 from .test_quantify import targets_for
 
@@ -30,16 +27,7 @@ pytestmark = pytest.mark.slow
 def copies(tmp_path_factory):
     """20 names of one real run replicated to 3,800 spectra (FeatureFinderMetaboIdent x10)."""
     root = tmp_path_factory.mktemp("opening")
-    source = root / "metabo_x10.mzML"
-    replicate(METABO, source, 10)
-    archive = root / "metabo_x10.mzpeak"
-    convert(source, archive, ConvertOptions(), cluster=INLINE)
-    paths = []
-    for k in range(20):
-        path = root / f"run{k:02d}.mzpeak"
-        os.link(archive, path)
-        paths.append(path)
-    return root, paths
+    return root, linked_copies(replicated_archive(METABO, root, 10), root, 20)
 
 
 def test_dropped_runs_leave_nothing_behind(copies) -> None:

@@ -10,19 +10,16 @@ a 10 MB archive)."""
 from __future__ import annotations
 
 import importlib
-import os
 import tracemalloc
 
 import dask
 import pandas as pd
 import pytest
 
-from mzpeak_dask import ConvertOptions, convert
 from mzpeak_dask.analysis import quantify
 
-from ..conftest import INLINE
 from ..export.builds import METABO
-from ..helpers.replicate import replicate
+from ..helpers.repository import linked_copies, replicated_archive
 from .test_quantify import targets_for
 
 pytestmark = pytest.mark.slow
@@ -33,16 +30,7 @@ QUANTIFY = importlib.import_module("mzpeak_dask.analysis.quantify")
 @pytest.fixture(scope="module")
 def repository(tmp_path_factory) -> list:
     root = tmp_path_factory.mktemp("repository")
-    source = root / "metabo_x10.mzML"
-    replicate(METABO, source, 10)
-    archive = root / "metabo_x10.mzpeak"
-    convert(source, archive, ConvertOptions(), cluster=INLINE)
-    runs = []
-    for k in range(32):  # each its own name: a run of its own to the analysis
-        run = root / f"run{k:02d}.mzpeak"
-        os.link(archive, run)
-        runs.append(run)
-    return runs
+    return linked_copies(replicated_archive(METABO, root, 10), root, 32)
 
 
 def _peak(runs: list, targets: pd.DataFrame) -> tuple[int, pd.DataFrame]:

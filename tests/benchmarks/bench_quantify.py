@@ -466,17 +466,14 @@ def waves() -> dict:
 
     from mzpeak_dask.analysis import open_runs
 
+    from ..helpers.repository import linked_copies
+
     module = importlib.import_module("mzpeak_dask.analysis.quantify")
     source = replicated(METABO, 10)
     run = archive(source, "point", source.stem)
     folder = workdir() / "waves"
     folder.mkdir(exist_ok=True)
-    runs = []
-    for k in range(48):
-        path = folder / f"run{k:02d}.mzpeak"
-        if not path.exists():
-            os.link(run, path)
-        runs.append(path)
+    runs = linked_copies(run, folder, 48)
     targets = targets_of(mint_frame(METABO), 100, 3, 1.0)
     out: dict = {"spectra a run": len(open_runs(str(run))[0].spectra)}
     default = module.WAVE_SPECTRA
