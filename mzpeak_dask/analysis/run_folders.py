@@ -93,17 +93,19 @@ def _listed(prefix: str) -> list[str] | None:
         named = [k for k, part in enumerate(parts[:-1]) if part.endswith(RUN_FOLDERS)]
         if named:
             found.add("/".join(parts[: named[0] + 1]))
-    folders = sorted(found)
-    runs: list[str] = []
-    for folder in folders:  # the outermost of nested ones (a store's run groups are in it)
-        if folder and not any(folder.startswith(f"{run}/") for run in runs):
-            runs.append(folder)
-    files = [
-        n
-        for n in names
-        if n.endswith(RUN_FILES) and not any(n.startswith(f"{run}/") for run in runs)
-    ]
-    return [join(prefix, name) for name in sorted(runs + files)]
+    runs: set[str] = set()
+    for folder in sorted(found):  # a folder before those inside it (a store's run groups)
+        if folder and not _inside(folder, runs):
+            runs.add(folder)
+    files = [n for n in names if n.endswith(RUN_FILES) and not _inside(n, runs)]
+    return [join(prefix, name) for name in sorted([*runs, *files])]
+
+
+def _inside(name: str, folders: set[str]) -> bool:
+    """Whether key ``name`` lies inside one of ``folders`` (its own parents looked up: a
+    listing of many stores holds a marker for every group and array of each)."""
+    parts = name.split("/")
+    return any("/".join(parts[:k]) in folders for k in range(1, len(parts)))
 
 
 __all__ = ["expand_folders"]
