@@ -87,17 +87,19 @@ def read_rows(
     can hold one of them (or ``groups``), in one Parquet read; and which ids have rows."""
     table = signal.read_groups(signal.groups_for(ids) if groups is None else groups)
     rows = table.column(signal.prefix).combine_chunks()
-    index = rows.field(signal.index_name).to_numpy(zero_copy_only=False).astype(np.int64)
-    if np.any(np.diff(index) < 0):  # the format sorts rows by item; tolerate other files
+    index = _items(signal, rows)
+    if np.any(index[1:] < index[:-1]):  # the format sorts rows by item; tolerate other files
         keep = np.isin(index, ids)
         return rows.filter(pa.array(keep)), np.isin(ids, index[keep])
-    # rows sorted by item: mark the row range of each wanted item
+    # rows sorted by item: the row range of each wanted item (disjoint ranges)
     left, right = np.searchsorted(index, ids, side="left"), np.searchsorted(index, ids, "right")
+    if (right - left).sum() == len(index):  # every row wanted
+        return rows, right > left
     marks = np.zeros(len(index) + 1, np.int64)
     np.add.at(marks, left, 1)
     np.add.at(marks, right, -1)
     keep = np.cumsum(marks[:-1]) > 0
-    return (rows if keep.all() else rows.filter(pa.array(keep))), right > left
+    return rows.filter(pa.array(keep)), right > left
 
 
 def pieces(signal: SignalReader, ids: np.ndarray) -> list[list[int]]:
@@ -126,27 +128,34 @@ def _prune(signal: SignalReader, rows: pa.StructArray, windows: tuple) -> pa.Str
     return rows.filter(pa.array(keep))
 
 
+def _items(signal: SignalReader, rows: pa.StructArray) -> np.ndarray:
+    """The item index of each row as int64 (a view of unsigned 64-bit values, not a copy)."""
+    values = rows.field(signal.index_name).to_numpy(zero_copy_only=False)
+    return values.view(np.int64) if values.dtype == np.uint64 else values.astype(np.int64)
+
+
 def _points(signal: SignalReader, rows: pa.StructArray) -> tuple:
-    """Stored m/z, intensity and item index of every non-null point of ``rows``."""
+    """Stored m/z, intensity and item index of every point of ``rows`` that is neither null
+    nor NaN."""
     k = _intensity_view(signal)
-    item = rows.field(signal.index_name).to_numpy(zero_copy_only=False).astype(np.int64)
+    item = _items(signal, rows)
     if k is None or len(rows) == 0:
         return (*_EMPTY, np.zeros(0, np.int64))
     if signal.chunked:
         raw, lengths = signal.decode_rows(rows)
         (mz, mz_valid), (intensity, int_valid) = raw[0], raw[k]
+        keep = _valid(mz, mz_valid) & _valid(intensity, int_valid)
         item = np.repeat(item, lengths)
-    else:
+    else:  # the values as stored (no copy), and where neither is null
         columns = (signal.main.columns[V.POINT].column, signal.views[k].columns[V.POINT].column)
-        # nulls become NaN (integer columns with nulls become floats): left out below
-        mz, intensity = (rows.field(c).to_numpy(zero_copy_only=False) for c in columns)
-        mz_valid, int_valid = ~_nan(mz), ~_nan(intensity)
-    keep = _valid(mz, mz_valid) & _valid(intensity, int_valid)
+        arrays = [rows.field(c) for c in columns]
+        mz, intensity = (_stored(a) for a in arrays)
+        keep = _present(arrays[0]) & _present(arrays[1])
+    if mz.dtype.kind == "f":
+        keep &= mz == mz  # NaN
+    if intensity.dtype.kind == "f":
+        keep &= intensity == intensity
     return mz[keep], intensity[keep], item[keep]
-
-
-def _nan(values: np.ndarray) -> np.ndarray:
-    return np.isnan(values) if values.dtype.kind == "f" else np.zeros(len(values), bool)
 
 
 def _block_points(source: str, ids: np.ndarray, windows: tuple | None) -> tuple:
@@ -165,12 +174,20 @@ def _block_points(source: str, ids: np.ndarray, windows: tuple | None) -> tuple:
         parts.append(_points(signal, rows))
     if len(parts) == 1:  # rows come sorted by spectrum
         mz, intensity, item = parts[0]
-        return mz, intensity, np.searchsorted(ids, item)
+        return mz, intensity, _places(ids, item)
     mz = np.concatenate([np.zeros(0), *(p[0] for p in parts)])
     intensity = np.concatenate([np.zeros(0), *(p[1] for p in parts)])
     item = np.concatenate([np.zeros(0, np.int64), *(p[2] for p in parts)])
     order = np.argsort(item, kind="stable")  # the peaks member's spectra among the others
-    return mz[order], intensity[order], np.searchsorted(ids, item[order])
+    return mz[order], intensity[order], _places(ids, item[order])
+
+
+def _places(ids: np.ndarray, item: np.ndarray) -> np.ndarray:
+    """The place in ``ids`` of each point's spectrum ``item`` (sorted, each in ``ids``),
+    found once per spectrum, not per point."""
+    starts = np.flatnonzero(np.r_[True, item[1:] != item[:-1]]) if len(item) else item
+    lengths = np.diff(np.r_[starts, len(item)])
+    return np.repeat(np.searchsorted(ids, item[starts]), lengths)
 
 
 def block_cuts(points: np.ndarray) -> list[int]:
@@ -305,6 +322,14 @@ def _stored(array: pa.Array) -> np.ndarray:
         buffers = [None, array.buffers()[1]]
         array = pa.Array.from_buffers(array.type, len(array), buffers, offset=array.offset)
     return array.to_numpy(zero_copy_only=False)
+
+
+def _present(array: pa.Array) -> np.ndarray:
+    """Whether each value of ``array`` is not null (from its validity bits)."""
+    if not array.null_count:
+        return np.ones(len(array), bool)
+    bits = np.unpackbits(np.frombuffer(array.buffers()[0], np.uint8), bitorder="little")
+    return bits[array.offset : array.offset + len(array)].view(bool)
 
 
 def _valid_at(array: pa.Array, positions: np.ndarray) -> np.ndarray:

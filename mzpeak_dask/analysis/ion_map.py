@@ -21,34 +21,47 @@ from .runs import Sources, as_runs, unique_names
 from .source import Run
 
 
+def bin_columns(values: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """1 + the bin of each value as ``numpy.histogramdd`` finds it; 0 below the edges and
+    ``len(edges)`` above them or NaN. The last bin holds its upper edge: that edge is searched
+    as the next float above it."""
+    closed = np.append(edges[:-1], np.nextafter(edges[-1], np.inf))
+    return np.searchsorted(closed, np.asarray(values, dtype=np.float64), side="right")
+
+
 def bin_index(values: np.ndarray, edges: np.ndarray) -> np.ndarray:
     """The bin of each value as ``numpy.histogramdd`` finds it (-1: outside every bin)."""
-    values = np.asarray(values, dtype=np.float64)
-    at = np.searchsorted(edges[:-1], values, side="right") - 1  # the last bin closed above
-    at[~(values <= edges[-1])] = -1  # above the edges, or NaN
+    at = bin_columns(values, edges) - 1
+    at[at == len(edges) - 1] = -1
     return at
 
 
-def _piece(mz, intensity, rt_bin, mz_edges) -> tuple:
-    """``(first row, rows)``: the piece's sums in the RT bins its spectra fall in
-    (``rt_bin``: the RT bin of each point's spectrum)."""
-    mz_bin = bin_index(mz, mz_edges)
+def _piece(mz, intensity, row, rows: int, mz_edges) -> np.ndarray:
+    """A piece's sums in ``rows`` rows of the image (``row``: each point's row, ``rows`` for
+    none), counted in one pass over a table whose columns are :func:`bin_columns` (the
+    bins, with one below and one above them) and whose last row holds the points outside
+    every RT bin. NaN intensities are moved above the bins."""
+    width = len(mz_edges) + 1
+    column = bin_columns(mz, mz_edges)
     weights = np.asarray(intensity, dtype=np.float64)
-    inside = (rt_bin >= 0) & (mz_bin >= 0) & ~np.isnan(weights)
-    width = len(mz_edges) - 1
-    if not inside.any():
-        return 0, np.zeros((0, width))
-    rows = rt_bin[inside]
-    first, last = int(rows.min()), int(rows.max())
-    cell = (rows - first) * width + mz_bin[inside]
-    sums = np.bincount(cell, weights=weights[inside], minlength=(last - first + 1) * width)
-    return first, sums.reshape(-1, width)
+    column[np.isnan(weights)] = width - 1
+    cell = np.asarray(row, dtype=np.intp) * width
+    cell += column
+    sums = np.bincount(cell, weights=weights, minlength=(rows + 1) * width)
+    return sums.reshape(rows + 1, width)[:rows, 1:-1]
 
 
 def _block(reader, k: int, windows: tuple, rt_bins: np.ndarray, mz_edges) -> tuple:
-    """Block ``k`` of a run's point reader as a piece (``rt_bins``: per spectrum)."""
+    """Block ``k`` of a run's point reader as ``(first row, rows)`` of the image
+    (``rt_bins``: the RT bin of each spectrum, -1 for none)."""
+    bins = rt_bins[reader.positions(k)]
+    bins = bins[bins >= 0]
+    if not len(bins):
+        return 0, np.zeros((0, len(mz_edges) - 1))
+    first, rows = int(bins.min()), int(bins.max() - bins.min()) + 1
+    row = np.where(rt_bins >= 0, rt_bins - first, rows)  # per spectrum; small
     mz, intensity, positions = reader.read(k, windows)
-    return _piece(mz, intensity, rt_bins[np.asarray(positions, np.int64)], mz_edges)
+    return first, _piece(mz, intensity, row[np.asarray(positions, np.int64)], rows, mz_edges)
 
 
 def _image(shape: tuple[int, int], *parts: tuple) -> np.ndarray:
@@ -149,4 +162,4 @@ def plot_ion_map(image, path, *, title: str = "") -> None:
     figure.savefig(path, dpi=120)
 
 
-__all__ = ["bin_index", "ion_map", "plot_ion_map"]
+__all__ = ["bin_columns", "bin_index", "ion_map", "plot_ion_map"]
