@@ -29,9 +29,10 @@ EXIT_INTERRUPTED = 130
 
 
 DESCRIPTION = """\
-Convert mass-spectrometry runs (mzML, mzXML, MGF, mzMLb) into PSI mzPeak archives, one run or
-a whole repository at a time, on this machine, a Dask cluster or SLURM; summarize and check
-archives; export them to Zarr and compute chromatograms across many runs."""
+Convert mass-spectrometry runs (mzML, mzXML, MGF, mzMLb; Thermo .raw and Bruker .d with the
+thermo and bruker extras) into PSI mzPeak archives, one run or a whole repository at a time, on
+this machine, a Dask cluster or SLURM; summarize and check archives; export them to Zarr; and
+across many runs compute chromatograms, quantify target lists and draw ion maps."""
 
 EPILOG = """\
 examples:
@@ -41,7 +42,8 @@ examples:
   mzpeak-dask batch /data/repository /data/mzpeak --resume
   mzpeak-dask export-zarr a.mzpeak b.mzpeak runs.zarr
   mzpeak-dask xic runs.zarr --mz 445.12 --plot xic.png
-  mzpeak-dask quantify runs.zarr --targets targets.csv --output q.parquet --plot heatmap.png
+  mzpeak-dask quantify converted/ --targets targets.csv --output q.parquet --plot heatmap.png
+  mzpeak-dask ion-map run.mzpeak --mz-bins 100:2000:1000 --rt-bins 0:60:600 --plot map.png
 
 'mzpeak-dask COMMAND --help' describes a command. Options follow one rule: command line >
 --config file > built-in defaults (configs/default.toml lists them all)."""
