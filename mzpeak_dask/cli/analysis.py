@@ -15,6 +15,7 @@ from typing import Any
 from ..errors import OptionsError
 from ..options import ABOVE_0, AnalysisOptions, ClusterOptions, ConvertOptions, ZarrOptions
 from ..parallel.cluster import cluster_client
+from ..support.new_files import atomic_write
 from ..support.pathtext import plural
 from .args import GROUP_FLAGS, add_options, analysis_cluster, bounded, command, options
 
@@ -83,7 +84,7 @@ def cmd_xic(args: argparse.Namespace) -> int:
         text = (format_xic(n, f, analysis.ppm, analysis.max_rows) for n, f in results.items())
         print("\n\n".join(text))
     if args.plot:
-        plot_xic(results, args.plot, ppm=analysis.ppm)
+        atomic_write(args.plot, lambda tmp: plot_xic(results, tmp, ppm=analysis.ppm))
         if not args.quiet and not args.json:
             print(f"plot written to {args.plot}", file=sys.stderr)
     return 0

@@ -5,40 +5,18 @@ and renamed into place, so they appear whole or not at all."""
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import tempfile
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ..errors import InputError, OptionsError, OutputError
+from ..errors import InputError, OptionsError
 from ..options import ClusterOptions
 from ..parallel.cluster import cluster_client
+from ..support.new_files import atomic_write
 from .analysis import ANALYSIS_CLUSTER
 from .args import add_options, analysis_cluster, command
-
-
-def atomic_write(path: str | os.PathLike, write: Callable[[str], None]) -> None:
-    """``write(temporary path)`` beside ``path``, then rename it into place."""
-    target = Path(path)
-    try:
-        fd, temporary = tempfile.mkstemp(
-            prefix=f".{target.name}.", suffix=target.suffix, dir=target.parent
-        )
-    except OSError as exc:
-        raise OutputError(f"{target}: cannot write there ({exc.strerror})") from None
-    os.close(fd)
-    try:
-        write(temporary)
-        os.replace(temporary, target)
-    except OSError as exc:
-        raise OutputError(f"{target}: cannot write ({exc.strerror or exc})") from None
-    finally:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
 
 
 def write_table(frame: Any, path: str) -> None:
@@ -190,4 +168,4 @@ def add_commands(subparsers: Any) -> None:
     add_options(p, ClusterOptions, names=ANALYSIS_CLUSTER)
 
 
-__all__ = ["add_commands", "atomic_write", "bins", "cmd_ion_map", "cmd_quantify"]
+__all__ = ["add_commands", "bins", "cmd_ion_map", "cmd_quantify"]

@@ -51,6 +51,7 @@ from ..errors import MzPeakDaskError, OutputBusyError, OutputError, StorageError
 from ..storage.failures import cause
 from ..storage.uploads import upload_file
 from ..storage.urls import filesystem, is_url, join
+from ..support.new_files import new_file
 from ..zarr_runs.locations import ZIP_SUFFIX
 
 _log = logging.getLogger(__name__)
@@ -124,7 +125,8 @@ def put_object(work: str, key: str, data: bytes) -> None:
         fs, path = filesystem(join(work, key))
         fs.pipe_file(path, data)
         return
-    fd = os.open(os.path.join(work, key), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    # 0o666: the umask decides the mode, as for any new file
+    fd = os.open(os.path.join(work, key), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
     try:
         view = memoryview(data)
         while view:
@@ -181,11 +183,7 @@ class ZipSink(Sink):
     def __init__(self, staging: Path, location: str, name: str):
         self.location = location
         local = not is_url(location)
-        handle, zipped = tempfile.mkstemp(
-            prefix=".run-", suffix=ZIP_SUFFIX, dir=Path(location).parent if local else staging
-        )
-        os.close(handle)
-        self.zipped = Path(zipped)
+        self.zipped = new_file(Path(location).parent if local else staging, ".run-", ZIP_SUFFIX)
         self.zip: zipfile.ZipFile | None = zipfile.ZipFile(
             self.zipped, "w", compression=zipfile.ZIP_STORED, allowZip64=True
         )

@@ -472,7 +472,7 @@ class ChunkFiles:
         while at < len(values):
             n = int(self.lengths[i])
             raw = values[at : at + n].tobytes()
-            fd = os.open(self.key(i), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            fd = os.open(self.key(i), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
             try:
                 os.write(fd, self.zstd.encode(raw) if self.zstd is not None else raw)
             finally:

@@ -1,0 +1,44 @@
+"""Outputs written whole or not at all: into a new file beside the output, renamed into place.
+
+The new file is made the way any new file is, with the mode the process's umask gives it.
+``tempfile.mkstemp`` makes its file readable by its owner only (0600), and a file renamed into
+place keeps its mode, so a table, picture or Zarr run written that way could be read neither
+by the lab's other users nor by a web server serving the folder, unlike every other output.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Callable
+from pathlib import Path
+
+from ..errors import OutputError
+
+
+def new_file(folder: str | os.PathLike, prefix: str, suffix: str = "") -> Path:
+    """A new, empty file ``folder/<prefix><random><suffix>`` (never one that was there), with
+    the mode a new file gets under the umask. OSError if it cannot be made."""
+    path = Path(folder) / f"{prefix}{secrets.token_hex(8)}{suffix}"
+    os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+    return path
+
+
+def atomic_write(path: str | os.PathLike, write: Callable[[Path], None]) -> None:
+    """``write(temporary path)`` beside ``path``, then rename it into place; OutputError
+    naming ``path`` if it cannot be written (nothing left behind)."""
+    target = Path(path)
+    try:
+        temporary = new_file(target.parent, f".{target.name}.", target.suffix)
+    except OSError as exc:
+        raise OutputError(f"{target}: cannot write there ({exc.strerror})") from None
+    try:
+        write(temporary)
+        os.replace(temporary, target)
+    except OSError as exc:
+        raise OutputError(f"{target}: cannot write ({exc.strerror or exc})") from None
+    finally:
+        temporary.unlink(missing_ok=True)
+
+
+__all__ = ["atomic_write", "new_file"]
