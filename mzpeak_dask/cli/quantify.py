@@ -102,8 +102,17 @@ def cmd_ion_map(args: argparse.Namespace) -> int:
         (data,) = compute([image.data], client, cluster.task_timeout)
     values = image.copy(data=data)
     title = f"{runs[0].name}, MS{args.ms_level}"
+    blank = not np.any(data)
+    if blank:
+        title += " (no points in these bins)"
     atomic_write(args.plot, lambda tmp: plot_ion_map(values[0], tmp, title=title))
-    if not args.quiet:
+    if blank:  # said even with --quiet: the picture alone looks like a failure to draw
+        print(
+            f"{args.source}: no points of MS{args.ms_level} spectra in these bins; "
+            f"a blank map written to {args.plot}",
+            file=sys.stderr,
+        )
+    elif not args.quiet:
         print(f"ion map written to {args.plot}", file=sys.stderr)
     return 0
 

@@ -84,3 +84,16 @@ def test_ion_map_draws_a_picture(exported, tmp_path, capsys) -> None:
     assert cli.main(["ion-map", str(exported.store), "--mz-bins", "1:5:3", "--rt-bins",
                      "0:1:2", "--plot", str(plot)]) != 0
     assert "give one run" in capsys.readouterr().err and not plot.exists()
+
+
+def test_an_ion_map_without_points_says_so(exported, tmp_path, capsys) -> None:
+    """Bins no point falls in draw a blank map, and a line says why, even with --quiet."""
+    plot = tmp_path / "map.png"
+    run = str(exported.archives["metabo.chunked"])
+    for rt in ("0:20:200", "500:600:10"):
+        argv = ["ion-map", run, "--mz-bins", "100:1000:300", "--rt-bins", rt, "-q"]
+        assert cli.main([*argv, "--plot", str(plot)]) == 0
+        assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith(f"{run}: no points of MS1 spectra"), lines
+    assert str(plot) in lines[0]
