@@ -39,18 +39,23 @@ def plot_heatmap(frame: Any, path: str) -> None:
     values = table.to_numpy(dtype=np.float64)
     shown = np.where(values > 0, np.log10(np.where(values > 0, values, 1)), np.nan)
     rows, columns = table.shape
-    figure = Figure(figsize=(min(2 + 0.35 * columns, 24), min(1.5 + 0.35 * rows, 18)))
+    targets = [str(c) for c in table.columns] if columns <= 80 else []
+    names = [Path(str(r)).name for r in table.index] if rows <= 80 else []
+    # room for the tick labels (7 pt characters, about 0.06 inch wide) beside the cells
+    width = 3 + 0.35 * columns + 0.06 * max(map(len, names), default=0)
+    height = 1.5 + 0.35 * rows + 0.06 * max(map(len, targets), default=0)
+    size = (min(max(width, 6), 30), min(max(height, 4), 24))
+    figure = Figure(figsize=size, layout="constrained")
     axis = figure.subplots()
     image = axis.imshow(shown, aspect="auto", cmap="viridis", interpolation="nearest")
     figure.colorbar(image, ax=axis, label="log10 peak_area")
-    if columns <= 80:
-        axis.set_xticks(range(columns), [str(c) for c in table.columns], rotation=90, fontsize=7)
-    if rows <= 80:
-        axis.set_yticks(range(rows), [Path(str(r)).name for r in table.index], fontsize=7)
+    if targets:
+        axis.set_xticks(range(columns), targets, rotation=90, fontsize=7)
+    if names:
+        axis.set_yticks(range(rows), names, fontsize=7)
     axis.set_xlabel("target")
     axis.set_ylabel("run")
-    figure.tight_layout()
-    atomic_write(path, lambda tmp: figure.savefig(tmp, dpi=120))
+    atomic_write(path, lambda tmp: figure.savefig(tmp, dpi=120, bbox_inches="tight"))
 
 
 def cmd_quantify(args: argparse.Namespace) -> int:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pandas as pd
 import pytest
 
@@ -28,6 +30,26 @@ def test_quantify_writes_the_table_and_heatmap(exported, tmp_path, capsys) -> No
         assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
     capsys.readouterr()
+
+
+def test_a_heatmap_of_many_runs_with_long_names_fits_them(exported, tmp_path, capsys) -> None:
+    """60 runs with names of 60 characters and one target: every label and the colour bar's
+    drawn inside the picture, with no layout warning on the way (one drew a strip 2.35
+    inches wide, cut its labels and warned "Tight layout not applied")."""
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    for k in range(60):
+        os.link(exported.archives["small.chunked"], folder / f"{k:02d}_{'x' * 50}.mzpeak")
+    targets = tmp_path / "targets.csv"
+    targets_for(SMALL).head(1).to_csv(targets, index=False)
+    plot = tmp_path / "heatmap.png"
+    argv = ["quantify", str(folder), "--targets", str(targets), "--output", str(tmp_path / "q.csv")]
+    assert cli.main([*argv, "--plot", str(plot), "-q"]) == 0  # a warning fails here
+    assert capsys.readouterr().err == ""
+    from matplotlib.image import imread
+
+    width, height = imread(plot).shape[1::-1]
+    assert width > 6 * 120 * 0.9 and height > 60 * 0.35 * 120 * 0.9, (width, height)
 
 
 def test_an_unreadable_run_exits_1_after_the_others_are_written(exported, tmp_path, capsys):
