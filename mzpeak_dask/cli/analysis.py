@@ -12,10 +12,12 @@ import json
 import sys
 from typing import Any
 
+import numpy as np
+
 from ..errors import OptionsError
 from ..options import ABOVE_0, AnalysisOptions, ClusterOptions, ConvertOptions, ZarrOptions
 from ..parallel.cluster import cluster_client
-from ..support.new_files import atomic_write
+from ..support.outputs import atomic_write, write_table
 from ..support.pathtext import plural
 from .args import GROUP_FLAGS, add_options, analysis_cluster, bounded, command, options
 
@@ -55,6 +57,25 @@ def format_xic(name: str, frame: Any, ppm: float, max_rows: int) -> str:
     return f"== {name}: {plural(len(frame), 'spectrum', 'spectra')}, ±{ppm:g} ppm ==\n{body}"
 
 
+def xic_table(results: dict[str, Any]) -> Any:
+    """Runs' XICs as one long table: run, spectrum_index, time, mz (the target), intensity;
+    in run order, then spectrum and target order."""
+    import pandas as pd
+
+    parts = []
+    for name, frame in results.items():
+        long = frame.reset_index().melt(
+            id_vars=["spectrum_index", "time"], var_name="mz", value_name="intensity"
+        )
+        order = np.lexsort((long["mz"].to_numpy(dtype=float), long["spectrum_index"].to_numpy()))
+        parts.append(long.iloc[order].assign(run=name))
+    columns = ["run", "spectrum_index", "time", "mz", "intensity"]
+    if not parts:
+        return pd.DataFrame(columns=columns)
+    table = pd.concat(parts, ignore_index=True)[columns]
+    return table.astype({"mz": "float64", "intensity": "float64"})
+
+
 def cmd_xic(args: argparse.Namespace) -> int:
     from ..analysis import plot_xic, xic
     from ..analysis.chromatograms import outside
@@ -77,7 +98,13 @@ def cmd_xic(args: argparse.Namespace) -> int:
             client=client,
             task_timeout=cluster.task_timeout,
         )
-    if args.json:
+    if args.output:
+        table = xic_table(results)
+        write_table(table, args.output)
+        if not args.quiet:
+            print(f"{plural(len(table), 'row')} ({plural(len(results), 'run')}) written to "
+                  f"{args.output}", file=sys.stderr)  # fmt: skip
+    elif args.json:
         for name, frame in results.items():
             print(json.dumps({"run": name, "xic": json.loads(frame.to_json(orient="split"))}))
     elif not args.quiet:
@@ -177,8 +204,14 @@ def add_commands(subparsers: Any) -> None:
     )
     p.add_argument("--plot", metavar="FILE.png", help="draw the XICs with matplotlib")
     p.add_argument("--json", action="store_true", help="print each run's XIC as JSON")
+    p.add_argument(
+        "--output",
+        metavar="FILE",
+        help="write every run's XICs to one table instead of printing them: run, "
+        "spectrum_index, time, mz, intensity; Parquet (.parquet, .pq) or CSV by the suffix",
+    )
     add_options(p, AnalysisOptions, "chromatograms")
     add_options(p, ClusterOptions, names=ANALYSIS_CLUSTER, kinds=XIC_KINDS)
 
 
-__all__ = ["add_commands", "cmd_export_zarr", "cmd_xic", "format_xic"]
+__all__ = ["add_commands", "cmd_export_zarr", "cmd_xic", "format_xic", "xic_table"]

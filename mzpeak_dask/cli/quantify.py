@@ -14,17 +14,9 @@ import numpy as np
 from ..errors import InputError, OptionsError
 from ..options import ClusterOptions
 from ..parallel.cluster import cluster_client
-from ..support.new_files import atomic_write
+from ..support.outputs import atomic_write, write_table
 from .analysis import ANALYSIS_CLUSTER
 from .args import add_options, analysis_cluster, command
-
-
-def write_table(frame: Any, path: str) -> None:
-    """CSV or Parquet by the suffix of ``path``."""
-    if Path(path).suffix.lower() in (".parquet", ".pq"):
-        atomic_write(path, lambda tmp: frame.to_parquet(tmp, index=False))
-    else:
-        atomic_write(path, lambda tmp: frame.to_csv(tmp, index=False))
 
 
 def plot_heatmap(frame: Any, path: str) -> None:

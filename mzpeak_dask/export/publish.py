@@ -51,7 +51,7 @@ from ..errors import MzPeakDaskError, OutputBusyError, OutputError, StorageError
 from ..storage.failures import cause
 from ..storage.uploads import upload_file
 from ..storage.urls import filesystem, is_url, join
-from ..support.new_files import new_file
+from ..support.outputs import new_file
 from ..zarr_runs.locations import ZIP_SUFFIX
 
 _log = logging.getLogger(__name__)

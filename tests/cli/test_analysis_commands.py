@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
+import pandas as pd
 import pytest
 import zarr
 
@@ -61,6 +63,34 @@ def test_xic_command(exported, tmp_path, capsys) -> None:
     out = capsys.readouterr().out
     assert "== ref.point: no spectra of the MS level (and RT range) asked ==" in out
     assert "Empty DataFrame" not in out
+
+
+def test_xic_output_is_one_long_table_of_every_run(exported, tmp_path, capsys) -> None:
+    """--output writes what the Python call returns, one row per run, spectrum and target, as
+    Parquet or CSV by the suffix; nothing is printed but the line saying so."""
+    from mzpeak_dask.analysis import xic
+
+    sources = [str(exported.archives["ref.point"]), str(exported.store / "ref.chunked")]
+    targets = [810.4155, 524.2648]
+    want = xic(sources, targets, ppm=10)
+    argv = ["xic", *sources, "--mz", "810.4155", "--mz", "524.2648", "--ppm", "10"]
+    for suffix in ("parquet", "csv"):
+        output = tmp_path / f"xic.{suffix}"
+        assert run([*argv, "--output", str(output)]) == 0
+        captured = capsys.readouterr()
+        assert captured.out == "" and f"written to {output}" in captured.err
+        got = pd.read_parquet(output) if suffix == "parquet" else pd.read_csv(output)
+        assert list(got.columns) == ["run", "spectrum_index", "time", "mz", "intensity"]
+        assert list(got["run"].unique()) == list(want)
+        for name, frame in want.items():
+            mine = got[got["run"] == name]
+            assert len(mine) == len(frame) * len(targets)
+            for mz in targets:
+                one = mine[mine["mz"] == mz]
+                np.testing.assert_array_equal(one["spectrum_index"], frame.index)
+                np.testing.assert_allclose(one["time"], frame["time"], rtol=1e-12)
+                np.testing.assert_allclose(one["intensity"], frame[mz], rtol=1e-12)
+    assert any(want[name][810.4155].max() > 0 for name in want)
 
 
 def test_errors_are_one_line(exported, tmp_path, capsys) -> None:

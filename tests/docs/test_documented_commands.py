@@ -181,6 +181,9 @@ def _workspace(folder: Path, archives: Path, argv: list[str]) -> None:
         for name in [*ARCHIVES, "runs.zarr"]:
             if argv[0] != "export-zarr" or name != "runs.zarr":
                 (folder / name).symlink_to(archives / name)
+        (folder / "converted").mkdir()  # a batch's output folder
+        for name in ("a.mzpeak", "b.mzpeak"):
+            (folder / "converted" / name).symlink_to(archives / name)
 
 
 def _local(argv: list[str], folder: Path) -> list[str]:
@@ -247,5 +250,7 @@ def _check_outputs(argv: list[str], folder: Path, printed: str) -> None:
         assert not [p for p in validate(archive) if p.severity == ERROR], archive
     if getattr(args, "plot", None):
         assert (folder / args.plot).stat().st_size > 0
-    if argv[0] in ("info", "validate", "xic"):
+    if getattr(args, "output", None) and argv[0] in ("xic", "quantify"):
+        assert (folder / args.output).stat().st_size > 0
+    elif argv[0] in ("info", "validate", "xic"):
         assert printed.strip()

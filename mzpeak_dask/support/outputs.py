@@ -12,6 +12,7 @@ import os
 import secrets
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from ..errors import OutputError
 
@@ -41,4 +42,12 @@ def atomic_write(path: str | os.PathLike, write: Callable[[Path], None]) -> None
         temporary.unlink(missing_ok=True)
 
 
-__all__ = ["atomic_write", "new_file"]
+def write_table(frame: Any, path: str | os.PathLike) -> None:
+    """A pandas table written whole: Parquet for a ``.parquet`` or ``.pq`` suffix, else CSV."""
+    if Path(path).suffix.lower() in (".parquet", ".pq"):
+        atomic_write(path, lambda tmp: frame.to_parquet(tmp, index=False))
+    else:
+        atomic_write(path, lambda tmp: frame.to_csv(tmp, index=False))
+
+
+__all__ = ["atomic_write", "new_file", "write_table"]
