@@ -8,7 +8,8 @@ unpacked archive) is replaced by the runs found under it, in the order of their 
 its folders (not searched further): a folder holding a store's or an archive's marker file, or
 named ``*.mzpeak`` or ``*.zarr`` (a damaged one is then named when it cannot be opened, not
 passed over). Names in a hidden folder (a batch's staging) are left out. Keys listed from a
-store become URLs under its prefix, never local paths."""
+store become URLs under its prefix, never local paths. The commands that read archives only
+(``info``, ``validate``) take the archives among them (:func:`expand_archives`)."""
 
 from __future__ import annotations
 
@@ -40,6 +41,34 @@ def expand_folders(sources: list[Any]) -> list[Any]:
         else:
             out += found
     return out
+
+
+def expand_archives(sources: list[str]) -> list[str]:
+    """``sources`` with each folder or prefix of runs replaced by the mzPeak archives under it
+    (its Zarr runs left out); one without any raises :class:`InputError` naming it."""
+    out: list[str] = []
+    for source in sources:
+        found = _runs_of(source)
+        if found is None:
+            out.append(source)
+            continue
+        archives = [run for run in found if _archive(run)]
+        if not archives:
+            raise InputError(f"{source}: no mzPeak archive in it (nor under it)")
+        out += archives
+    return out
+
+
+def _archive(run: str) -> bool:
+    """Whether a run found under a folder or prefix is an mzPeak archive, not a Zarr run."""
+    if run.endswith(".mzpeak"):
+        return True
+    if run.endswith((".zarr", ".zarr.zip")):
+        return False
+    if is_url(run):  # a folder holding a marker file: which one (one request)
+        fs, path = filesystem(run)
+        return bool(fs.exists(f"{path.rstrip('/')}/{INDEX_MEMBER}"))
+    return (Path(run) / INDEX_MEMBER).exists()
 
 
 def _runs_of(source: Any) -> list[str] | None:
@@ -108,4 +137,4 @@ def _inside(name: str, folders: set[str]) -> bool:
     return any("/".join(parts[:k]) in folders for k in range(1, len(parts)))
 
 
-__all__ = ["expand_folders"]
+__all__ = ["expand_archives", "expand_folders"]

@@ -7,7 +7,9 @@ adds tracebacks. Options follow one precedence rule: command line > ``--config``
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
+import os
 import signal
 import sys
 import traceback
@@ -26,6 +28,7 @@ from .logs import quiet_dask_logs
 EXIT_USAGE = 2
 EXIT_BUSY = 75  # EX_TEMPFAIL: another batch holds the output folder; try again later
 EXIT_INTERRUPTED = 130
+EXIT_PIPE = 141  # 128 + SIGPIPE, as a process the closed pipe had stopped
 
 
 DESCRIPTION = """\
@@ -110,6 +113,10 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted: partial outputs removed", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except BrokenPipeError:  # what read the output stopped (| head): stop too, quietly
+        with contextlib.suppress(OSError):  # and nothing more for the closed pipe at exit
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_PIPE
     except Exception as exc:  # a bug, not bad input: still one line unless --verbose
         if args.verbose:
             print(text(traceback.format_exc()), end="", file=sys.stderr)  # passwords hidden

@@ -117,10 +117,11 @@ def _url_jobs(inputs: list[str], output: str) -> list[tuple[str, str]]:
 
 
 def cmd_info(args: argparse.Namespace) -> int:
+    from ..analysis.run_folders import expand_archives
     from ..read.archive import open_archive
     from ..read.summary import format_summary, summarize
 
-    for path in args.archives:
+    for path in expand_archives(args.archives):
         with open_archive(path) as archive:
             summary = summarize(archive)
         summary["path"] = redact(summary["path"])  # a URL's password hidden
@@ -176,11 +177,12 @@ def cmd_batch(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    from ..analysis.run_folders import expand_archives
     from ..read.validate import ERROR, problems_json, validate
 
     failed = False
     documents = []
-    for given in args.archives:
+    for given in expand_archives(args.archives):
         problems, path = validate(given), redact(given)  # a URL's password hidden
         failed = failed or any(p.severity == ERROR for p in problems)
         if args.json:
@@ -209,6 +211,11 @@ def cmd_cluster_script(args: argparse.Namespace) -> int:
 
 
 ENCODING = "encoding (defaults: configs/default.toml)"
+ARCHIVE_HELP = (
+    "an mzPeak archive (.mzpeak file or unpacked folder), a path or a URL; a folder holding "
+    "archives (a batch's output), or a bucket prefix ending in /, stands for every archive "
+    "under it"
+)
 # a batch always replaces its own outputs: --overwrite would change nothing
 BATCH_ENCODING = tuple(n for n in GROUP_FLAGS[ConvertOptions] if n != "overwrite")
 
@@ -273,7 +280,7 @@ def add_commands(sub: Any) -> None:
             "summarize mzPeak archives",
             cmd_info,
             INFO_EXAMPLES,
-            "an mzPeak archive (.mzpeak file or unpacked folder), a path or a URL",
+            ARCHIVE_HELP,
             "print each summary as JSON",
         ),
         (
@@ -281,7 +288,7 @@ def add_commands(sub: Any) -> None:
             "check archives against the format's rules",
             cmd_validate,
             VALIDATE_EXAMPLES,
-            "an mzPeak archive (.mzpeak file or unpacked folder), a path or a URL",
+            ARCHIVE_HELP,
             "print one JSON list: each archive, whether it is valid, and its problems",
         ),
     ):

@@ -43,8 +43,8 @@ class Problem:
     where: str
     message: str
 
-    def __str__(self) -> str:
-        return f"{self.severity}: {self.where}: {self.message}"
+    def __str__(self) -> str:  # where: "" for the archive as a whole (named beside)
+        return f"{self.severity}: {self.where + ': ' if self.where else ''}{self.message}"
 
 
 class _Checks:
@@ -72,7 +72,7 @@ def validate(path: str | Path) -> list[Problem]:
     try:  # a remote archive's members are each read whole, once (validation reads them all)
         storage = RemoteArchiveStorage(str(path)) if is_url(path) else ArchiveStorage(path)
     except MzPeakDaskError as exc:
-        checks.error(str(path), str(exc).split(": ", 1)[-1])
+        checks.error("", str(exc).split(": ", 1)[-1])
         return checks.problems
     try:
         members = _index(storage, checks)
