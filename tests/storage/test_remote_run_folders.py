@@ -8,12 +8,13 @@ import pandas as pd
 import pytest
 
 from mzpeak_dask.analysis import open_runs, quantify
-from mzpeak_dask.analysis.run_folders import expand_folders
+from mzpeak_dask.analysis.run_folders import expand_archives, expand_folders
 from mzpeak_dask.errors import InputError, MzPeakDaskError
 
 from ..analysis.test_quantify import targets_for
 from ..conftest import DATA
 from ..export.builds import SMALL
+from ..helpers.cli import run_cli
 from ..helpers.servers import s3_client
 from .test_remote_read import upload_tree
 
@@ -50,6 +51,12 @@ def test_a_prefix_stands_for_the_runs_under_it(s3_endpoint, bucket, exported) ->
     assert [r.name for r in open_runs(prefix)] == [r.name for r in open_runs(runs)]
     targets = targets_for(SMALL)
     pd.testing.assert_frame_equal(quantify(prefix, targets), quantify(runs, targets))
+    archives = [run for run in runs if run.endswith(".mzpeak")]  # the store left out
+    assert expand_archives([prefix]) == archives
+    done = run_cli("validate", prefix)  # the AWS environment points at the server
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()  # (the reference's unpacked archive has a warning)
+    assert [line.split(": ", 1)[0] for line in lines] == archives and "error" not in done.stdout
 
 
 def test_an_empty_prefix_is_named(s3_endpoint, bucket, reference_archives) -> None:
