@@ -14,7 +14,7 @@ Example (archives and Zarr stores may be mixed)::
 from __future__ import annotations
 
 from .archive_run import ArchiveRun
-from .chromatograms import base_peak, plot_xic, spectrum_stats, tic, xic
+from .chromatograms import base_peak, plot_tic, plot_xic, spectrum_stats, tic, xic
 from .ion_map import ion_map, plot_ion_map
 from .quantify import quantify
 from .runs import open_runs
@@ -27,6 +27,7 @@ __all__ = [
     "ion_map",
     "open_runs",
     "plot_ion_map",
+    "plot_tic",
     "plot_xic",
     "quantify",
     "spectrum_stats",

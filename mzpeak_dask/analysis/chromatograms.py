@@ -3,8 +3,9 @@
 Every run contributes lazy pieces (one Dask task per block of spectra or batch of chunks);
 the pieces of all runs are computed in one go — on a ``distributed.Client`` when given, else
 with Dask's threaded scheduler — and assembled into one pandas DataFrame per run, indexed by
-``spectrum_index`` with a ``time`` column (minutes) first. :func:`plot_xic` draws XICs with
-matplotlib (Agg backend: no display needed).
+``spectrum_index`` with a ``time`` column (minutes) first. :func:`plot_xic` draws XICs and
+:func:`plot_tic` total-ion and base-peak chromatograms with matplotlib (Agg backend: no display
+needed).
 """
 
 from __future__ import annotations
@@ -184,10 +185,34 @@ def plot_xic(
     figure.savefig(path, dpi=120)
 
 
+def plot_tic(results: dict[str, pd.DataFrame], path: str | os.PathLike) -> None:
+    """Total-ion and base-peak chromatograms (frames of :func:`spectrum_stats`), one panel
+    each, one line per run, saved to ``path`` (the format follows its suffix)."""
+    try:
+        from matplotlib.figure import Figure
+    except ImportError:
+        raise OptionsError("--plot needs matplotlib (pip install 'mzpeak-dask[plot]')") from None
+    if not results:
+        raise OptionsError("nothing to plot: no runs")
+    figure = Figure(figsize=(8, 5), layout="constrained")
+    axes = figure.subplots(2, 1, sharex=True)
+    for axis, column, title in zip(
+        axes, ("tic", "base_peak_intensity"), ("total ion current", "base peak"), strict=True
+    ):
+        for name, frame in results.items():
+            axis.plot(frame["time"], frame[column], label=name, linewidth=1)
+        axis.set_title(title, fontsize=9)
+        axis.set_ylabel("intensity")
+    axes[-1].set_xlabel("retention time (min)")
+    if len(results) <= 12:
+        axes[0].legend(fontsize=7, loc="upper right")
+    figure.savefig(path, dpi=120)
+
+
 def _targets(results: dict[str, pd.DataFrame]) -> list[float]:
     for frame in results.values():
         return [c for c in frame.columns if c != "time"]
     raise OptionsError("nothing to plot: no runs")
 
 
-__all__ = ["base_peak", "outside", "plot_xic", "spectrum_stats", "tic", "xic"]
+__all__ = ["base_peak", "outside", "plot_tic", "plot_xic", "spectrum_stats", "tic", "xic"]

@@ -45,6 +45,7 @@ examples:
   mzpeak-dask batch /data/repository /data/mzpeak --resume
   mzpeak-dask export-zarr a.mzpeak b.mzpeak runs.zarr
   mzpeak-dask xic runs.zarr --mz 445.12 --plot xic.png
+  mzpeak-dask tic converted/ --plot tic.png --output tics.parquet
   mzpeak-dask quantify converted/ --targets targets.csv --output q.parquet --plot heatmap.png
   mzpeak-dask ion-map run.mzpeak --mz-bins 100:2000:1000 --rt-bins 0:60:600 --plot map.png
 

@@ -1,4 +1,4 @@
-"""The ``export-zarr`` and ``xic`` subcommands of ``mzpeak-dask``.
+"""The ``export-zarr``, ``xic`` and ``tic`` subcommands of ``mzpeak-dask``.
 
 Conventions as for every command: handlers return an exit code, errors are ``MzPeakDaskError``
 subclasses (printed as one line by :func:`mzpeak_dask.cli.main`), options follow command line >
@@ -50,38 +50,55 @@ def cmd_export_zarr(args: argparse.Namespace) -> int:
 
 def format_xic(name: str, frame: Any, ppm: float, max_rows: int) -> str:
     """A compact table of one run's XICs: time, then one column per target."""
+    table = frame.rename(columns={c: f"{c:.4f}" for c in frame.columns if c != "time"})
+    return _formatted(name, table, max_rows, f", ±{ppm:g} ppm")
+
+
+def _formatted(name: str, frame: Any, max_rows: int, about: str = "") -> str:
     if not len(frame):  # not pandas' "Empty DataFrame" block
         return f"== {name}: no spectra of the MS level (and RT range) asked =="
-    table = frame.rename(columns={c: f"{c:.4f}" for c in frame.columns if c != "time"})
-    body = table.to_string(max_rows=max_rows, float_format=lambda x: f"{x:.6g}")
-    return f"== {name}: {plural(len(frame), 'spectrum', 'spectra')}, ±{ppm:g} ppm ==\n{body}"
+    body = frame.to_string(max_rows=max_rows, float_format=lambda x: f"{x:.6g}")
+    return f"== {name}: {plural(len(frame), 'spectrum', 'spectra')}{about} ==\n{body}"
 
 
 def xic_table(results: dict[str, Any]) -> Any:
     """Runs' XICs as one long table: run, spectrum_index, time, mz (the target), intensity;
     in run order, then spectrum and target order."""
-    import pandas as pd
-
     parts = []
-    for name, frame in results.items():
+    for frame in results.values():
         long = frame.reset_index().melt(
             id_vars=["spectrum_index", "time"], var_name="mz", value_name="intensity"
         )
         order = np.lexsort((long["mz"].to_numpy(dtype=float), long["spectrum_index"].to_numpy()))
-        parts.append(long.iloc[order].assign(run=name))
-    columns = ["run", "spectrum_index", "time", "mz", "intensity"]
-    if not parts:
-        return pd.DataFrame(columns=columns)
-    table = pd.concat(parts, ignore_index=True)[columns]
+        parts.append(long.iloc[order])
+    table = _runs_table(results, parts, ["spectrum_index", "time", "mz", "intensity"])
     return table.astype({"mz": "float64", "intensity": "float64"})
 
 
-def cmd_xic(args: argparse.Namespace) -> int:
-    from ..analysis import plot_xic, xic
+def tic_table(results: dict[str, Any]) -> Any:
+    """Runs' total-ion and base-peak chromatograms as one table: run, spectrum_index, time,
+    tic, base_peak_mz, base_peak_intensity."""
+    from ..analysis.chromatograms import STATS
+
+    parts = [frame.reset_index() for frame in results.values()]
+    return _runs_table(results, parts, ["spectrum_index", "time", *STATS])
+
+
+def _runs_table(results: dict[str, Any], parts: list[Any], columns: list[str]) -> Any:
+    import pandas as pd
+
+    parts = [part.assign(run=name) for name, part in zip(results, parts, strict=True)]
+    if not parts:
+        return pd.DataFrame(columns=["run", *columns])
+    return pd.concat(parts, ignore_index=True)[["run", *columns]]
+
+
+def _chromatograms(args: argparse.Namespace, analysis: AnalysisOptions, compute: Any) -> dict:
+    """``compute(runs, rt, ms_level, client, task_timeout)`` over the runs the command names,
+    on its cluster; a retention-time window outside every run refused in one line."""
     from ..analysis.chromatograms import outside
     from ..analysis.runs import as_runs
 
-    analysis = options(args, AnalysisOptions)
     rt = tuple(args.rt) if args.rt else None
     level = None if analysis.ms_level == 0 else analysis.ms_level
     runs = as_runs(args.sources)
@@ -89,31 +106,63 @@ def cmd_xic(args: argparse.Namespace) -> int:
         raise OptionsError(why)  # one line, not a table without rows per run
     cluster = analysis_cluster(args)
     with cluster_client(cluster) as client:  # none: Dask's threads here
-        results = xic(
-            runs,
-            args.mz,
-            ppm=analysis.ppm,
-            rt=rt,
-            ms_level=level,
-            client=client,
-            task_timeout=cluster.task_timeout,
-        )
+        return compute(runs, rt, level, client, cluster.task_timeout)
+
+
+def _report(args: argparse.Namespace, results: dict, table: Any, text: Any, plot: Any) -> None:
+    """The chromatograms as the command's flags ask: one table (--output), JSON lines
+    (--json) or printed tables; and a picture (--plot)."""
     if args.output:
-        table = xic_table(results)
-        write_table(table, args.output)
+        rows = table(results)
+        write_table(rows, args.output)
         if not args.quiet:
-            print(f"{plural(len(table), 'row')} ({plural(len(results), 'run')}) written to "
+            print(f"{plural(len(rows), 'row')} ({plural(len(results), 'run')}) written to "
                   f"{args.output}", file=sys.stderr)  # fmt: skip
     elif args.json:
         for name, frame in results.items():
-            print(json.dumps({"run": name, "xic": json.loads(frame.to_json(orient="split"))}))
+            doc = json.loads(frame.to_json(orient="split"))
+            print(json.dumps({"run": name, args.command: doc}))
     elif not args.quiet:
-        text = (format_xic(n, f, analysis.ppm, analysis.max_rows) for n, f in results.items())
-        print("\n\n".join(text))
+        print("\n\n".join(text(name, frame) for name, frame in results.items()))
     if args.plot:
-        atomic_write(args.plot, lambda tmp: plot_xic(results, tmp, ppm=analysis.ppm))
+        atomic_write(args.plot, lambda tmp: plot(results, tmp))
         if not args.quiet and not args.json:
             print(f"plot written to {args.plot}", file=sys.stderr)
+
+
+def cmd_xic(args: argparse.Namespace) -> int:
+    from ..analysis import plot_xic, xic
+
+    analysis = options(args, AnalysisOptions)
+
+    def compute(runs, rt, level, client, task_timeout):
+        return xic(runs, args.mz, ppm=analysis.ppm, rt=rt, ms_level=level, client=client,
+                   task_timeout=task_timeout)  # fmt: skip
+
+    results = _chromatograms(args, analysis, compute)
+    _report(
+        args,
+        results,
+        xic_table,
+        lambda name, frame: format_xic(name, frame, analysis.ppm, analysis.max_rows),
+        lambda results, path: plot_xic(results, path, ppm=analysis.ppm),
+    )
+    return 0
+
+
+def cmd_tic(args: argparse.Namespace) -> int:
+    from ..analysis import plot_tic, spectrum_stats
+
+    analysis = options(args, AnalysisOptions)
+
+    def compute(runs, rt, level, client, task_timeout):
+        return spectrum_stats(runs, rt=rt, ms_level=level, client=client,
+                              task_timeout=task_timeout)  # fmt: skip
+
+    def text(name: str, frame: Any) -> str:
+        return _formatted(name, frame, analysis.max_rows)
+
+    _report(args, _chromatograms(args, analysis, compute), tic_table, text, plot_tic)
     return 0
 
 
@@ -152,8 +201,18 @@ the chromatograms are computed on Dask's threads in this process.
 """
 
 
+TIC_EXAMPLES = """
+  mzpeak-dask tic runs.zarr c.mzpeak --plot tic.png
+  mzpeak-dask tic converted/ --output tics.parquet --workers 4
+  mzpeak-dask tic a.mzpeak --ms-level 2 --rt 29 30 --json
+
+Without --workers, --scheduler or --cluster (nor those keys under [cluster] of --config),
+the chromatograms are computed on Dask's threads in this process.
+"""
+
+
 def add_commands(subparsers: Any) -> None:
-    """Register ``export-zarr`` and ``xic`` on an argparse subparsers object."""
+    """Register ``export-zarr``, ``xic`` and ``tic`` on an argparse subparsers object."""
     help = "export archives to a Zarr v3 store with the mzPeak chunks"
     p = command(
         subparsers,
@@ -185,6 +244,28 @@ def add_commands(subparsers: Any) -> None:
         "(archives and Zarr stores), reading only the chunks that can hold the targets.",
     )
     p.add_argument(
+        "--mz",
+        type=bounded(float, ABOVE_0),
+        action="append",
+        required=True,
+        help="target m/z (repeatable)",
+    )
+    _chromatogram_arguments(p, "XICs", "mz, intensity", ())
+    p = command(
+        subparsers,
+        "tic",
+        "total-ion and base-peak chromatograms across runs",
+        cmd_tic,
+        TIC_EXAMPLES,
+        description="Total-ion and base-peak chromatograms across many runs (archives and Zarr "
+        "stores): per spectrum its summed intensity and its most intense point.",
+    )
+    _chromatogram_arguments(p, "chromatograms", "tic, base_peak_mz, base_peak_intensity", ("ppm",))
+
+
+def _chromatogram_arguments(p: Any, what: str, columns: str, without: tuple[str, ...]) -> None:
+    """The runs, their selection and the outputs of ``xic`` and ``tic``."""
+    p.add_argument(
         "sources",
         nargs="+",
         metavar="ARCHIVE_OR_STORE",
@@ -193,25 +274,27 @@ def add_commands(subparsers: Any) -> None:
         "bucket prefix ending in /, stands for every run under it",
     )
     p.add_argument(
-        "--mz",
-        type=bounded(float, ABOVE_0),
-        action="append",
-        required=True,
-        help="target m/z (repeatable)",
-    )
-    p.add_argument(
         "--rt", type=float, nargs=2, metavar=("LOW", "HIGH"), help="retention time range, minutes"
     )
-    p.add_argument("--plot", metavar="FILE.png", help="draw the XICs with matplotlib")
-    p.add_argument("--json", action="store_true", help="print each run's XIC as JSON")
+    p.add_argument("--plot", metavar="FILE.png", help=f"draw the {what} with matplotlib")
+    p.add_argument("--json", action="store_true", help=f"print each run's {what} as JSON")
     p.add_argument(
         "--output",
         metavar="FILE",
-        help="write every run's XICs to one table instead of printing them: run, "
-        "spectrum_index, time, mz, intensity; Parquet (.parquet, .pq) or CSV by the suffix",
+        help=f"write every run's {what} to one table instead of printing them: run, "
+        f"spectrum_index, time, {columns}; Parquet (.parquet, .pq) or CSV by the suffix",
     )
-    add_options(p, AnalysisOptions, "chromatograms")
+    names = tuple(n for n in ("ppm", "ms_level", "max_rows") if n not in without)
+    add_options(p, AnalysisOptions, "chromatograms", names)
     add_options(p, ClusterOptions, names=ANALYSIS_CLUSTER, kinds=XIC_KINDS)
 
 
-__all__ = ["add_commands", "cmd_export_zarr", "cmd_xic", "format_xic", "xic_table"]
+__all__ = [
+    "add_commands",
+    "cmd_export_zarr",
+    "cmd_tic",
+    "cmd_xic",
+    "format_xic",
+    "tic_table",
+    "xic_table",
+]

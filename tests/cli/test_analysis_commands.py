@@ -93,6 +93,38 @@ def test_xic_output_is_one_long_table_of_every_run(exported, tmp_path, capsys) -
     assert any(want[name][810.4155].max() > 0 for name in want)
 
 
+def test_tic_command(exported, tmp_path, capsys) -> None:
+    """Total-ion and base-peak chromatograms as the Python call computes them: printed, as
+    JSON, as one table of every run, and drawn."""
+    from mzpeak_dask.analysis import spectrum_stats
+
+    sources = [str(exported.archives["ref.point"]), str(exported.store / "ref.chunked")]
+    want = spectrum_stats(sources, rt=(0.05, 0.3))
+    assert all(len(frame) and (frame["tic"] > 0).all() for frame in want.values())
+    argv = ["tic", *sources, "--rt", "0.05", "0.3"]
+    plot, output = tmp_path / "tic.png", tmp_path / "tic.parquet"
+    assert run([*argv, "--plot", str(plot)]) == 0
+    out = capsys.readouterr().out
+    assert "== ref.point: 8 spectra ==" in out and "== ref.chunked:" in out
+    assert "base_peak_intensity" in out.splitlines()[1]
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert run([*argv, "--json"]) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [line["run"] for line in lines] == list(want)
+    assert lines[0]["tic"]["index"] == want["ref.point"].index.tolist()
+    assert run([*argv, "--output", str(output)]) == 0
+    got = pd.read_parquet(output)
+    cols = ["time", "tic", "base_peak_mz", "base_peak_intensity"]
+    assert list(got.columns) == ["run", "spectrum_index", *cols]
+    for name, frame in want.items():
+        mine = got[got["run"] == name].set_index("spectrum_index")[cols]
+        mine.index.name = frame.index.name
+        pd.testing.assert_frame_equal(mine, frame[cols])
+    assert run(["tic", sources[0], "--ms-level", "3"]) == 0  # the run has none: one line
+    out = capsys.readouterr().out
+    assert out.strip() == "== ref.point: no spectra of the MS level (and RT range) asked =="
+
+
 def test_errors_are_one_line(exported, tmp_path, capsys) -> None:
     assert cli.main(["xic", str(tmp_path / "missing.mzpeak"), "--mz", "500"]) == 1
     err = capsys.readouterr().err.strip().splitlines()

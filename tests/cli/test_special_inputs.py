@@ -103,7 +103,7 @@ def test_a_fifo_as_an_archive_is_refused(tmp_path, command):
     if command == "validate":  # a report: a line per archive, its problems after its name
         assert result.returncode == 1 and "Traceback" not in result.stderr
         assert [line for line in result.stdout.splitlines() + result.stderr.splitlines()] == [
-            f"{archive}: error: {archive}: not a regular file, not an archive"
+            f"{archive}: error: not a regular file, not an archive"
         ]
     else:
         one_line_error(result, str(archive), "not a regular file")

@@ -177,7 +177,7 @@ def _workspace(folder: Path, archives: Path, argv: list[str]) -> None:
     (folder / "my.toml").write_text(CONFIG)
     (folder / "manifest.csv").write_text("path\nrun.mzML\nc.mgf\n")
     (folder / "targets.csv").write_text(TARGETS)
-    if argv[0] in ("info", "validate", "xic", "export-zarr", "quantify", "ion-map"):
+    if argv[0] in ("info", "validate", "xic", "tic", "export-zarr", "quantify", "ion-map"):
         for name in [*ARCHIVES, "runs.zarr"]:
             if argv[0] != "export-zarr" or name != "runs.zarr":
                 (folder / name).symlink_to(archives / name)
@@ -250,7 +250,7 @@ def _check_outputs(argv: list[str], folder: Path, printed: str) -> None:
         assert not [p for p in validate(archive) if p.severity == ERROR], archive
     if getattr(args, "plot", None):
         assert (folder / args.plot).stat().st_size > 0
-    if getattr(args, "output", None) and argv[0] in ("xic", "quantify"):
+    if getattr(args, "output", None) and argv[0] in ("xic", "tic", "quantify"):
         assert (folder / args.output).stat().st_size > 0
-    elif argv[0] in ("info", "validate", "xic"):
+    elif argv[0] in ("info", "validate", "xic", "tic"):
         assert printed.strip()
