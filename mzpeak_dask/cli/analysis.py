@@ -17,7 +17,7 @@ import numpy as np
 from ..errors import OptionsError
 from ..options import ABOVE_0, AnalysisOptions, ClusterOptions, ConvertOptions, ZarrOptions
 from ..parallel.cluster import cluster_client
-from ..support.outputs import atomic_write, write_table
+from ..support.outputs import atomic_write, check_output, write_table
 from ..support.pathtext import plural
 from .args import GROUP_FLAGS, add_options, analysis_cluster, bounded, command, options
 
@@ -99,6 +99,8 @@ def _chromatograms(args: argparse.Namespace, analysis: AnalysisOptions, compute:
     from ..analysis.chromatograms import outside
     from ..analysis.runs import as_runs
 
+    check_output(args.output)
+    check_output(args.plot)
     rt = tuple(args.rt) if args.rt else None
     level = None if analysis.ms_level == 0 else analysis.ms_level
     runs = as_runs(args.sources)

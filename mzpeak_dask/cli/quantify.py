@@ -14,7 +14,7 @@ import numpy as np
 from ..errors import InputError, OptionsError
 from ..options import ClusterOptions
 from ..parallel.cluster import cluster_client
-from ..support.outputs import atomic_write, write_table
+from ..support.outputs import atomic_write, check_output, write_table
 from .analysis import ANALYSIS_CLUSTER
 from .args import add_options, analysis_cluster, command
 
@@ -53,6 +53,8 @@ def plot_heatmap(frame: Any, path: str) -> None:
 def cmd_quantify(args: argparse.Namespace) -> int:
     from ..analysis import quantify
 
+    check_output(args.output)
+    check_output(args.plot)
     cluster = analysis_cluster(args)
     with cluster_client(cluster) as client:  # none: Dask's threads here
         result = quantify(
@@ -90,6 +92,7 @@ def cmd_ion_map(args: argparse.Namespace) -> int:
     from ..analysis import ion_map, open_runs, plot_ion_map
     from ..analysis.runs import compute
 
+    check_output(args.plot)
     runs = open_runs(args.source)
     if len(runs) != 1:
         raise InputError(f"{args.source}: {len(runs)} runs; give one run (a run group)")

@@ -1,4 +1,5 @@
-"""Outputs written whole or not at all: into a new file beside the output, renamed into place.
+"""Outputs written whole or not at all: into a new file beside the output, renamed into place;
+or, for an object store's URL, into a local file then uploaded (the object appears whole).
 
 The new file is made the way any new file is, with the mode the process's umask gives it.
 ``tempfile.mkstemp`` makes its file readable by its owner only (0600), and a file renamed into
@@ -10,9 +11,12 @@ from __future__ import annotations
 
 import os
 import secrets
+import shutil
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from ..errors import OutputError
 
@@ -25,9 +29,27 @@ def new_file(folder: str | os.PathLike, prefix: str, suffix: str = "") -> Path:
     return path
 
 
+def check_output(path: str | os.PathLike | None) -> None:
+    """Refuse, before any work, an output that cannot be written: a folder that does not
+    exist, a read-only URL (a web server)."""
+    from ..storage.urls import check_writable, is_url
+
+    if path is None:
+        return
+    if is_url(str(path)):
+        check_writable(str(path))
+    elif not Path(path).absolute().parent.is_dir():
+        raise OutputError(f"{path}: cannot write there (no folder {Path(path).parent})")
+
+
 def atomic_write(path: str | os.PathLike, write: Callable[[Path], None]) -> None:
-    """``write(temporary path)`` beside ``path``, then rename it into place; OutputError
-    naming ``path`` if it cannot be written (nothing left behind)."""
+    """``write(temporary path)`` beside ``path``, then rename it into place (a URL: upload
+    it); OutputError naming ``path`` if it cannot be written (nothing left behind)."""
+    from ..storage.urls import is_url
+
+    if is_url(str(path)):
+        _uploaded(str(path), write)
+        return
     target = Path(path)
     try:
         temporary = new_file(target.parent, f".{target.name}.", target.suffix)
@@ -42,6 +64,23 @@ def atomic_write(path: str | os.PathLike, write: Callable[[Path], None]) -> None
         temporary.unlink(missing_ok=True)
 
 
+def _uploaded(url: str, write: Callable[[Path], None]) -> None:
+    """``write`` into a private local folder, then that file uploaded to ``url``."""
+    from ..storage.uploads import upload_file
+    from ..storage.urls import check_writable
+
+    check_writable(url)  # before the work of writing
+    folder = Path(tempfile.mkdtemp(prefix="mzpeak-dask-output-"))
+    try:
+        temporary = folder / f"output{Path(urlsplit(url).path).suffix}"
+        write(temporary)
+        upload_file(temporary, url)
+    except OSError as exc:
+        raise OutputError(f"{url}: cannot write ({exc.strerror or exc})") from None
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def write_table(frame: Any, path: str | os.PathLike) -> None:
     """A pandas table written whole: Parquet for a ``.parquet`` or ``.pq`` suffix, else CSV."""
     if Path(path).suffix.lower() in (".parquet", ".pq"):
@@ -50,4 +89,4 @@ def write_table(frame: Any, path: str | os.PathLike) -> None:
         atomic_write(path, lambda tmp: frame.to_csv(tmp, index=False))
 
 
-__all__ = ["atomic_write", "new_file", "write_table"]
+__all__ = ["atomic_write", "check_output", "new_file", "write_table"]

@@ -65,3 +65,21 @@ def test_a_picture_that_cannot_be_written_is_one_line_and_leaves_nothing(tmp_pat
     done = run_cli("xic", str(run), "--mz", "445.12", "--plot", str(missing), "-q")
     one_line_error(done, str(missing), "cannot write there")
     assert_clean(tmp_path, run)
+
+
+def test_an_output_that_cannot_be_written_is_refused_before_any_work(tmp_path) -> None:
+    """The output is checked first: the runs named here do not exist, and the one line is
+    about the output (a quantification of a thousand runs is not lost to a typo in it)."""
+    missing = str(tmp_path / "missing" / "out.csv")
+    picture = str(tmp_path / "missing" / "out.png")
+    for argv, named in (
+        (["quantify", "none.mzpeak", "--targets", "none.csv", "--output", missing], missing),
+        (["quantify", "none.mzpeak", "--targets", "none.csv", "--output", "q.csv",
+          "--plot", picture], picture),
+        (["xic", "none.mzpeak", "--mz", "445.12", "--output", missing], missing),
+        (["tic", "none.mzpeak", "--plot", picture], picture),
+        (["ion-map", "none.mzpeak", "--mz-bins", "100:200:10", "--rt-bins", "0:1:10",
+          "--plot", picture], picture),
+    ):  # fmt: skip
+        one_line_error(run_cli(*argv, cwd=tmp_path), named, "cannot write there")
+    assert sorted(p.name for p in tmp_path.iterdir()) == []

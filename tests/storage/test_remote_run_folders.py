@@ -14,7 +14,7 @@ from mzpeak_dask.errors import InputError, MzPeakDaskError
 from ..analysis.test_quantify import targets_for
 from ..conftest import DATA
 from ..export.builds import SMALL
-from ..helpers.cli import run_cli
+from ..helpers.cli import one_line_error, run_cli
 from ..helpers.servers import s3_client
 from .test_remote_read import upload_tree
 
@@ -88,3 +88,31 @@ def test_a_damaged_run_folder_in_a_prefix_is_listed(s3_endpoint, bucket) -> None
     assert expand_folders([prefix]) == [f"{prefix}sub/damaged.mzpeak"]  # named when opened
     with pytest.raises(MzPeakDaskError, match=f"{prefix}sub/damaged.mzpeak: no mzpeak_index"):
         open_runs(prefix)
+
+
+def test_analysis_outputs_go_to_a_bucket(s3_endpoint, bucket, exported, tmp_path) -> None:
+    """Tables and pictures given as URLs are written to the bucket whole (written locally,
+    then uploaded); the same bytes as written to a path; a web server's URL is refused
+    before any work."""
+    run = str(exported.archives["small.point"])
+    targets = tmp_path / "targets.csv"
+    targets_for(SMALL).to_csv(targets, index=False)
+    prefix = f"s3://{bucket}/analysis"
+    for output in (str(tmp_path / "q.csv"), f"{prefix}/q.csv"):
+        done = run_cli("quantify", run, "--targets", str(targets), "--output", output,
+                       "--plot", output.replace(".csv", ".png"), "-q")  # fmt: skip
+        assert done.returncode == 0, done.stderr
+    done = run_cli("tic", run, "--output", f"{prefix}/tic.parquet", "--plot", f"{prefix}/t.png")
+    assert done.returncode == 0, done.stderr
+    client = s3_client(s3_endpoint)
+
+    def fetched(key: str) -> bytes:
+        return client.get_object(Bucket=bucket, Key=f"analysis/{key}")["Body"].read()
+
+    assert fetched("q.csv") == (tmp_path / "q.csv").read_bytes()
+    assert fetched("q.png")[:8] == fetched("t.png")[:8] == b"\x89PNG\r\n\x1a\n"
+    tics = tmp_path / "tic.parquet"
+    tics.write_bytes(fetched("tic.parquet"))
+    assert len(pd.read_parquet(tics)) > 0
+    done = run_cli("tic", run, "--output", "https://example.org/tic.csv")
+    one_line_error(done, "https://example.org/tic.csv", "read-only")
