@@ -17,7 +17,7 @@ import numpy as np
 from ..errors import OptionsError
 from ..options import ABOVE_0, AnalysisOptions, ClusterOptions, ConvertOptions, ZarrOptions
 from ..parallel.cluster import cluster_client
-from ..support.outputs import atomic_write, check_output, write_table
+from ..storage.outputs import atomic_write, check_output, write_table
 from ..support.pathtext import plural
 from .args import GROUP_FLAGS, add_options, analysis_cluster, bounded, command, options
 

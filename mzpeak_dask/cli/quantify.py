@@ -14,7 +14,7 @@ import numpy as np
 from ..errors import InputError, OptionsError
 from ..options import ClusterOptions
 from ..parallel.cluster import cluster_client
-from ..support.outputs import atomic_write, check_output, write_table
+from ..storage.outputs import atomic_write, check_output, write_table
 from .analysis import ANALYSIS_CLUSTER
 from .args import add_options, analysis_cluster, command
 

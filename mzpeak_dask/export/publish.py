@@ -49,9 +49,9 @@ from typing import Any
 from ..batch.lease import prefix_held
 from ..errors import MzPeakDaskError, OutputBusyError, OutputError, StorageError
 from ..storage.failures import cause
+from ..storage.outputs import new_file
 from ..storage.uploads import upload_file
 from ..storage.urls import filesystem, is_url, join
-from ..support.outputs import new_file
 from ..zarr_runs.locations import ZIP_SUFFIX
 
 _log = logging.getLogger(__name__)

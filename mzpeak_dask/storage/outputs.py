@@ -19,6 +19,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..errors import OutputError
+from .uploads import upload_file
+from .urls import check_writable, is_url
 
 
 def new_file(folder: str | os.PathLike, prefix: str, suffix: str = "") -> Path:
@@ -32,8 +34,6 @@ def new_file(folder: str | os.PathLike, prefix: str, suffix: str = "") -> Path:
 def check_output(path: str | os.PathLike | None) -> None:
     """Refuse, before any work, an output that cannot be written: a folder that does not
     exist, a read-only URL (a web server)."""
-    from ..storage.urls import check_writable, is_url
-
     if path is None:
         return
     if is_url(str(path)):
@@ -45,8 +45,6 @@ def check_output(path: str | os.PathLike | None) -> None:
 def atomic_write(path: str | os.PathLike, write: Callable[[Path], None]) -> None:
     """``write(temporary path)`` beside ``path``, then rename it into place (a URL: upload
     it); OutputError naming ``path`` if it cannot be written (nothing left behind)."""
-    from ..storage.urls import is_url
-
     if is_url(str(path)):
         _uploaded(str(path), write)
         return
@@ -66,9 +64,6 @@ def atomic_write(path: str | os.PathLike, write: Callable[[Path], None]) -> None
 
 def _uploaded(url: str, write: Callable[[Path], None]) -> None:
     """``write`` into a private local folder, then that file uploaded to ``url``."""
-    from ..storage.uploads import upload_file
-    from ..storage.urls import check_writable
-
     check_writable(url)  # before the work of writing
     folder = Path(tempfile.mkdtemp(prefix="mzpeak-dask-output-"))
     try:
