@@ -14,6 +14,7 @@ store become URLs under its prefix, never local paths. The commands that read ar
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -31,31 +32,26 @@ RUN_FOLDERS = (".mzpeak", ".zarr")  # an unpacked archive, a Zarr store
 def expand_folders(sources: list[Any]) -> list[Any]:
     """``sources`` with each folder or prefix of runs replaced by the runs under it; one
     without any raises :class:`InputError` naming it."""
-    out: list[Any] = []
-    for source in sources:
-        found = _runs_of(source)
-        if found is None:
-            out.append(source)
-        elif not found:
-            raise InputError(f"{source}: no mzPeak archive or Zarr store in it (nor under it)")
-        else:
-            out += found
-    return out
+    return _expanded(sources, lambda run: True, "mzPeak archive or Zarr store")
 
 
 def expand_archives(sources: list[str]) -> list[str]:
     """``sources`` with each folder or prefix of runs replaced by the mzPeak archives under it
     (its Zarr runs left out); one without any raises :class:`InputError` naming it."""
-    out: list[str] = []
+    return _expanded(sources, _archive, "mzPeak archive")
+
+
+def _expanded(sources: list[Any], wanted: Callable[[str], bool], what: str) -> list[Any]:
+    out: list[Any] = []
     for source in sources:
         found = _runs_of(source)
         if found is None:
             out.append(source)
             continue
-        archives = [run for run in found if _archive(run)]
-        if not archives:
-            raise InputError(f"{source}: no mzPeak archive in it (nor under it)")
-        out += archives
+        runs = [run for run in found if wanted(run)]
+        if not runs:
+            raise InputError(f"{source}: no {what} in it (nor under it)")
+        out += runs
     return out
 
 

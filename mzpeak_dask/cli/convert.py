@@ -274,13 +274,12 @@ def add_commands(sub: Any) -> None:
     p.add_argument("--json", action="store_true", help="print results as JSON lines")
     add_options(p, ConvertOptions, ENCODING)
     add_options(p, ClusterOptions)
-    for name, help, handler, examples, archive_help, json_help in (
+    for name, help, handler, examples, json_help in (
         (
             "info",
             "summarize mzPeak archives",
             cmd_info,
             INFO_EXAMPLES,
-            ARCHIVE_HELP,
             "print each summary as JSON",
         ),
         (
@@ -288,12 +287,11 @@ def add_commands(sub: Any) -> None:
             "check archives against the format's rules",
             cmd_validate,
             VALIDATE_EXAMPLES,
-            ARCHIVE_HELP,
             "print one JSON list: each archive, whether it is valid, and its problems",
         ),
     ):
         p = command(sub, name, help, handler, examples, quiet=False)
-        p.add_argument("archives", nargs="+", metavar="ARCHIVE", help=archive_help)
+        p.add_argument("archives", nargs="+", metavar="ARCHIVE", help=ARCHIVE_HELP)
         p.add_argument("--json", action="store_true", help=json_help)
     p = command(
         sub,

@@ -64,7 +64,6 @@ def atomic_write(path: str | os.PathLike, write: Callable[[Path], None]) -> None
 
 def _uploaded(url: str, write: Callable[[Path], None]) -> None:
     """``write`` into a private local folder, then that file uploaded to ``url``."""
-    check_writable(url)  # before the work of writing
     folder = Path(tempfile.mkdtemp(prefix="mzpeak-dask-output-"))
     try:
         temporary = folder / f"output{Path(urlsplit(url).path).suffix}"

@@ -214,16 +214,12 @@ def many_runs(run: Path, count: int, targets, mzml: Path, pairs: int = 1) -> dic
 
     from mzpeak_dask.parallel.cluster import cluster_client
 
+    from ..helpers.repository import linked_copies
     from ..helpers.servers import cpu_seconds
 
     folder = workdir() / f"quantify_runs_{count}"
     folder.mkdir(exist_ok=True)
-    runs = []
-    for k in range(count):
-        path = folder / f"run{k:03d}.mzpeak"
-        if not path.exists():
-            shutil.copyfile(run, path)
-        runs.append(path)
+    runs = linked_copies(run, folder, count)
     start = time.perf_counter()
     process_ms1_file(str(mzml), standardize_targets(targets.copy()))
     mint_one = time.perf_counter() - start
